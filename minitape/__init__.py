@@ -1,0 +1,49 @@
+"""minitape: TensorFlow's gradient tape, rebuilt on NumPy to be read and taught.
+
+>>> import minitape as mt
+>>> x = mt.Variable(3.0)
+>>> with mt.GradientTape() as tape:
+...     y = x**2
+>>> tape.gradient(y, x)
+<mt.Tensor: shape=(), dtype=float32, numpy=6.0>
+
+Where to read: ``tensor.py`` (values), ``tape.py`` (recording and the backward pass),
+``registry.py`` (gradients by op type), ``ops/`` (every op next to its gradient),
+``forward.py`` (forward mode), ``functional.py`` (gradient functions and transforms).
+The renderers in ``minitape.viz`` load graphviz, matplotlib and ipywidgets only when used.
+"""
+
+from . import dtypes
+from .dtypes import float16, float32, float64, int32, int64
+from .dtypes import bool_ as bool  # noqa: A001 (TensorFlow's name: mt.bool)
+from .tensor import Tensor, Variable, constant, convert_to_tensor
+from .tape import GradientTape, UnconnectedGradients
+from .registry import RegisterGradient, no_gradient
+from .custom import custom_gradient, primitive
+from .ops.math_ops import (
+    add, subtract, multiply, divide, pow, negative, abs, sign, exp, log, sqrt, square,
+    maximum, minimum, round, clip_by_value, clip_by_norm, cast, matmul,
+)
+from .ops.array_ops import (
+    reshape, transpose, expand_dims, squeeze, concat, stack, unstack, pad, tile, gather, where,
+    einsum, broadcast_to, identity, stop_gradient, shape, size, linspace, range, eye, zeros,
+    ones, zeros_like, ones_like, fill,
+)
+from .ops.reduction_ops import reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, norm
+from . import math, nn, linalg, random, image, autodiff
+from .functional import (
+    gradients_function, value_and_gradients_function, implicit_gradients,
+    implicit_value_and_gradients, grad, value_and_grad, jacobian, hessian, jvp, vjp,
+)
+from .module import Module
+from . import layers
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # ``mt.viz`` and ``mt.testing`` load on first use: ``import minitape`` stays light.
+    if name in ("viz", "testing"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'minitape' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+"""``mt.autodiff``: forward mode (as ``tf.autodiff``)."""
+
+from .forward import ForwardAccumulator  # noqa: F401

@@ -1,0 +1,1 @@
+"""minitape's operations, grouped by kind; each module holds forwards and their gradients."""

@@ -1,0 +1,579 @@
+"""Shape and indexing ops, and the functions that make new Tensors. Each forward, then its gradient.
+
+Gradients of shape ops move ``dy`` back into the input's layout: reshape back, transpose by
+the inverse permutation, slice the padding off, scatter-add a slice into zeros. The leading
+``op.batch_ndim`` axes of ``dy`` (a vectorized Jacobian) are carried along untouched.
+"""
+
+from __future__ import annotations
+
+import builtins
+import string
+
+import numpy as np
+
+from .. import dtypes
+from ..registry import RegisterGradient, no_gradient
+from ..tape import record
+from ..tensor import Tensor, convert_to_tensor
+
+
+def as_shape(shape, op_type="shape"):
+    """A shape argument (ints, 0-d int Tensors, a 1-D int Tensor, or a tuple) -> tuple of ints."""
+    if isinstance(shape, Tensor):
+        shape = shape.numpy().tolist()
+        shape = [shape] if isinstance(shape, int) else shape
+    if isinstance(shape, (int, np.integer)):
+        shape = [shape]
+    if not isinstance(shape, (list, tuple)):
+        raise TypeError(f"{op_type}: a shape must be a list or tuple of ints, got {shape!r}")
+    out = []
+    for n in shape:
+        try:
+            out.append(int(n.__index__()))
+        except (AttributeError, TypeError):
+            raise TypeError(f"{op_type}: every entry of a shape must be an int (or a 0-d int "
+                            f"Tensor), got {n!r} in {shape!r}") from None
+    return tuple(out)
+
+
+# -- reshape, transpose, expand_dims, squeeze, broadcast_to ---------------------------------------
+
+
+def reshape(tensor, shape, name=None):
+    """Reshape (op ``Reshape``); one entry of ``shape`` may be -1, as ``tf.reshape``.
+
+    Raises:
+        ValueError: if the number of elements does not match.
+    """
+    tensor = convert_to_tensor(tensor, what="reshape")
+    shape = as_shape(shape, "reshape")
+    try:
+        value = tensor._value.reshape(shape)
+    except ValueError:
+        raise ValueError(f"reshape: cannot reshape a Tensor of shape {tensor.shape} "
+                         f"({tensor.size} elements) into shape {shape}") from None
+    y = Tensor(value, name=name)
+    record("Reshape", (tensor,), (y,), keep_inputs=False)
+    return y
+
+
+@RegisterGradient("Reshape", batched=True)
+def _reshape_grad(op, dy):
+    return reshape(dy, dy.shape[:op.batch_ndim] + op.input_shapes[0])
+
+
+def transpose(a, perm=None, name=None):
+    """Permute axes (op ``Transpose``); ``perm`` defaults to reversing them, as ``tf.transpose``."""
+    a = convert_to_tensor(a, what="transpose")
+    perm = tuple(range(a.ndim))[::-1] if perm is None else as_shape(perm, "transpose")
+    if sorted(p % a.ndim if a.ndim else p for p in perm) != list(range(a.ndim)):
+        raise ValueError(f"transpose: perm {perm} is not a permutation of the {a.ndim} axes of a "
+                         f"Tensor of shape {a.shape}")
+    perm = tuple(p % a.ndim for p in perm)
+    y = Tensor(np.transpose(a._value, perm), name=name)
+    record("Transpose", (a,), (y,), attrs={"perm": perm}, keep_inputs=False)
+    return y
+
+
+@RegisterGradient("Transpose", batched=True)
+def _transpose_grad(op, dy):
+    nb = op.batch_ndim
+    inverse = np.argsort(op.get_attr("perm"))
+    return transpose(dy, tuple(range(nb)) + tuple(int(p) + nb for p in inverse))
+
+
+def matrix_transpose(a, name=None):
+    """Swap the last two axes, as ``tf.linalg.matrix_transpose``."""
+    a = convert_to_tensor(a, what="matrix_transpose")
+    n = a.ndim
+    if n < 2:
+        raise ValueError(f"matrix_transpose needs rank 2 or more, got shape {a.shape}")
+    return transpose(a, tuple(range(n - 2)) + (n - 1, n - 2), name=name)
+
+
+def expand_dims(input, axis, name=None):  # noqa: A002
+    """Insert an axis of size 1 at ``axis`` (op ``ExpandDims``)."""
+    input = convert_to_tensor(input, what="expand_dims")
+    if not -input.ndim - 1 <= axis <= input.ndim:
+        raise ValueError(f"expand_dims: axis {axis} out of range for rank {input.ndim}")
+    y = Tensor(np.expand_dims(input._value, axis), name=name)
+    record("ExpandDims", (input,), (y,), keep_inputs=False)
+    return y
+
+
+def squeeze(input, axis=None, name=None):  # noqa: A002
+    """Remove axes of size 1 (all, or those in ``axis``) (op ``Squeeze``)."""
+    input = convert_to_tensor(input, what="squeeze")
+    if axis is not None:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        for a in axes:
+            if not -input.ndim <= a < input.ndim or input.shape[a] != 1:
+                raise ValueError(f"squeeze: axis {a} of shape {input.shape} is not of size 1")
+        axis = axes
+    y = Tensor(np.squeeze(input._value, axis=axis), name=name)
+    record("Squeeze", (input,), (y,), keep_inputs=False)
+    return y
+
+
+RegisterGradient("ExpandDims", batched=True)(_reshape_grad)
+RegisterGradient("Squeeze", batched=True)(_reshape_grad)
+
+
+def broadcast_to(input, shape, name=None):  # noqa: A002
+    """Broadcast to ``shape`` (op ``BroadcastTo``); gradient: sum over the broadcast axes."""
+    input = convert_to_tensor(input, what="broadcast_to")
+    shape = as_shape(shape, "broadcast_to")
+    try:
+        value = np.broadcast_to(input._value, shape)
+    except ValueError:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {input.shape} to {shape}") \
+            from None
+    y = Tensor(value, name=name)
+    record("BroadcastTo", (input,), (y,), keep_inputs=False)
+    return y
+
+
+@RegisterGradient("BroadcastTo", batched=True)
+def _broadcast_to_grad(op, dy):
+    from .math_ops import unbroadcast
+    return unbroadcast(dy, op.input_shapes[0], op.batch_ndim)
+
+
+# -- indexing: getitem and gather, whose gradient is a scatter-add --------------------------------
+
+
+def _index_key(key, op_type):
+    """Normalize an indexing key: Tensors become ints or ndarrays; always a tuple."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            k = k.numpy() if k.ndim else k.numpy().item()
+        elif isinstance(k, list):
+            k = np.asarray(k)
+        if isinstance(k, np.ndarray) and k.dtype.kind not in "biu":
+            raise TypeError(f"{op_type}: index arrays must be integer or bool, got {k.dtype}")
+        if not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice, np.ndarray))):
+            raise TypeError(f"{op_type}: cannot index with {type(k).__name__} {k!r:.40}; use "
+                            "ints, slices, None, ..., or integer/bool arrays")
+        out.append(k)
+    return tuple(out)
+
+
+def _is_basic(key):
+    return all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) for k in key)
+
+
+def _take(x, key, op_type, attrs):
+    try:
+        value = x._value[key]
+    except IndexError as e:
+        raise IndexError(f"{op_type}: index {key!r:.60} is out of range for shape {x.shape}: {e}") \
+            from None
+    y = Tensor(value)
+    record(op_type, (x,), (y,), attrs=dict(attrs, key=key), keep_inputs=False)
+    return y
+
+
+def getitem(tensor, key):
+    """``tensor[key]`` (op ``StridedSlice``): NumPy indexing; gradient: scatter-add into zeros."""
+    tensor = convert_to_tensor(tensor, what="indexing")
+    return _take(tensor, _index_key(key, "indexing"), "StridedSlice", {})
+
+
+def gather(params, indices, axis=0, name=None):
+    """Take ``indices`` along ``axis`` (op ``GatherV2``), as ``tf.gather`` (``batch_dims=0``).
+
+    The gradient is a dense Tensor (a scatter-add), not TensorFlow's IndexedSlices.
+    """
+    params = convert_to_tensor(params, what="gather")
+    indices = np.asarray(convert_to_tensor(indices, what="gather indices").numpy())
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"gather: indices must be integers, got {indices.dtype}")
+    axis = axis % params.ndim
+    if indices.size and (indices.max() >= params.shape[axis] or indices.min() < -params.shape[axis]):
+        raise ValueError(f"gather: indices {indices.tolist()} out of range for axis {axis} of "
+                         f"size {params.shape[axis]}")
+    y = _take(params, (slice(None),) * axis + (indices,), "GatherV2", {"axis": axis})
+    y.name = name
+    return y
+
+
+def _slice_grad(op, dy):
+    return scatter_add(dy, op.get_attr("key"), op.input_shapes[0], op.batch_ndim)
+
+
+RegisterGradient("StridedSlice", batched=True)(_slice_grad)
+RegisterGradient("GatherV2", batched=True)(_slice_grad)
+
+
+def scatter_add(updates, key, shape, batch_ndim=0):
+    """Zeros of ``batch + shape`` with ``updates`` added at ``[..batch.., *key]`` (op ``StridedSliceGrad``).
+
+    Repeated indices add up (``np.add.at``). Its gradient takes the same slice again.
+    """
+    updates = convert_to_tensor(updates, what="scatter_add")
+    full_key = (slice(None),) * batch_ndim + key
+    value = np.zeros(updates.shape[:batch_ndim] + tuple(shape), updates.dtype)
+    if _is_basic(key):
+        value[full_key] = updates._value
+    else:
+        np.add.at(value, full_key, updates._value)
+    y = Tensor(value)
+    record("StridedSliceGrad", (updates,), (y,), attrs={"key": key, "batch_ndim": batch_ndim},
+           keep_inputs=False)
+    return y
+
+
+@RegisterGradient("StridedSliceGrad", batched=True)
+def _scatter_add_grad(op, dy):
+    nb = op.batch_ndim + op.get_attr("batch_ndim")
+    return getitem(dy, (slice(None),) * nb + op.get_attr("key"))
+
+
+# -- concat, stack, pad, tile ---------------------------------------------------------------------
+
+
+def _tensors(values, op_type):
+    if not isinstance(values, (list, tuple)) or not values:
+        raise TypeError(f"{op_type} expects a non-empty list of Tensors, got {values!r:.60}")
+    given = [v for v in values if isinstance(v, Tensor)]
+    dtype = given[0].dtype if given else None  # Python values take the Tensors' dtype
+    ts = [convert_to_tensor(v, dtype=None if isinstance(v, Tensor) else dtype, what=op_type)
+          for v in values]
+    for t in ts:
+        if t.dtype != ts[0].dtype:
+            raise TypeError(f"{op_type}: all Tensors need the same dtype, got "
+                            f"{sorted({t.dtype.name for t in ts})}; use mt.cast")
+    return ts
+
+
+def concat(values, axis, name=None):
+    """Join Tensors along an existing ``axis`` (op ``ConcatV2``), as ``tf.concat``."""
+    ts = _tensors(values, "concat")
+    try:
+        value = np.concatenate([t._value for t in ts], axis=axis)
+    except (ValueError, np.exceptions.AxisError) as e:
+        raise ValueError(f"concat: shapes {[t.shape for t in ts]} cannot be joined on axis "
+                         f"{axis}: {e}") from None
+    y = Tensor(value, name=name)
+    record("ConcatV2", ts, (y,), attrs={"axis": axis % ts[0].ndim}, keep_inputs=False)
+    return y
+
+
+@RegisterGradient("ConcatV2", batched=True)
+def _concat_grad(op, dy):
+    nb, axis = op.batch_ndim, op.get_attr("axis")
+    grads, start = [], 0
+    for shape in op.input_shapes:
+        stop = start + shape[axis]
+        grads.append(getitem(dy, (slice(None),) * (nb + axis) + (slice(start, stop),)))
+        start = stop
+    return grads
+
+
+def stack(values, axis=0, name=None):
+    """Stack Tensors of one shape along a new ``axis`` (op ``Pack``), as ``tf.stack``."""
+    ts = _tensors(values, "stack")
+    try:
+        value = np.stack([t._value for t in ts], axis=axis)
+    except ValueError as e:
+        raise ValueError(f"stack: shapes {[t.shape for t in ts]} cannot be stacked: {e}") from None
+    y = Tensor(value, name=name)
+    record("Pack", ts, (y,), attrs={"axis": axis % value.ndim}, keep_inputs=False)
+    return y
+
+
+@RegisterGradient("Pack", batched=True)
+def _stack_grad(op, dy):
+    nb, axis = op.batch_ndim, op.get_attr("axis")
+    return [getitem(dy, (slice(None),) * (nb + axis) + (i,)) for i in range(len(op.input_ids))]
+
+
+def unstack(value, axis=0):
+    """Split along ``axis`` into a list of Tensors, as ``tf.unstack`` (recorded slices)."""
+    value = convert_to_tensor(value, what="unstack")
+    axis = axis % value.ndim
+    return [getitem(value, (slice(None),) * axis + (i,)) for i in range(value.shape[axis])]
+
+
+def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
+    """Pad with ``constant_values`` (op ``Pad``/``PadV2``), as ``tf.pad`` in ``"CONSTANT"`` mode.
+
+    ``paddings``: one ``[before, after]`` pair per axis. ``constant_values`` may be a Tensor;
+    its gradient is the sum of ``dy`` over the padding.
+    """
+    tensor = convert_to_tensor(tensor, what="pad")
+    if str(mode).upper() != "CONSTANT":
+        raise ValueError(f"pad: only mode='CONSTANT' is supported, got {mode!r}")
+    pads = np.asarray(paddings.numpy() if isinstance(paddings, Tensor) else paddings)
+    if pads.shape != (tensor.ndim, 2):
+        raise ValueError(f"pad: paddings must have shape ({tensor.ndim}, 2) for a Tensor of rank "
+                         f"{tensor.ndim}, got {pads.shape}")
+    pads = tuple((int(a), int(b)) for a, b in pads)
+    fill_value = (constant_values if isinstance(constant_values, Tensor)
+                  else convert_to_tensor(constant_values, dtype=tensor.dtype, what="pad"))
+    fill_value = convert_to_tensor(fill_value, dtype=tensor.dtype, what="pad constant_values")
+    value = np.pad(tensor._value, pads, constant_values=fill_value._value)
+    y = Tensor(value, name=name)
+    record("PadV2", (tensor, fill_value), (y,), attrs={"paddings": pads}, keep_inputs=False)
+    return y
+
+
+@RegisterGradient("PadV2", batched=True)
+def _pad_grad(op, dy):
+    from .reduction_ops import reduce_sum
+    nb = op.batch_ndim
+    inner = (slice(None),) * nb + tuple(slice(a, a + n) for (a, _), n in
+                                        zip(op.get_attr("paddings"), op.input_shapes[0]))
+    g_tensor = getitem(dy, inner)
+    axes = list(range(nb, dy.ndim))
+    g_fill = reduce_sum(dy, axis=axes) - reduce_sum(g_tensor, axis=axes)
+    return g_tensor, reshape(g_fill, dy.shape[:nb] + op.input_shapes[1])
+
+
+def tile(input, multiples, name=None):  # noqa: A002
+    """Repeat ``input`` ``multiples[i]`` times along axis i (op ``Tile``), as ``tf.tile``."""
+    input = convert_to_tensor(input, what="tile")
+    multiples = as_shape(multiples, "tile")
+    if len(multiples) != input.ndim:
+        raise ValueError(f"tile: multiples {multiples} needs one entry per axis of shape "
+                         f"{input.shape}")
+    y = Tensor(np.tile(input._value, multiples), name=name)
+    record("Tile", (input,), (y,), attrs={"multiples": multiples}, keep_inputs=False)
+    return y
+
+
+@RegisterGradient("Tile", batched=True)
+def _tile_grad(op, dy):
+    from .reduction_ops import reduce_sum
+    nb = op.batch_ndim
+    split = dy.shape[:nb]
+    for m, n in zip(op.get_attr("multiples"), op.input_shapes[0]):
+        split += (m, n)  # the tiled axis m*n viewed as (copy, element)
+    g = reshape(dy, split)
+    return reduce_sum(g, axis=[nb + 2 * i for i in range(len(op.input_shapes[0]))])
+
+
+# -- where, identity, stop_gradient -----------------------------------------------------------------
+
+
+def where(condition, x=None, y=None, name=None):
+    """Elementwise select (op ``SelectV2``), as ``tf.where``.
+
+    ``where(c, x, y)``: ``x`` where ``c`` is true, else ``y`` (broadcasting); gradient goes to
+    the chosen side. ``where(c)`` alone returns the int64 indices of the true entries.
+    """
+    condition = convert_to_tensor(condition, what="where condition")
+    if condition.dtype != np.bool_:
+        raise TypeError(f"where: condition must be a bool Tensor, got {condition.dtype.name}")
+    if x is None and y is None:
+        return Tensor(np.argwhere(condition._value).astype(np.int64))
+    if x is None or y is None:
+        raise ValueError("where: give both x and y, or neither")
+    from .math_ops import binary_operands
+    x, y = binary_operands(x, y, "SelectV2")
+    z = Tensor(np.where(condition._value, x._value, y._value), name=name)
+    record("SelectV2", (condition, x, y), (z,), keep_inputs={0})
+    return z
+
+
+@RegisterGradient("SelectV2", batched=True)
+def _where_grad(op, dy):
+    from .math_ops import unbroadcast
+    condition = op.inputs[0]
+    nb = op.batch_ndim
+    zeros = zeros_like(dy)
+    return (None, unbroadcast(where(condition, dy, zeros), op.input_shapes[1], nb),
+            unbroadcast(where(condition, zeros, dy), op.input_shapes[2], nb))
+
+
+def identity(input, name=None):  # noqa: A002
+    """A new Tensor with the same value (op ``Identity``); the gradient passes through."""
+    input = convert_to_tensor(input, what="identity")
+    y = Tensor(input._value, name=name)
+    record("Identity", (input,), (y,), keep_inputs=False)
+    return y
+
+
+@RegisterGradient("Identity", batched=True)
+def _identity_grad(op, dy):
+    return dy
+
+
+def stop_gradient(input, name=None):  # noqa: A002
+    """Identity whose gradient is ``None`` (op ``StopGradient``), as ``tf.stop_gradient``.
+
+    >>> import minitape as mt
+    >>> x = mt.Variable(2.0)
+    >>> with mt.GradientTape() as tape:
+    ...     y = x * mt.stop_gradient(x)
+    >>> tape.gradient(y, x).numpy()   # only the first factor is differentiated: 2.0
+    np.float32(2.0)
+    """
+    input = convert_to_tensor(input, what="stop_gradient")
+    y = Tensor(input._value, name=name)
+    record("StopGradient", (input,), (y,), keep_inputs=False)
+    return y
+
+
+no_gradient("StopGradient")
+
+
+# -- einsum -----------------------------------------------------------------------------------------
+
+
+def _parse_einsum(equation, ndims):
+    """Equation -> (input subscripts, output subscripts), with ``...`` spelled out as letters."""
+    equation = equation.replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(ndims):
+        raise ValueError(f"einsum: equation {equation!r} names {len(subs)} operand(s), got "
+                         f"{len(ndims)}")
+    used = set(equation) - set(".,->")
+    spare = [c for c in string.ascii_letters if c not in used]
+    n_ell = builtins.max([n - (len(s) - 3) for s, n in zip(subs, ndims) if "..." in s] or [0])
+    ell = "".join(spare[:n_ell])
+    out_subs = []
+    for s, n in zip(subs, ndims):
+        if "..." in s:
+            k = n - (len(s) - 3)
+            s = s.replace("...", ell[n_ell - k:] if k else "")
+        if len(s) != n:
+            raise ValueError(f"einsum: subscripts {s!r} do not match an operand of rank {n}")
+        out_subs.append(s)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        letters = "".join(out_subs)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return out_subs, out
+
+
+def einsum(equation, *inputs, name=None):
+    """Einstein summation (op ``Einsum``), as ``tf.einsum``.
+
+    The gradient for operand k is itself an einsum: ``dy`` contracted with the other operands
+    into operand k's subscripts; letters only operand k has are broadcast back (a ones
+    vector), and repeated letters (a diagonal, e.g. ``'bxby->bxy'``) are put back on the
+    diagonal (an identity matrix).
+    """
+    from .math_ops import binary_operands
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum: the first argument must be the equation string, got "
+                        f"{equation!r:.40}")
+    ts = [convert_to_tensor(x, what="einsum") for x in inputs]
+    for t in ts[1:]:
+        binary_operands(ts[0], t, "Einsum")  # same dtype check as every binary op
+    subs, out = _parse_einsum(equation, [t.ndim for t in ts])
+    explicit = ",".join(subs) + "->" + out
+    try:
+        value = np.einsum(explicit, *[t._value for t in ts])
+    except ValueError as e:
+        raise ValueError(f"einsum {equation!r} with shapes {[t.shape for t in ts]}: {e}") from None
+    y = Tensor(value, name=name)
+    record("Einsum", ts, (y,), attrs={"equation": explicit})
+    return y
+
+
+@RegisterGradient("Einsum", batched=True)
+def _einsum_grad(op, dy):
+    lhs, out = op.get_attr("equation").split("->")
+    subs = lhs.split(",")
+    ts = op.inputs
+    spare = [c for c in string.ascii_letters if c not in op.get_attr("equation")]
+    batch = "".join(spare[:op.batch_ndim])
+    spare = spare[op.batch_ndim:]
+    grads = []
+    for k, sub in enumerate(subs):
+        terms, operands = [batch + out], [dy]
+        for j, other in enumerate(subs):
+            if j != k:
+                terms.append(other)
+                operands.append(ts[j])
+        available = set("".join(terms))
+        target = ""
+        for pos, c in enumerate(sub):
+            size = op.input_shapes[k][pos]
+            if c in target:  # a repeated letter: a fresh letter tied to c by an identity matrix
+                fresh = spare.pop(0)
+                terms.append(c + fresh)
+                operands.append(eye(size, dtype=dy.dtype))
+                c = fresh
+            elif c not in available:  # summed away in the forward pass: broadcast back
+                terms.append(c)
+                operands.append(ones((size,), dtype=dy.dtype))
+                available.add(c)
+            target += c
+        grads.append(einsum(",".join(terms) + "->" + batch + target, *operands))
+    return grads
+
+
+# -- making Tensors (not recorded: they have no tensor inputs) -----------------------------------------
+
+
+def zeros(shape, dtype=dtypes.float32, name=None):
+    """Zeros of ``shape`` (float32 by default), as ``tf.zeros``."""
+    return Tensor(np.zeros(as_shape(shape, "zeros"), dtypes.as_dtype(dtype)), name=name)
+
+
+def ones(shape, dtype=dtypes.float32, name=None):
+    """Ones of ``shape`` (float32 by default), as ``tf.ones``."""
+    return Tensor(np.ones(as_shape(shape, "ones"), dtypes.as_dtype(dtype)), name=name)
+
+
+def zeros_like(input, dtype=None, name=None):  # noqa: A002
+    """Zeros with ``input``'s shape and dtype (not connected to ``input``)."""
+    input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="zeros_like")
+    return Tensor(np.zeros(input.shape, dtype or input.dtype), name=name)
+
+
+def ones_like(input, dtype=None, name=None):  # noqa: A002
+    """Ones with ``input``'s shape and dtype (not connected to ``input``)."""
+    input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="ones_like")
+    return Tensor(np.ones(input.shape, dtype or input.dtype), name=name)
+
+
+def fill(dims, value, name=None):
+    """A Tensor of shape ``dims`` filled with ``value`` (its dtype), as ``tf.fill``."""
+    value = convert_to_tensor(value, what="fill")
+    return Tensor(np.full(as_shape(dims, "fill"), value._value), name=name)
+
+
+def eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
+    """Identity matrix ``(num_rows, num_columns)``, as ``tf.eye``."""
+    n = as_shape([num_rows], "eye")[0]
+    m = n if num_columns is None else as_shape([num_columns], "eye")[0]
+    return Tensor(np.eye(n, m, dtype=dtypes.as_dtype(dtype)), name=name)
+
+
+def linspace(start, stop, num, name=None):
+    """``num`` evenly spaced values from ``start`` to ``stop`` inclusive, as ``tf.linspace``."""
+    start = convert_to_tensor(start, what="linspace")
+    stop = convert_to_tensor(stop, dtype=start.dtype, what="linspace")
+    return Tensor(np.linspace(start._value, stop._value, int(num)).astype(start.dtype), name=name)
+
+
+def range(start, limit=None, delta=1, dtype=None, name=None):  # noqa: A001
+    """``[start, start+delta, ...)`` up to ``limit``, as ``tf.range`` (int32 for ints)."""
+    if limit is None:
+        start, limit = 0, start
+    first = convert_to_tensor(start, dtype=dtype, what="range")
+    value = np.arange(first._value, convert_to_tensor(limit, what="range")._value,
+                      convert_to_tensor(delta, what="range")._value)
+    return Tensor(value.astype(dtype or first.dtype), name=name)
+
+
+def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
+    """The shape as a 1-D int32 Tensor, as ``tf.shape``."""
+    input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="shape")
+    return Tensor(np.array(input.shape, dtype=out_type), name=name)
+
+
+def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
+    """The number of elements as a 0-d int32 Tensor, as ``tf.size``."""
+    input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="size")
+    return Tensor(np.array(input.size, dtype=out_type), name=name)

@@ -1,0 +1,577 @@
+"""Elementwise and binary math ops, matmul and casts: each forward, then its gradient.
+
+Every op follows the same three steps: convert the arguments, compute the result with NumPy,
+``record`` the op (saying what its gradient needs). Right below it, ``@RegisterGradient``
+gives the gradient as a function of ``(op, dy)`` written with minitape ops, so that an outer
+tape can differentiate it again.
+
+``dy`` may carry ``op.batch_ndim`` extra leading axes (a vectorized Jacobian). Elementwise
+rules such as ``dy * cos(x)`` broadcast over them by themselves; binary ops sum broadcast
+axes away with ``unbroadcast``, the one place where broadcasting is undone.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math as _pymath
+
+import numpy as np
+
+from ..registry import RegisterGradient, no_gradient
+from ..tape import record
+from ..tensor import Tensor, convert_like, convert_to_tensor
+from . import array_ops, reduction_ops
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def binary_operands(x, y, op_type):
+    """Convert the two operands of a binary op; a Python value takes the Tensor's dtype."""
+    if isinstance(x, Tensor):
+        x = convert_to_tensor(x)
+        if isinstance(y, Tensor):
+            y = convert_to_tensor(y)
+            if x._value.dtype != y._value.dtype:
+                raise TypeError(
+                    f"{op_type}: cannot combine a {x.dtype.name} Tensor with a {y.dtype.name} "
+                    f"Tensor; minitape never casts silently: use mt.cast(y, mt.{x.dtype.name}) "
+                    "(or cast x)"
+                )
+            return x, y
+        return x, convert_like(y, x._value.dtype, op_type)
+    if isinstance(y, Tensor):
+        y = convert_to_tensor(y)
+        return convert_like(x, y._value.dtype, op_type), y
+    x = convert_to_tensor(x, what=op_type)
+    return x, convert_like(y, x._value.dtype, op_type)
+
+
+def floating(x, op_type):
+    """Convert ``x`` and check it is floating (sin, exp, ... are defined for floats only)."""
+    x = convert_to_tensor(x, what=op_type)
+    if x._value.dtype.kind != "f":
+        raise TypeError(f"{op_type} expects a floating Tensor (e.g. float32), got "
+                        f"{x.dtype.name}; use mt.cast(x, mt.float32)")
+    return x
+
+
+def unbroadcast(g, shape, batch_ndim=0):
+    """Sum ``g`` over the axes that broadcasting added, so it gets ``batch + shape``.
+
+    ``g`` has shape ``batch + broadcast(shape, other)``; the leading ``batch_ndim`` axes are
+    kept. This is the one place in minitape where broadcasting is undone.
+    """
+    if g.shape[batch_ndim:] == shape:
+        return g
+    lead = g.ndim - batch_ndim - len(shape)
+    axes = list(range(batch_ndim, batch_ndim + lead))
+    axes += [batch_ndim + lead + i for i, n in enumerate(shape)
+             if n == 1 and g.shape[batch_ndim + lead + i] != 1]
+    if axes:
+        g = reduction_ops.reduce_sum(g, axis=axes, keepdims=True)
+    return array_ops.reshape(g, g.shape[:batch_ndim] + tuple(shape))
+
+
+def _out(value, name=None):
+    # NumPy returns scalars for 0-d results; keep them (cheaper than wrapping in arrays).
+    return Tensor(value, name=name)
+
+
+# -- add, subtract, multiply, divide --------------------------------------------------------------
+
+
+def add(x, y, name=None):
+    """``x + y`` elementwise with broadcasting (op ``AddV2``), as ``tf.add``."""
+    x, y = binary_operands(x, y, "AddV2")
+    z = _out(x._value + y._value, name)
+    record("AddV2", (x, y), (z,), keep_inputs=False)
+    return z
+
+
+@RegisterGradient("AddV2", batched=True)
+def _add_grad(op, dy):
+    nb = op.batch_ndim
+    return unbroadcast(dy, op.input_shapes[0], nb), unbroadcast(dy, op.input_shapes[1], nb)
+
+
+def subtract(x, y, name=None):
+    """``x - y`` elementwise with broadcasting (op ``Sub``)."""
+    x, y = binary_operands(x, y, "Sub")
+    z = _out(x._value - y._value, name)
+    record("Sub", (x, y), (z,), keep_inputs=False)
+    return z
+
+
+@RegisterGradient("Sub", batched=True)
+def _sub_grad(op, dy):
+    nb = op.batch_ndim
+    return unbroadcast(dy, op.input_shapes[0], nb), unbroadcast(-dy, op.input_shapes[1], nb)
+
+
+def multiply(x, y, name=None):
+    """``x * y`` elementwise with broadcasting (op ``Mul``)."""
+    x, y = binary_operands(x, y, "Mul")
+    z = _out(x._value * y._value, name)
+    record("Mul", (x, y), (z,))
+    return z
+
+
+@RegisterGradient("Mul", batched=True)
+def _mul_grad(op, dy):
+    x, y = op.inputs
+    nb = op.batch_ndim
+    return unbroadcast(dy * y, op.input_shapes[0], nb), unbroadcast(dy * x, op.input_shapes[1], nb)
+
+
+def divide(x, y, name=None):
+    """``x / y`` (op ``RealDiv``). Integer operands are cast to float64 first, as TF's truediv."""
+    x, y = binary_operands(x, y, "RealDiv")
+    if x._value.dtype.kind != "f":
+        x, y = cast(x, np.float64), cast(y, np.float64)
+    z = _out(x._value / y._value, name)
+    record("RealDiv", (x, y), (z,))
+    return z
+
+
+@RegisterGradient("RealDiv", batched=True)
+def _div_grad(op, dy):
+    x, y = op.inputs
+    nb = op.batch_ndim
+    return (unbroadcast(dy / y, op.input_shapes[0], nb),
+            unbroadcast(-dy * x / (y * y), op.input_shapes[1], nb))
+
+
+def negative(x, name=None):
+    """``-x`` (op ``Neg``)."""
+    x = convert_to_tensor(x, what="Neg")
+    y = _out(-x._value, name)
+    record("Neg", (x,), (y,), keep_inputs=False)
+    return y
+
+
+@RegisterGradient("Neg", batched=True)
+def _neg_grad(op, dy):
+    return -dy
+
+
+# -- powers, exponentials, logarithms -----------------------------------------------------------
+
+
+def pow(x, y, name=None):  # noqa: A001 (TensorFlow's name)
+    """``x ** y`` elementwise (op ``Pow``).
+
+    Gradient: ``d/dx = y * x**(y-1)``; ``d/dy = x**y * log(x)`` where ``x > 0``, else 0 (as TF).
+    """
+    x, y = binary_operands(x, y, "Pow")
+    z = _out(np.power(x._value, y._value), name)
+    record("Pow", (x, y), (z,), keep_outputs=True)
+    return z
+
+
+@RegisterGradient("Pow", batched=True)
+def _pow_grad(op, dy):
+    x, y = op.inputs
+    (z,) = op.outputs
+    nb = op.batch_ndim
+    gx = dy * y * x ** (y - 1)
+    positive = greater(x, 0)
+    safe_x = array_ops.where(positive, x, array_ops.ones_like(x))
+    gy = dy * z * array_ops.where(positive, log(safe_x), array_ops.zeros_like(x))
+    return unbroadcast(gx, op.input_shapes[0], nb), unbroadcast(gy, op.input_shapes[1], nb)
+
+
+def square(x, name=None):
+    """``x * x`` (op ``Square``)."""
+    x = convert_to_tensor(x, what="Square")
+    y = _out(np.square(x._value), name)
+    record("Square", (x,), (y,))
+    return y
+
+
+@RegisterGradient("Square", batched=True)
+def _square_grad(op, dy):
+    (x,) = op.inputs
+    return dy * (x * 2)
+
+
+def sqrt(x, name=None):
+    """Square root (op ``Sqrt``); keeps its output: ``d/dx = 0.5 / sqrt(x)``."""
+    x = floating(x, "Sqrt")
+    y = _out(np.sqrt(x._value), name)
+    record("Sqrt", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+@RegisterGradient("Sqrt", batched=True)
+def _sqrt_grad(op, dy):
+    (y,) = op.outputs
+    return dy * 0.5 / y
+
+
+def exp(x, name=None):
+    """``e**x`` (op ``Exp``); keeps only its output: ``d/dx = exp(x)``."""
+    x = floating(x, "Exp")
+    y = _out(np.exp(x._value), name)
+    record("Exp", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+@RegisterGradient("Exp", batched=True)
+def _exp_grad(op, dy):
+    (y,) = op.outputs
+    return dy * y
+
+
+def expm1(x, name=None):
+    """``exp(x) - 1``, accurate near 0 (op ``Expm1``)."""
+    x = floating(x, "Expm1")
+    y = _out(np.expm1(x._value), name)
+    record("Expm1", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+@RegisterGradient("Expm1", batched=True)
+def _expm1_grad(op, dy):
+    (y,) = op.outputs
+    return dy * (y + 1)
+
+
+def log(x, name=None):
+    """Natural logarithm (op ``Log``): ``d/dx = 1 / x``."""
+    x = floating(x, "Log")
+    y = _out(np.log(x._value), name)
+    record("Log", (x,), (y,))
+    return y
+
+
+@RegisterGradient("Log", batched=True)
+def _log_grad(op, dy):
+    (x,) = op.inputs
+    return dy / x
+
+
+def log1p(x, name=None):
+    """``log(1 + x)``, accurate near 0 (op ``Log1p``)."""
+    x = floating(x, "Log1p")
+    y = _out(np.log1p(x._value), name)
+    record("Log1p", (x,), (y,))
+    return y
+
+
+@RegisterGradient("Log1p", batched=True)
+def _log1p_grad(op, dy):
+    (x,) = op.inputs
+    return dy / (x + 1)
+
+
+def reciprocal(x, name=None):
+    """``1 / x`` (op ``Reciprocal``): ``d/dx = -1/x**2``."""
+    x = floating(x, "Reciprocal")
+    y = _out(np.reciprocal(x._value), name)
+    record("Reciprocal", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+@RegisterGradient("Reciprocal", batched=True)
+def _reciprocal_grad(op, dy):
+    (y,) = op.outputs
+    return -dy * y * y
+
+
+# -- trigonometry and friends ---------------------------------------------------------------------
+
+
+def sin(x, name=None):
+    """Sine (op ``Sin``): ``d/dx = cos(x)``."""
+    x = floating(x, "Sin")
+    y = _out(np.sin(x._value), name)
+    record("Sin", (x,), (y,))
+    return y
+
+
+@RegisterGradient("Sin", batched=True)
+def _sin_grad(op, dy):
+    (x,) = op.inputs
+    return dy * cos(x)
+
+
+def cos(x, name=None):
+    """Cosine (op ``Cos``): ``d/dx = -sin(x)``."""
+    x = floating(x, "Cos")
+    y = _out(np.cos(x._value), name)
+    record("Cos", (x,), (y,))
+    return y
+
+
+@RegisterGradient("Cos", batched=True)
+def _cos_grad(op, dy):
+    (x,) = op.inputs
+    return -dy * sin(x)
+
+
+def tan(x, name=None):
+    """Tangent (op ``Tan``): ``d/dx = 1 + tan(x)**2``."""
+    x = floating(x, "Tan")
+    y = _out(np.tan(x._value), name)
+    record("Tan", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+@RegisterGradient("Tan", batched=True)
+def _tan_grad(op, dy):
+    (y,) = op.outputs
+    return dy * (y * y + 1)
+
+
+def tanh(x, name=None):
+    """Hyperbolic tangent (op ``Tanh``); keeps its output: ``d/dx = 1 - tanh(x)**2``."""
+    x = floating(x, "Tanh")
+    y = _out(np.tanh(x._value), name)
+    record("Tanh", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+@RegisterGradient("Tanh", batched=True)
+def _tanh_grad(op, dy):
+    (y,) = op.outputs
+    return dy * (1 - y * y)
+
+
+def sigmoid(x, name=None):
+    """``1 / (1 + exp(-x))`` (op ``Sigmoid``); keeps its output: ``d/dx = y * (1 - y)``."""
+    x = floating(x, "Sigmoid")
+    # exp(-log(1 + exp(-x))) written with logaddexp, which never overflows; computed in
+    # float64 and rounded once, so float32 results are correctly rounded (0.9999546 at 10).
+    v = x._value
+    y = _out(np.exp(-np.logaddexp(0, -v.astype(np.float64))).astype(v.dtype)[()], name)
+    record("Sigmoid", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+@RegisterGradient("Sigmoid", batched=True)
+def _sigmoid_grad(op, dy):
+    (y,) = op.outputs
+    return dy * (y * (1 - y))
+
+
+def softplus(x, name=None):
+    """``log(1 + exp(x))`` computed stably (op ``Softplus``): ``d/dx = sigmoid(x)``."""
+    x = floating(x, "Softplus")
+    v = x._value
+    y = _out(np.logaddexp(0, v.astype(np.float64)).astype(v.dtype)[()], name)
+    record("Softplus", (x,), (y,))
+    return y
+
+
+@RegisterGradient("Softplus", batched=True)
+def _softplus_grad(op, dy):
+    (x,) = op.inputs
+    return dy * sigmoid(x)
+
+
+_erf_ufunc = np.frompyfunc(_pymath.erf, 1, 1)
+
+
+def erf(x, name=None):
+    """The error function (op ``Erf``): ``d/dx = 2/sqrt(pi) * exp(-x**2)``."""
+    x = floating(x, "Erf")
+    y = _out(np.asarray(_erf_ufunc(x._value), dtype=x.dtype)[()], name)
+    record("Erf", (x,), (y,))
+    return y
+
+
+@RegisterGradient("Erf", batched=True)
+def _erf_grad(op, dy):
+    (x,) = op.inputs
+    return dy * (2 / _pymath.sqrt(_pymath.pi)) * exp(-(x * x))
+
+
+# -- abs, sign, round, maximum, minimum, clipping -----------------------------------------------
+
+
+def abs(x, name=None):  # noqa: A001
+    """``|x|`` (op ``Abs``): ``d/dx = sign(x)``."""
+    x = convert_to_tensor(x, what="Abs")
+    y = _out(np.abs(x._value), name)
+    record("Abs", (x,), (y,))
+    return y
+
+
+@RegisterGradient("Abs", batched=True)
+def _abs_grad(op, dy):
+    (x,) = op.inputs
+    return dy * sign(x)
+
+
+def sign(x, name=None):
+    """-1, 0 or 1 (op ``Sign``); its gradient is zero."""
+    x = convert_to_tensor(x, what="Sign")
+    y = _out(np.sign(x._value), name)
+    record("Sign", (x,), (y,), keep_inputs=False)
+    return y
+
+
+@RegisterGradient("Sign", batched=True)
+def _sign_grad(op, dy):
+    return array_ops.zeros_like(dy)
+
+
+def round(x, name=None):  # noqa: A001
+    """Round half to even (op ``Round``); not differentiable (gradient ``None``)."""
+    x = convert_to_tensor(x, what="Round")
+    y = _out(np.round(x._value), name)
+    record("Round", (x,), (y,), keep_inputs=False)
+    return y
+
+
+no_gradient("Round")
+
+
+def maximum(x, y, name=None):
+    """Elementwise max with broadcasting (op ``Maximum``); ties send the gradient to ``x``."""
+    x, y = binary_operands(x, y, "Maximum")
+    z = _out(np.maximum(x._value, y._value), name)
+    record("Maximum", (x, y), (z,))
+    return z
+
+
+def minimum(x, y, name=None):
+    """Elementwise min with broadcasting (op ``Minimum``); ties send the gradient to ``x``."""
+    x, y = binary_operands(x, y, "Minimum")
+    z = _out(np.minimum(x._value, y._value), name)
+    record("Minimum", (x, y), (z,))
+    return z
+
+
+def _select_grad(op, dy, x_wins):
+    nb = op.batch_ndim
+    zeros = array_ops.zeros_like(dy)
+    gx = array_ops.where(x_wins, dy, zeros)
+    gy = array_ops.where(x_wins, zeros, dy)
+    return unbroadcast(gx, op.input_shapes[0], nb), unbroadcast(gy, op.input_shapes[1], nb)
+
+
+@RegisterGradient("Maximum", batched=True)
+def _maximum_grad(op, dy):
+    x, y = op.inputs
+    return _select_grad(op, dy, greater_equal(x, y))
+
+
+@RegisterGradient("Minimum", batched=True)
+def _minimum_grad(op, dy):
+    x, y = op.inputs
+    return _select_grad(op, dy, less_equal(x, y))
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """Clip ``t`` to ``[clip_value_min, clip_value_max]``, as ``tf.clip_by_value``.
+
+    Composed of ``minimum`` and ``maximum`` (as TensorFlow does), so the gradient flows where
+    ``t`` is inside the range and to the bound where it is clipped.
+    """
+    t = convert_to_tensor(t, what="clip_by_value")
+    return maximum(minimum(t, clip_value_max), clip_value_min, name=name)
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None):
+    """Rescale ``t`` so its L2 norm (over ``axes``) is at most ``clip_norm``, as ``tf.clip_by_norm``.
+
+    ``t * clip_norm / max(norm(t), clip_norm)``, composed of recorded ops.
+    """
+    t = floating(t, "clip_by_norm")
+    norm = sqrt(reduction_ops.reduce_sum(t * t, axis=axes, keepdims=True))
+    clip = convert_like(clip_norm, t.dtype, "clip_by_norm")
+    return divide(t * clip, maximum(norm, clip), name=name)
+
+
+# -- casts and comparisons -------------------------------------------------------------------------
+
+
+def cast(x, dtype, name=None):
+    """Convert ``x`` to ``dtype`` (op ``Cast``), as ``tf.cast``.
+
+    The gradient flows between floating dtypes (cast back); to or from an integer it is None.
+    """
+    from ..dtypes import as_dtype
+    dtype = as_dtype(dtype)
+    x = convert_to_tensor(x, what="Cast")
+    if x._value.dtype == dtype:
+        return x
+    y = _out(np.asarray(x._value).astype(dtype)[()], name)
+    record("Cast", (x,), (y,), attrs={"dtype": dtype}, keep_inputs=False)
+    return y
+
+
+@RegisterGradient("Cast", batched=True)
+def _cast_grad(op, dy):
+    if op.input_dtypes[0].kind != "f":
+        return None
+    return cast(dy, op.input_dtypes[0])
+
+
+def _comparison(op_type, fn):
+    def compare(x, y, name=None):
+        x, y = binary_operands(x, y, op_type)
+        z = _out(fn(x._value, y._value), name)
+        record(op_type, (x, y), (z,), keep_inputs=False)
+        return z
+
+    compare.__name__ = fn.__name__
+    compare.__doc__ = (f"Elementwise ``{fn.__name__}`` with broadcasting (op ``{op_type}``); "
+                       "returns a bool Tensor; not differentiable.")
+    no_gradient(op_type)
+    return compare
+
+
+greater = _comparison("Greater", np.greater)
+greater_equal = _comparison("GreaterEqual", np.greater_equal)
+less = _comparison("Less", np.less)
+less_equal = _comparison("LessEqual", np.less_equal)
+equal = _comparison("Equal", np.equal)
+not_equal = _comparison("NotEqual", np.not_equal)
+
+
+# -- matrix multiplication ------------------------------------------------------------------------
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    """Matrix product ``a @ b``, as ``tf.linalg.matmul``.
+
+    Shapes: ``a`` ``(..., m, k)``, ``b`` ``(..., k, n)`` -> ``(..., m, n)``; both need rank
+    2 or more and the batch dimensions broadcast. Op ``MatMul`` for two matrices, else
+    ``BatchMatMulV2``. Gradient: ``da = dy @ b^T``, ``db = a^T @ dy``.
+
+    Raises:
+        ValueError: rank below 2, or inner dimensions that differ.
+    """
+    a, b = binary_operands(a, b, "MatMul")
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(
+            f"matmul needs two Tensors of rank 2 or more (matrices), got shapes {a.shape} and "
+            f"{b.shape}; add an axis with mt.reshape or mt.expand_dims, e.g. [[1., 2., 3.]]"
+        )
+    if transpose_a:
+        a = array_ops.matrix_transpose(a)
+    if transpose_b:
+        b = array_ops.matrix_transpose(b)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul: cannot multiply shapes {a.shape} and {b.shape}: the inner "
+                         f"dimensions {a.shape[-1]} and {b.shape[-2]} differ")
+    op_type = "MatMul" if a.ndim == 2 and b.ndim == 2 else "BatchMatMulV2"
+    c = _out(np.matmul(a._value, b._value), name)
+    record(op_type, (a, b), (c,))
+    return c
+
+
+def _matmul_grad(op, dy):
+    a, b = op.inputs
+    nb = op.batch_ndim
+    da = matmul(dy, array_ops.matrix_transpose(b))
+    db = matmul(array_ops.matrix_transpose(a), dy)
+    return unbroadcast(da, op.input_shapes[0], nb), unbroadcast(db, op.input_shapes[1], nb)
+
+
+RegisterGradient("MatMul", batched=True)(_matmul_grad)
+RegisterGradient("BatchMatMulV2", batched=True)(_matmul_grad)
+
+_ = builtins
