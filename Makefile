@@ -9,7 +9,7 @@ lab: setup
 	.venv/bin/jupyter lab notebooks/
 
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --doctest-modules minitape tests
 	@if ls notebooks/*.ipynb >/dev/null 2>&1; then \
 		echo "$(PY) -m pytest -q --nbval ... notebooks/"; \
 		$(PY) -m pytest -q --nbval --nbval-current-env \
@@ -19,6 +19,7 @@ test: setup
 	fi
 
 notebooks: setup
+	$(PY) scripts/build_notebooks.py
 	$(PY) scripts/run_notebooks.py
 
 bench: setup

@@ -1,8 +1,10 @@
 """Controlling gradients: ``custom_gradient`` and ``primitive``.
 
-``custom_gradient`` runs ``f`` without recording its inner operations, then records a single
-op whose gradient is the function ``f`` returned. ``primitive`` turns a NumPy function into a
-new op type whose gradient you register with ``mt.RegisterGradient``.
+``custom_gradient`` runs ``f`` (outer tapes record its inner operations, as in TensorFlow, so
+that the gradient function can use ``f``'s intermediate results and still be differentiated
+again), then records a single op from the inputs to new output tensors, whose gradient is the
+function ``f`` returned. ``primitive`` turns a NumPy function into a new op type whose
+gradient you register with ``mt.RegisterGradient``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import inspect
 
 import numpy as np
 
-from .tape import GradientTape, _state, record, flatten
+from .tape import GradientTape, flatten, record
 from .tensor import Tensor, Variable, convert_to_tensor
 
 
@@ -48,14 +50,12 @@ def custom_gradient(f):
     def wrapper(*args, **kwargs):
         inputs = [convert_to_tensor(a, what=f.__name__) if isinstance(a, Tensor) else a
                   for a in args]
-        # Run f with the outer tapes paused; a private tape notes which Variables f reads.
-        saved_tapes, saved_accumulators = _state.tapes, _state.accumulators
-        _state.tapes, _state.accumulators = [], []
-        try:
-            with GradientTape() as reads:
-                result = f(*inputs, **kwargs)
-        finally:
-            _state.tapes, _state.accumulators = saved_tapes, saved_accumulators
+        # Run f with the outer tapes recording, as TensorFlow does: what f computes (``e`` in
+        # the guide's log1pexp) stays connected to x on them, so that grad_fn's result can be
+        # differentiated again (second derivatives). The outputs get new ids below, so those
+        # inner ops carry no gradient themselves. A private tape notes which Variables f reads.
+        with GradientTape() as reads:
+            result = f(*inputs, **kwargs)
         if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
             raise TypeError(f"@custom_gradient: {f.__name__} must return (outputs, grad_fn), "
                             f"got {type(result).__name__}")

@@ -171,7 +171,8 @@ def value_and_grad(f, argnums=0):
         if value.shape != ():
             raise ValueError(f"grad: {f.__name__} must return a scalar, got shape {value.shape}; "
                              "use mt.jacobian for a non-scalar output, or reduce it (mt.reduce_sum)")
-        grads = tape.gradient(value, [args[i] for i in nums])
+        # As JAX: an argument the output does not depend on gets zeros, not None.
+        grads = tape.gradient(value, [args[i] for i in nums], unconnected_gradients="zero")
         return value, (grads[0] if single else tuple(grads))
 
     return fg
@@ -205,7 +206,7 @@ def jacobian(f, argnums=0):
         with GradientTape() as tape:
             tape.watch([args[i] for i in nums])
             value = f(*args)
-        j = tape.jacobian(value, [args[i] for i in nums])
+        j = tape.jacobian(value, [args[i] for i in nums], unconnected_gradients="zero")
         return j[0] if single else tuple(j)
 
     return fg
@@ -228,8 +229,10 @@ def hessian(f, argnums=0):
                 value = f(*args)
             if not isinstance(value, Tensor) or value.shape != ():
                 raise ValueError(f"hessian: {f.__name__} must return a scalar Tensor")
-            grads = inner.gradient(value, sources)
-        rows = tuple(tuple(outer.jacobian(g, sources)) for g in grads)
+            # zeros, not None, for an argument f does not use (or uses linearly), as JAX
+            grads = inner.gradient(value, sources, unconnected_gradients="zero")
+        rows = tuple(tuple(outer.jacobian(g, sources, unconnected_gradients="zero"))
+                     for g in grads)
         return rows[0][0] if single else rows
 
     return fg

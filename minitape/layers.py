@@ -73,7 +73,8 @@ class Dense(Module):
             self.build(x.shape[-1])
         elif x.shape[-1] != self.kernel.shape[0]:
             raise ValueError(f"Dense '{self.name}' was built for {self.kernel.shape[0]} input "
-                             f"features, got inputs of shape {x.shape}")
+                             f"features, got inputs of shape {x.shape}; a layer keeps its "
+                             "input width: make a new Dense layer for inputs of another width")
         y = math_ops.matmul(x, self.kernel)
         if self.use_bias:
             y = y + self.bias

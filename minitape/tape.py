@@ -91,24 +91,27 @@ class Operation:
         inputs, outputs: the Tensors the op saved for its backward pass (see ``_SavedTensors``).
         input_ids, output_ids, input_shapes, output_shapes, input_dtypes, output_dtypes:
             kept even after the saved tensors are released (the renderers use them).
+        input_values, output_values: the value (ndarray) of each input/output with at most
+            ``SMALL_VALUE_SIZE`` elements, else None; also kept after release, so that
+            ``mt.viz`` can show small values on a non-persistent tape after ``gradient``.
         attrs: the op's non-tensor arguments, read with ``get_attr(name)``.
         batch_ndim: during a vectorized Jacobian, the number of extra leading batch axes on
             the output gradients (0 otherwise).
     """
 
     __slots__ = ("type", "seq", "input_ids", "output_ids", "input_shapes", "output_shapes",
-                 "input_dtypes", "output_dtypes", "attrs", "_inputs", "_outputs", "grad_fn",
-                 "batch_ndim", "__weakref__")
+                 "input_dtypes", "output_dtypes", "input_values", "output_values", "attrs",
+                 "_inputs", "_outputs", "grad_fn", "batch_ndim", "__weakref__")
 
     def __init__(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn):
         self.type = op_type
         self.seq = _op_seq()
-        self.input_ids = tuple(t._id for t in inputs)
-        self.output_ids = tuple(t._id for t in outputs)
-        self.input_shapes = tuple(t._value.shape for t in inputs)
-        self.output_shapes = tuple(t._value.shape for t in outputs)
-        self.input_dtypes = tuple(t._value.dtype for t in inputs)
-        self.output_dtypes = tuple(t._value.dtype for t in outputs)
+        # This runs for every recorded op, so each side is read in one pass (``_describe``)
+        # rather than with one generator per attribute. The small values are for mt.viz.
+        self.input_ids, self.input_shapes, self.input_dtypes, self.input_values = \
+            _describe(inputs)
+        self.output_ids, self.output_shapes, self.output_dtypes, self.output_values = \
+            _describe(outputs)
         self.attrs = attrs
         self.grad_fn = grad_fn
         self.batch_ndim = 0
@@ -117,13 +120,11 @@ class Operation:
 
     @property
     def inputs(self):
-        return _SavedTensors(self._inputs or (None,) * len(self.input_ids), self.type,
-                             "input" if self._inputs is not None else "released")
+        return _saved(self._inputs, len(self.input_ids), self.type, "input")
 
     @property
     def outputs(self):
-        return _SavedTensors(self._outputs or (None,) * len(self.output_ids), self.type,
-                             "output" if self._outputs is not None else "released")
+        return _saved(self._outputs, len(self.output_ids), self.type, "output")
 
     def get_attr(self, name):
         """The non-tensor argument ``name`` (e.g. ``axis``), as ``tf.Operation.get_attr``."""
@@ -139,6 +140,49 @@ class Operation:
 
     def __repr__(self):
         return f"<Operation {self.type} #{self.seq} inputs={self.input_ids} outputs={self.output_ids}>"
+
+
+SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the renderers
+
+
+def _describe(tensors):
+    """``(ids, shapes, dtypes, small values)`` of ``tensors``, four tuples built in one pass."""
+    ids, shapes, dtypes_, values = [], [], [], []
+    for t in tensors:
+        value = t._value
+        ids.append(t._id)
+        shapes.append(value.shape)
+        dtypes_.append(value.dtype)
+        # A reference, not a copy (see _small_values); None for a large value.
+        values.append(value if value.size <= SMALL_VALUE_SIZE else None)
+    return tuple(ids), tuple(shapes), tuple(dtypes_), tuple(values)
+
+
+def _small_values(tensors):
+    # A reference, not a copy: a Tensor's array is never written to (Variable.assign makes a
+    # new one), so this costs one size check per tensor. Large values are not kept.
+    return tuple(t._value if t._value.size <= SMALL_VALUE_SIZE else None for t in tensors)
+
+
+def summarize(value):
+    """``value`` (an ndarray) itself if it is small, else its ``(min, mean, max)`` as floats."""
+    if value.size <= SMALL_VALUE_SIZE:
+        return value
+    if value.size == 0 or value.dtype.kind not in "biuf":
+        return None
+    return (float(value.min()), float(value.mean()), float(value.max()))
+
+
+def _saved(saved, n, op_type, kind):
+    """``op.inputs`` / ``op.outputs``: the plain tuple when everything was saved (the common
+    case, read by every gradient function, so kept cheap), else a ``_SavedTensors`` that
+    explains the missing entries."""
+    if saved is None:
+        return _SavedTensors((None,) * n, op_type, "released")
+    for t in saved:
+        if t is None:
+            return _SavedTensors(saved, op_type, kind)
+    return saved
 
 
 def _keep(tensors, keep):
@@ -222,6 +266,7 @@ class GradientTape:
         self._resets = []           # seq numbers at which reset() was called (for renderers)
         self._gaps = []             # (start seq, end seq) of stop_recording blocks
         self._last_gradients = {}   # id -> gradient reached, from the last backward pass
+        self._reached_gradients = {}  # id -> summarize(gradient) of intermediates (renderers)
 
     # -- the context -------------------------------------------------------------------------
     def __enter__(self):
@@ -460,8 +505,10 @@ class GradientTape:
         source_ids = {s._id for s in flat_sources if s._id in self._tracked or s._id in seeds}
         if release is None:
             release = not self._persistent
-        grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release)
+        reached = {} if batch_ndim == 0 else None
+        grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release, reached)
         self._last_gradients = grads if batch_ndim == 0 else {}
+        self._reached_gradients = reached or {}
         if release:
             self._released = True
         return grads
@@ -506,7 +553,7 @@ class _StopRecording:
 
 # -- the backward pass --------------------------------------------------------------------------
 
-def backward(ops, seeds, source_ids, batch_ndim=0, release=False):
+def backward(ops, seeds, source_ids, batch_ndim=0, release=False, reached=None):
     """Reverse-mode pass over ``ops`` (a list in execution order).
 
     Args:
@@ -515,6 +562,8 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False):
         source_ids: ids whose gradients are wanted.
         batch_ndim: leading batch axes on every gradient (vectorized Jacobians), else 0.
         release: free each op's saved tensors as soon as the pass is past it.
+        reached: optional dict, filled with id -> ``summarize(gradient)`` for the intermediate
+            gradients the pass drops once used (for the renderers; small values or min/mean/max).
 
     Returns:
         dict id -> gradient Tensor, for every id the pass reached.
@@ -522,17 +571,14 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False):
     # 1. Forward sweep: which ops lie downstream of a source? Only they need gradients.
     reaches_source = set(source_ids)
     for op in ops:
-        for i in op.input_ids:
-            if i in reaches_source:
-                reaches_source.update(op.output_ids)
-                break
+        if not reaches_source.isdisjoint(op.input_ids):  # "some input reaches a source"
+            reaches_source.update(op.output_ids)
     grads = dict(seeds)
     batch_shape = next(iter(seeds.values())).shape[:batch_ndim] if seeds else ()
     # 2. Reverse sweep.
     for op in reversed(ops):
         out_grads = [grads.get(i) for i in op.output_ids]
-        if not any(i in reaches_source for i in op.input_ids) or all(
-                g is None for g in out_grads):
+        if reaches_source.isdisjoint(op.input_ids) or _all_none(out_grads):
             if release:
                 op.release()
             continue
@@ -543,7 +589,9 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False):
             continue
         for k, i in enumerate(op.output_ids):
             if i not in source_ids:
-                grads.pop(i, None)  # nothing upstream needs this entry any more
+                g = grads.pop(i, None)  # nothing upstream needs this entry any more
+                if reached is not None and g is not None:
+                    reached[i] = summarize(g._value)
             if out_grads[k] is None:  # another output got a gradient, this one none: zeros
                 out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
                                                op.output_dtypes[k]))
@@ -551,11 +599,24 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False):
         for k, (i, g) in enumerate(zip(op.input_ids, in_grads)):
             if g is None or i not in reaches_source:
                 continue
-            _check_gradient(op, k, g, batch_ndim)
+            # The common case (a Tensor of the input's exact shape and dtype) is checked
+            # inline; anything else goes through the full check, which explains the error.
+            if (batch_ndim or type(g) is not Tensor or g._value.shape != op.input_shapes[k]
+                    or g._value.dtype != op.input_dtypes[k]):
+                _check_gradient(op, k, g, batch_ndim)
             grads[i] = g if i not in grads else _add(grads[i], g)
         if release:
             op.release()
     return grads
+
+
+def _all_none(items):
+    # A plain loop: ``None in items`` or ``items.count(None)`` would compare Tensors with
+    # ``==``, which is an elementwise minitape op.
+    for item in items:
+        if item is not None:
+            return False
+    return True
 
 
 def _call_gradient(op, fn, out_grads, batch_ndim):

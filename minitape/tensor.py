@@ -227,7 +227,7 @@ class Variable(Tensor):
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if isinstance(initial_value, Variable):
             initial_value = initial_value._value
-        value = convert_to_tensor(initial_value, dtype=dtype)._value
+        value = convert_to_tensor(initial_value, dtype=dtype, what="Variable")._value
         super().__init__(np.array(value), name="Variable" if name is None else name)
         self.trainable = bool(trainable)
         self.path = self.name  # layers set e.g. "dense/kernel"
@@ -242,14 +242,23 @@ class Variable(Tensor):
 
     def _assign_value(self, value, method):
         new = convert_to_tensor(value, dtype=self.dtype, what=f"Variable.{method}")._value
-        if new.shape != self.shape:
-            raise ValueError(
-                f"Variable.{method}: the value has shape {new.shape} but the Variable "
-                f"'{self.name}' has shape {self.shape}; reshape it first (mt.reshape)"
-            )
+        self._check_shape(new.shape, method)
         # A new array, never an in-place write: what earlier operations saved stays valid.
         self._value = np.array(new, dtype=self.dtype)
         return self
+
+    def _check_shape(self, shape, method, broadcast=False):
+        if shape != self.shape:
+            if broadcast:  # assign_add/assign_sub: a delta that broadcasts to the shape is fine
+                try:
+                    if np.broadcast_shapes(self.shape, shape) == self.shape:
+                        return
+                except ValueError:
+                    pass
+            raise ValueError(
+                f"Variable.{method}: the value has shape {shape} but the Variable "
+                f"'{self.name}' has shape {self.shape}; reshape it first (mt.reshape)"
+            )
 
     def assign(self, value):
         """Replace the value (same shape and dtype). Not recorded: it cuts gradient history."""
@@ -258,11 +267,13 @@ class Variable(Tensor):
     def assign_add(self, delta):
         """``self = self + delta``, not recorded (see ``assign``)."""
         delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_add")
+        self._check_shape(delta.shape, "assign_add", broadcast=True)
         return self._assign_value(self._value + delta._value, "assign_add")
 
     def assign_sub(self, delta):
         """``self = self - delta``, not recorded (see ``assign``)."""
         delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_sub")
+        self._check_shape(delta.shape, "assign_sub", broadcast=True)
         return self._assign_value(self._value - delta._value, "assign_sub")
 
     def __repr__(self):

@@ -37,6 +37,15 @@ def as_shape(shape, op_type="shape"):
     return tuple(out)
 
 
+def as_dims(shape, op_type):
+    """``as_shape`` for a shape to create (zeros, eye, random ...): no negative sizes."""
+    dims = as_shape(shape, op_type)
+    if any(n < 0 for n in dims):
+        raise ValueError(f"{op_type}: sizes must be 0 or more, got shape {dims}; -1 (\"infer "
+                         "this size\") only works in mt.reshape")
+    return dims
+
+
 # -- reshape, transpose, expand_dims, squeeze, broadcast_to ---------------------------------------
 
 
@@ -66,8 +75,8 @@ def _reshape_grad(op, dy):
 def transpose(a, perm=None, name=None):
     """Permute axes (op ``Transpose``); ``perm`` defaults to reversing them, as ``tf.transpose``."""
     a = convert_to_tensor(a, what="transpose")
-    perm = tuple(range(a.ndim))[::-1] if perm is None else as_shape(perm, "transpose")
-    if sorted(p % a.ndim if a.ndim else p for p in perm) != list(range(a.ndim)):
+    perm = tuple(builtins.range(a.ndim))[::-1] if perm is None else as_shape(perm, "transpose")
+    if sorted(p % a.ndim if a.ndim else p for p in perm) != list(builtins.range(a.ndim)):
         raise ValueError(f"transpose: perm {perm} is not a permutation of the {a.ndim} axes of a "
                          f"Tensor of shape {a.shape}")
     perm = tuple(p % a.ndim for p in perm)
@@ -80,7 +89,7 @@ def transpose(a, perm=None, name=None):
 def _transpose_grad(op, dy):
     nb = op.batch_ndim
     inverse = np.argsort(op.get_attr("perm"))
-    return transpose(dy, tuple(range(nb)) + tuple(int(p) + nb for p in inverse))
+    return transpose(dy, tuple(builtins.range(nb)) + tuple(int(p) + nb for p in inverse))
 
 
 def matrix_transpose(a, name=None):
@@ -89,7 +98,7 @@ def matrix_transpose(a, name=None):
     n = a.ndim
     if n < 2:
         raise ValueError(f"matrix_transpose needs rank 2 or more, got shape {a.shape}")
-    return transpose(a, tuple(range(n - 2)) + (n - 1, n - 2), name=name)
+    return transpose(a, tuple(builtins.range(n - 2)) + (n - 1, n - 2), name=name)
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002
@@ -289,14 +298,15 @@ def stack(values, axis=0, name=None):
 @RegisterGradient("Pack", batched=True)
 def _stack_grad(op, dy):
     nb, axis = op.batch_ndim, op.get_attr("axis")
-    return [getitem(dy, (slice(None),) * (nb + axis) + (i,)) for i in range(len(op.input_ids))]
+    return [getitem(dy, (slice(None),) * (nb + axis) + (i,))
+            for i in builtins.range(len(op.input_ids))]
 
 
 def unstack(value, axis=0):
     """Split along ``axis`` into a list of Tensors, as ``tf.unstack`` (recorded slices)."""
     value = convert_to_tensor(value, what="unstack")
     axis = axis % value.ndim
-    return [getitem(value, (slice(None),) * axis + (i,)) for i in range(value.shape[axis])]
+    return [getitem(value, (slice(None),) * axis + (i,)) for i in builtins.range(value.shape[axis])]
 
 
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
@@ -329,7 +339,7 @@ def _pad_grad(op, dy):
     inner = (slice(None),) * nb + tuple(slice(a, a + n) for (a, _), n in
                                         zip(op.get_attr("paddings"), op.input_shapes[0]))
     g_tensor = getitem(dy, inner)
-    axes = list(range(nb, dy.ndim))
+    axes = list(builtins.range(nb, dy.ndim))
     g_fill = reduce_sum(dy, axis=axes) - reduce_sum(g_tensor, axis=axes)
     return g_tensor, reshape(g_fill, dy.shape[:nb] + op.input_shapes[1])
 
@@ -354,7 +364,7 @@ def _tile_grad(op, dy):
     for m, n in zip(op.get_attr("multiples"), op.input_shapes[0]):
         split += (m, n)  # the tiled axis m*n viewed as (copy, element)
     g = reshape(dy, split)
-    return reduce_sum(g, axis=[nb + 2 * i for i in range(len(op.input_shapes[0]))])
+    return reduce_sum(g, axis=[nb + 2 * i for i in builtins.range(len(op.input_shapes[0]))])
 
 
 # -- where, identity, stop_gradient -----------------------------------------------------------------
@@ -517,12 +527,12 @@ def _einsum_grad(op, dy):
 
 def zeros(shape, dtype=dtypes.float32, name=None):
     """Zeros of ``shape`` (float32 by default), as ``tf.zeros``."""
-    return Tensor(np.zeros(as_shape(shape, "zeros"), dtypes.as_dtype(dtype)), name=name)
+    return Tensor(np.zeros(as_dims(shape, "zeros"), dtypes.as_dtype(dtype)), name=name)
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
     """Ones of ``shape`` (float32 by default), as ``tf.ones``."""
-    return Tensor(np.ones(as_shape(shape, "ones"), dtypes.as_dtype(dtype)), name=name)
+    return Tensor(np.ones(as_dims(shape, "ones"), dtypes.as_dtype(dtype)), name=name)
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002
@@ -540,13 +550,13 @@ def ones_like(input, dtype=None, name=None):  # noqa: A002
 def fill(dims, value, name=None):
     """A Tensor of shape ``dims`` filled with ``value`` (its dtype), as ``tf.fill``."""
     value = convert_to_tensor(value, what="fill")
-    return Tensor(np.full(as_shape(dims, "fill"), value._value), name=name)
+    return Tensor(np.full(as_dims(dims, "fill"), value._value), name=name)
 
 
 def eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
     """Identity matrix ``(num_rows, num_columns)``, as ``tf.eye``."""
-    n = as_shape([num_rows], "eye")[0]
-    m = n if num_columns is None else as_shape([num_columns], "eye")[0]
+    n = as_dims([num_rows], "eye")[0]
+    m = n if num_columns is None else as_dims([num_columns], "eye")[0]
     return Tensor(np.eye(n, m, dtype=dtypes.as_dtype(dtype)), name=name)
 
 

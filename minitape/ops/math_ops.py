@@ -27,6 +27,15 @@ from . import array_ops, reduction_ops
 
 def binary_operands(x, y, op_type):
     """Convert the two operands of a binary op; a Python value takes the Tensor's dtype."""
+    # The hot path first (every ``a * b`` and ``a * 0.5`` comes here): two plain Tensors of
+    # the very same dtype need no conversion, and a Python float next to a floating Tensor
+    # becomes a Tensor of that dtype. Everything else takes the general path below.
+    if type(x) is Tensor:
+        dtype = x._value.dtype
+        if type(y) is Tensor and y._value.dtype is dtype:
+            return x, y
+        if type(y) is float and dtype.kind == "f":
+            return x, Tensor(dtype.type(y))
     if isinstance(x, Tensor):
         x = convert_to_tensor(x)
         if isinstance(y, Tensor):
@@ -44,6 +53,21 @@ def binary_operands(x, y, op_type):
         return convert_like(x, y._value.dtype, op_type), y
     x = convert_to_tensor(x, what=op_type)
     return x, convert_like(y, x._value.dtype, op_type)
+
+
+def elementwise_operands(x, y, op_type):
+    """``binary_operands``, then check that the two shapes broadcast (TensorFlow's rule)."""
+    x, y = binary_operands(x, y, op_type)
+    xs, ys = x._value.shape, y._value.shape
+    if xs != ys and xs and ys:
+        try:
+            np.broadcast_shapes(xs, ys)
+        except ValueError:
+            raise ValueError(
+                f"{op_type}: shapes {xs} and {ys} cannot be broadcast together (aligned from the "
+                "right, each pair of axes must be equal or 1); reshape one operand first "
+                "(mt.reshape, mt.expand_dims)") from None
+    return x, y
 
 
 def floating(x, op_type):
@@ -82,7 +106,7 @@ def _out(value, name=None):
 
 def add(x, y, name=None):
     """``x + y`` elementwise with broadcasting (op ``AddV2``), as ``tf.add``."""
-    x, y = binary_operands(x, y, "AddV2")
+    x, y = elementwise_operands(x, y, "AddV2")
     z = _out(x._value + y._value, name)
     record("AddV2", (x, y), (z,), keep_inputs=False)
     return z
@@ -96,7 +120,7 @@ def _add_grad(op, dy):
 
 def subtract(x, y, name=None):
     """``x - y`` elementwise with broadcasting (op ``Sub``)."""
-    x, y = binary_operands(x, y, "Sub")
+    x, y = elementwise_operands(x, y, "Sub")
     z = _out(x._value - y._value, name)
     record("Sub", (x, y), (z,), keep_inputs=False)
     return z
@@ -110,7 +134,7 @@ def _sub_grad(op, dy):
 
 def multiply(x, y, name=None):
     """``x * y`` elementwise with broadcasting (op ``Mul``)."""
-    x, y = binary_operands(x, y, "Mul")
+    x, y = elementwise_operands(x, y, "Mul")
     z = _out(x._value * y._value, name)
     record("Mul", (x, y), (z,))
     return z
@@ -125,7 +149,7 @@ def _mul_grad(op, dy):
 
 def divide(x, y, name=None):
     """``x / y`` (op ``RealDiv``). Integer operands are cast to float64 first, as TF's truediv."""
-    x, y = binary_operands(x, y, "RealDiv")
+    x, y = elementwise_operands(x, y, "RealDiv")
     if x._value.dtype.kind != "f":
         x, y = cast(x, np.float64), cast(y, np.float64)
     z = _out(x._value / y._value, name)
@@ -162,7 +186,7 @@ def pow(x, y, name=None):  # noqa: A001 (TensorFlow's name)
 
     Gradient: ``d/dx = y * x**(y-1)``; ``d/dy = x**y * log(x)`` where ``x > 0``, else 0 (as TF).
     """
-    x, y = binary_operands(x, y, "Pow")
+    x, y = elementwise_operands(x, y, "Pow")
     z = _out(np.power(x._value, y._value), name)
     record("Pow", (x, y), (z,), keep_outputs=True)
     return z
@@ -429,7 +453,7 @@ no_gradient("Round")
 
 def maximum(x, y, name=None):
     """Elementwise max with broadcasting (op ``Maximum``); ties send the gradient to ``x``."""
-    x, y = binary_operands(x, y, "Maximum")
+    x, y = elementwise_operands(x, y, "Maximum")
     z = _out(np.maximum(x._value, y._value), name)
     record("Maximum", (x, y), (z,))
     return z
@@ -437,7 +461,7 @@ def maximum(x, y, name=None):
 
 def minimum(x, y, name=None):
     """Elementwise min with broadcasting (op ``Minimum``); ties send the gradient to ``x``."""
-    x, y = binary_operands(x, y, "Minimum")
+    x, y = elementwise_operands(x, y, "Minimum")
     z = _out(np.minimum(x._value, y._value), name)
     record("Minimum", (x, y), (z,))
     return z
@@ -511,7 +535,7 @@ def _cast_grad(op, dy):
 
 def _comparison(op_type, fn):
     def compare(x, y, name=None):
-        x, y = binary_operands(x, y, op_type)
+        x, y = elementwise_operands(x, y, op_type)
         z = _out(fn(x._value, y._value), name)
         record(op_type, (x, y), (z,), keep_inputs=False)
         return z
@@ -556,7 +580,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
         b = array_ops.matrix_transpose(b)
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"matmul: cannot multiply shapes {a.shape} and {b.shape}: the inner "
-                         f"dimensions {a.shape[-1]} and {b.shape[-2]} differ")
+                         f"dimensions {a.shape[-1]} and {b.shape[-2]} differ (a's last axis "
+                         "must equal b's second-to-last); transpose one of them (mt.transpose, "
+                         "or transpose_a=True / transpose_b=True)")
     op_type = "MatMul" if a.ndim == 2 and b.ndim == 2 else "BatchMatMulV2"
     c = _out(np.matmul(a._value, b._value), name)
     record(op_type, (a, b), (c,))

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes
 from ..tensor import Tensor
-from .array_ops import as_shape
+from .array_ops import as_dims
 
 _generator = np.random.default_rng()
 
@@ -24,14 +24,14 @@ def _rng(seed):
 def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Samples from a normal distribution, as ``tf.random.normal``."""
     dtype = dtypes.as_dtype(dtype)
-    value = _rng(seed).normal(float(mean), float(stddev), as_shape(shape, "random.normal"))
+    value = _rng(seed).normal(float(mean), float(stddev), as_dims(shape, "random.normal"))
     return Tensor(value.astype(dtype), name=name)
 
 
 def uniform(shape, minval=0.0, maxval=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Samples from ``[minval, maxval)``, as ``tf.random.uniform``."""
     dtype = dtypes.as_dtype(dtype)
-    shape = as_shape(shape, "random.uniform")
+    shape = as_dims(shape, "random.uniform")
     if dtype.kind in "iu":
         value = _rng(seed).integers(int(minval), int(maxval), shape)
     else:

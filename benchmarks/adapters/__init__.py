@@ -1,0 +1,53 @@
+"""One small adapter module per contestant.
+
+Every adapter exposes the same functions. Each takes NumPy data, does its setup (converting
+the data to the library's own arrays, creating variables), and returns a zero-argument
+function ``run()`` that does the timed work and returns NumPy results (so the benchmark can
+check them against the hand-written NumPy floor before timing):
+
+- ``chain(x0, steps)``: ``run() -> (y, dy/dx)``, forward plus backward, of ``steps`` steps of
+  ``y = sin(y) * 1.0001 + y * y * 0.001`` (5 recorded ops per step); for a vector ``x0`` the
+  gradient is that of ``sum(y)``.
+- ``chain_forward(x0, steps)``: ``run() -> y``, the same chain with no gradient recording.
+- ``mlp(layers, x, labels, onehot)``: ``run() -> (loss, [dW1, db1, dW2, db2, ...])`` for a relu
+  MLP with a softmax cross-entropy loss (mean over the batch). ``layers`` is a list of (W, b).
+- ``jacobian(params, x, mode)``: two Dense elu layers; ``mode`` is ``"vectorized"`` or
+  ``"looped"`` (the full Jacobian, ``y.shape + x.shape``) or ``"batch"`` (``(B, out, in)``).
+- ``hessian(params, x)``: the Hessian of ``mean(relu(relu(x W1 + b1) W2 + b2)**2)`` with
+  respect to ``W1`` (the TensorFlow advanced-autodiff guide's example).
+
+An adapter may leave a function out (or raise ``NotImplementedError``): that cell of the table
+says ``n/a``. ``available()`` returns ``None`` when the library imports, else a short note.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# Table order: the floor first, then minitape, then the peers.
+CONTESTANTS = ["numpy", "minitape", "torch", "autograd", "mygrad", "tensorflow", "jax"]
+
+# What each peer's adapter needs to import, for the "skipped" notes.
+MODULES = {
+    "numpy": "numpy_hand",
+    "minitape": "minitape_adapter",
+    "torch": "torch_adapter",
+    "autograd": "autograd_adapter",
+    "mygrad": "mygrad_adapter",
+    "tensorflow": "tensorflow_adapter",
+    "jax": "jax_adapter",
+}
+
+# The name a contestant imports under (for the `import` workload).
+IMPORT_NAMES = {"numpy": "numpy", "minitape": "minitape", "torch": "torch",
+                "autograd": "autograd", "mygrad": "mygrad", "tensorflow": "tensorflow",
+                "jax": "jax"}
+
+
+def load(name):
+    """Return ``(adapter module, None)``, or ``(None, note)`` when the library is missing."""
+    try:
+        module = importlib.import_module(f"{__name__}.{MODULES[name]}")
+    except ImportError as e:  # the adapter imports its library at the top
+        return None, f"not installed ({e.name or e})"
+    return module, None

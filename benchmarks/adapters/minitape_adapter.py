@@ -1,0 +1,81 @@
+"""minitape, used as a learner would: GradientTape, Variables, mt ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import minitape as mt
+
+
+def chain(x0, steps):
+    x = mt.constant(x0)
+
+    def run():
+        with mt.GradientTape() as tape:
+            tape.watch(x)
+            y = x
+            for _ in range(steps):
+                y = mt.math.sin(y) * 1.0001 + y * y * 0.001
+        return y.numpy(), tape.gradient(y, x).numpy()
+    return run
+
+
+def chain_forward(x0, steps):
+    x = mt.constant(x0)
+
+    def run():
+        y = x
+        for _ in range(steps):
+            y = mt.math.sin(y) * 1.0001 + y * y * 0.001
+        return y.numpy()
+    return run
+
+
+def mlp(layers, x, labels, onehot, persistent=False):
+    variables = [mt.Variable(a) for wb in layers for a in wb]
+    xs, targets = mt.constant(x), mt.constant(onehot)
+
+    def run():
+        with mt.GradientTape(persistent=persistent) as tape:
+            h = xs
+            for i in range(0, len(variables), 2):
+                h = mt.matmul(h, variables[i]) + variables[i + 1]
+                if i < len(variables) - 2:
+                    h = mt.nn.relu(h)
+            logp = mt.nn.log_softmax(h)
+            loss = -mt.reduce_mean(mt.reduce_sum(targets * logp, axis=1))
+        grads = tape.gradient(loss, variables)
+        return loss.numpy(), [g.numpy() for g in grads]
+    return run
+
+
+def jacobian(params, x, mode):
+    w1, b1, w2, b2 = [mt.Variable(a) for a in params]
+    xs = mt.constant(x)
+
+    def run():
+        with mt.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(xs)
+            y = mt.nn.elu(mt.matmul(mt.nn.elu(mt.matmul(xs, w1) + b1), w2) + b2)
+        if mode == "batch":
+            return tape.batch_jacobian(y, xs).numpy()
+        return tape.jacobian(y, xs, experimental_use_pfor=(mode == "vectorized")).numpy()
+    return run
+
+
+def hessian(params, x):
+    w1, b1, w2, b2 = [mt.Variable(a) for a in params]
+    xs = mt.constant(x)
+
+    def run():
+        with mt.GradientTape() as t2:
+            with mt.GradientTape() as t1:
+                h = mt.nn.relu(mt.matmul(xs, w1) + b1)
+                y = mt.nn.relu(mt.matmul(h, w2) + b2)
+                loss = mt.reduce_mean(y**2)
+            g = t1.gradient(loss, w1)
+        return t2.jacobian(g, w1).numpy()
+    return run
+
+
+_ = np

@@ -1,0 +1,99 @@
+"""The floor: forward and backward written out by hand in NumPy, no tape at all."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def chain(x0, steps):
+    def run():
+        y = x0
+        ys = []
+        for _ in range(steps):          # forward, keeping what the backward pass needs
+            ys.append(y)
+            y = np.sin(y) * 1.0001 + y * y * 0.001
+        g = np.ones_like(x0)
+        for yk in reversed(ys):         # backward: dy_{k+1}/dy_k = cos(y_k)*1.0001 + 0.002*y_k
+            g = g * (np.cos(yk) * 1.0001 + yk * 0.002)
+        return y, g
+    return run
+
+
+def chain_forward(x0, steps):
+    def run():
+        y = x0
+        for _ in range(steps):
+            y = np.sin(y) * 1.0001 + y * y * 0.001
+        return y
+    return run
+
+
+def mlp(layers, x, labels, onehot):
+    batch = x.shape[0]
+
+    def run():
+        hs, zs = [x], []
+        h = x
+        for i, (w, b) in enumerate(layers):
+            z = h @ w + b
+            zs.append(z)
+            h = np.maximum(z, 0) if i < len(layers) - 1 else z
+            hs.append(h)
+        shifted = h - h.max(axis=1, keepdims=True)
+        logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        loss = -(onehot * logp).sum() / batch
+        dz = (np.exp(logp) - onehot) / batch          # d loss / d logits
+        grads = []
+        for i in reversed(range(len(layers))):
+            w = layers[i][0]
+            grads[:0] = [hs[i].T @ dz, dz.sum(axis=0)]
+            if i:
+                dz = (dz @ w.T) * (zs[i - 1] > 0)     # through the previous relu
+        return loss, grads
+    return run
+
+
+def _elu(z):
+    return np.where(z > 0, z, np.expm1(np.minimum(z, 0)))
+
+
+def _elu_slope(z):
+    return np.where(z > 0, 1, np.exp(np.minimum(z, 0))).astype(z.dtype)
+
+
+def jacobian(params, x, mode):
+    w1, b1, w2, b2 = params
+
+    def per_sample():
+        z1 = x @ w1 + b1
+        z2 = _elu(z1) @ w2 + b2
+        # dy_b/dx_b = diag(elu'(z2_b)) W2^T diag(elu'(z1_b)) W1^T, one (out, in) block per row
+        return np.einsum("bo,ho,bh,ih->boi", _elu_slope(z2), w2, _elu_slope(z1), w1,
+                         optimize=True)
+
+    def run_batch():
+        return per_sample()
+
+    def run_full():
+        blocks = per_sample()
+        b = x.shape[0]
+        full = np.zeros((b, blocks.shape[1], b, x.shape[1]), x.dtype)
+        full[np.arange(b), :, np.arange(b), :] = blocks   # block diagonal: rows are independent
+        return full
+
+    return run_batch if mode == "batch" else run_full
+
+
+def hessian(params, x):
+    w1, b1, w2, b2 = params
+    n = x.shape[0] * w2.shape[1]          # mean over every element of y
+
+    def run():
+        m1 = (x @ w1 + b1 > 0).astype(x.dtype)
+        m2 = ((np.maximum(x @ w1 + b1, 0) @ w2 + b2) > 0).astype(x.dtype)
+        # Directional derivative of the gradient along every unit direction E_ij of W1:
+        # d(dL/dz2) = 2/n * relu'(z2) * (relu'(z1) * x E_ij) W2, then back through W2, relu', x.
+        dgz2 = np.einsum("ni,nj,jo,no->ijno", x, m1, w2, m2, optimize=True) * (2 / n)
+        dgz1 = np.einsum("ijno,co,nc->ijnc", dgz2, w2, m1, optimize=True)
+        return np.einsum("na,ijnc->ijac", x, dgz1, optimize=True)
+    return run

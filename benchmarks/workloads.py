@@ -1,0 +1,325 @@
+"""The workloads: data, the correctness check against the floor, and the timing loop.
+
+Each workload is a function ``(contestants, repeats, quick) -> result dict`` that runs in its
+own process (see ``worker.py``). A result holds ``rows``: one per measured quantity, with a
+median per contestant, all measured side by side in this one process (the repeats go round
+the contestants in turn, so a noisy moment of the machine hits them all alike), and ``notes``:
+why a contestant has no number.
+
+Before anything is timed, every contestant's gradient is compared with the hand-written NumPy
+result; a contestant that disagrees fails the run (``AssertionError``), it is never timed.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from . import adapters
+
+OPS_PER_STEP = 5   # sin, *1.0001, y*y, *0.001, +
+CHAIN_STEPS = 1000
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+def _assert_close(name, what, got, want, rtol):
+    if got is None:       # an adapter that cannot return this value (autograd's y for a vector)
+        return
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        raise AssertionError(f"{name}: {what} has shape {got.shape}, expected {want.shape}")
+    scale = max(float(np.max(np.abs(want))), 1e-30)
+    err = float(np.max(np.abs(got - want))) / scale
+    if not err <= rtol:
+        raise AssertionError(f"{name}: {what} differs from the hand-written NumPy result "
+                             f"(max error {err:.2e} of the largest entry, allowed {rtol:.0e})")
+
+
+def _prepare(contestants, build):
+    """Build each contestant's ``run``; returns ({name: run}, {name: note})."""
+    runs, notes = {}, {}
+    for name in contestants:
+        module, note = adapters.load(name)
+        if module is None:
+            notes[name] = note
+            continue
+        try:
+            runs[name] = build(module)
+        except (NotImplementedError, AttributeError) as e:
+            notes[name] = f"n/a: {e}" if str(e) else "n/a"
+    return runs, notes
+
+
+def time_side_by_side(runs, repeats, warmup=1):
+    """Median seconds per call of each ``run``, round-robin over the contestants.
+
+    The garbage collector is off while a call is timed (as ``timeit`` does) and runs between
+    calls, so one contestant does not pay for another one's garbage.
+    """
+    for _ in range(warmup):
+        for run in runs.values():
+            run()
+    samples = {name: [] for name in runs}
+    names = list(runs)
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            gc.collect()
+            gc.disable()
+            try:
+                t0 = time.perf_counter()
+                runs[name]()
+                samples[name].append(time.perf_counter() - t0)
+            finally:
+                gc.enable()
+    return {name: statistics.median(s) for name, s in samples.items()}, samples
+
+
+def _row(metric, unit, values, scale=1.0, samples=None):
+    row = {"metric": metric, "unit": unit,
+           "values": {k: v * scale for k, v in values.items()}}
+    if samples is not None:
+        row["samples"] = {k: [s * scale for s in v] for k, v in samples.items()}
+    return row
+
+
+# -- the chains -----------------------------------------------------------------------------------
+
+def _chain_x0(vector):
+    return np.linspace(0.1, 0.8, 8) if vector else np.array(0.5)
+
+
+def _chain_workload(vector):
+    def workload(contestants, repeats, quick):
+        x0 = _chain_x0(vector)
+        runs, notes = _prepare(contestants, lambda m: m.chain(x0, CHAIN_STEPS))
+        y_ref, g_ref = runs["numpy"]()
+        for name, run in runs.items():
+            y, g = run()
+            _assert_close(name, "y", y, y_ref, 1e-12)
+            _assert_close(name, "dy/dx", g, g_ref, 1e-9)
+        medians, samples = time_side_by_side(runs, repeats)
+        per_op = 1e6 / (CHAIN_STEPS * OPS_PER_STEP)
+        return {"rows": [_row("forward+backward per op", "us", medians, per_op, samples)],
+                "notes": notes}
+    return workload
+
+
+def no_tape(contestants, repeats, quick):
+    rows, notes = [], {}
+    for label, vector in (("scalar", False), ("(8,) vector", True)):
+        x0 = _chain_x0(vector)
+        runs, notes = _prepare(contestants, lambda m: m.chain_forward(x0, CHAIN_STEPS))
+        y_ref = runs["numpy"]()
+        for name, run in runs.items():
+            _assert_close(name, "y", run(), y_ref, 1e-12)
+        medians, samples = time_side_by_side(runs, repeats)
+        rows.append(_row(f"{label} forward per op, no tape", "us", medians,
+                         1e6 / (CHAIN_STEPS * OPS_PER_STEP), samples))
+    return {"rows": rows, "notes": notes}
+
+
+# -- the MLPs -------------------------------------------------------------------------------------
+
+def mlp_data(sizes, batch, seed=0):
+    """Glorot-scaled float32 weights, a float32 batch and its labels (int and one-hot)."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        w = (rng.standard_normal((n_in, n_out)) * np.sqrt(2.0 / (n_in + n_out)))
+        layers.append((w.astype(np.float32), (rng.standard_normal(n_out) * 0.1).astype(np.float32)))
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    labels = rng.integers(0, sizes[-1], batch)
+    onehot = np.eye(sizes[-1], dtype=np.float32)[labels]
+    return layers, x, labels, onehot
+
+
+def _check_mlp(runs):
+    loss_ref, grads_ref = runs["numpy"]()
+    for name, run in runs.items():
+        loss, grads = run()
+        _assert_close(name, "loss", loss, loss_ref, 1e-5)
+        if len(grads) != len(grads_ref):
+            raise AssertionError(f"{name}: {len(grads)} gradients, expected {len(grads_ref)}")
+        for k, (g, g_ref) in enumerate(zip(grads, grads_ref)):
+            _assert_close(name, f"gradient {k}", g, g_ref, 1e-4)
+
+
+def _mlp_workload(sizes, batch):
+    def workload(contestants, repeats, quick):
+        data = mlp_data(sizes, batch)
+        runs, notes = _prepare(contestants, lambda m: m.mlp(*data))
+        _check_mlp(runs)
+        medians, samples = time_side_by_side(runs, repeats)
+        label = "-".join(map(str, sizes)) + f", batch {batch}"
+        return {"rows": [_row(f"training step ({label})", "ms", medians, 1e3, samples)],
+                "notes": notes}
+    return workload
+
+
+# -- Jacobians and the Hessian --------------------------------------------------------------------
+
+def two_layer_data(n_in, hidden, n_out, batch, seed=1):
+    rng = np.random.default_rng(seed)
+    params = [(rng.standard_normal((n_in, hidden)) / np.sqrt(n_in)).astype(np.float32),
+              (rng.standard_normal(hidden) * 0.1).astype(np.float32),
+              (rng.standard_normal((hidden, n_out)) / np.sqrt(hidden)).astype(np.float32),
+              (rng.standard_normal(n_out) * 0.1).astype(np.float32)]
+    return params, rng.standard_normal((batch, n_in)).astype(np.float32)
+
+
+def jacobian(contestants, repeats, quick):
+    params, x = two_layer_data(32, 32, 16, 64)
+    rows, notes = [], {}
+    for mode, label in (("vectorized", "jacobian (64,16,64,32), vectorized"),
+                        ("looped", "jacobian (64,16,64,32), looped"),
+                        ("batch", "batch_jacobian (64,16,32)")):
+        runs, mode_notes = _prepare(contestants, lambda m: m.jacobian(params, x, mode))
+        for name, note in mode_notes.items():
+            notes.setdefault(name, note)
+        ref = runs["numpy"]()
+        for name, run in runs.items():
+            _assert_close(name, label, run(), ref, 1e-4)
+        # The looped Jacobian runs 1,024 backward passes: fewer repeats keep the suite short.
+        n = max(1, repeats // 4) if mode == "looped" else repeats
+        medians, samples = time_side_by_side(runs, n)
+        rows.append(_row(label, "ms", medians, 1e3, samples))
+    return {"rows": rows, "notes": notes}
+
+
+def hessian(contestants, repeats, quick):
+    params, x = two_layer_data(5, 8, 6, 7, seed=2)
+    runs, notes = _prepare(contestants, lambda m: m.hessian(params, x))
+    ref = runs["numpy"]()
+    for name, run in runs.items():
+        _assert_close(name, "hessian (5,8,5,8)", run(), ref, 1e-4)
+    medians, samples = time_side_by_side(runs, repeats)
+    return {"rows": [_row("hessian of a 5x8 kernel (5,8,5,8)", "ms", medians, 1e3, samples)],
+            "notes": notes}
+
+
+# -- memory and the deep chain --------------------------------------------------------------------
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def deep_chain(contestants, repeats, quick):
+    """One contestant per process (``worker.py`` isolates it): time, and peak RSS growth."""
+    steps = 20_000 if quick else 200_000
+    x0 = _chain_x0(False)
+    runs, notes = _prepare(contestants, lambda m: m.chain(x0, steps))
+    small, _ = _prepare(contestants, lambda m: m.chain(x0, 100))
+    ref_module, _ = adapters.load("numpy")
+    y_ref, g_ref = ref_module.chain(x0, 100)()
+    times, peaks = {}, {}
+    for name, run in runs.items():
+        y, g = small[name]()
+        _assert_close(name, "dy/dx (100 steps)", g, g_ref, 1e-9)
+        gc.collect()
+        before = _rss_bytes()
+        t0 = time.perf_counter()
+        try:
+            y, g = run()
+        except RecursionError:
+            notes[name] = "failed: RecursionError"
+            continue
+        times[name] = time.perf_counter() - t0
+        peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    ops = steps * OPS_PER_STEP
+    return {"rows": [_row(f"forward+backward per op ({ops:,} ops)", "us", times, 1e6 / ops),
+                     _row(f"peak RSS growth ({ops:,} ops)", "MB", peaks, 1e-6)],
+            "notes": notes}
+
+
+def memory(contestants, repeats, quick):
+    """Peak traced memory (tracemalloc sees NumPy's allocations) of one mlp_large step."""
+    data = mlp_data([1024, 1024, 1024, 10], 1024)
+    variants = {}
+    notes = {}
+    for name in contestants:
+        if name not in ("numpy", "minitape"):
+            notes[name] = "n/a: tracemalloc does not see its allocator"
+            continue
+        module, note = adapters.load(name)
+        if name == "numpy":
+            variants["numpy"] = module.mlp(*data)
+        else:
+            variants["minitape"] = module.mlp(*data)
+            variants["minitape persistent"] = module.mlp(*data, persistent=True)
+    _check_mlp(variants)
+    peaks = {}
+    for name, run in variants.items():
+        samples = []
+        for _ in range(max(1, min(repeats, 3))):
+            gc.collect()
+            tracemalloc.start()
+            base = tracemalloc.get_traced_memory()[0]
+            result = run()
+            samples.append(tracemalloc.get_traced_memory()[1] - base)
+            tracemalloc.stop()
+            del result
+        peaks[name] = statistics.median(samples)
+    rows = [_row("peak memory of one mlp_large step", "MB",
+                 {k: v for k, v in peaks.items() if k != "minitape persistent"}, 1e-6),
+            _row("peak memory, persistent tape", "MB",
+                 {"numpy": peaks["numpy"], "minitape": peaks["minitape persistent"]}, 1e-6)]
+    return {"rows": rows, "notes": notes}
+
+
+def import_time(contestants, repeats, quick):
+    """Seconds to import the library in a fresh interpreter (median of fresh processes)."""
+    code = ("import time; t = time.perf_counter(); import {m}; "
+            "print(time.perf_counter() - t)")
+    times, notes = {}, {}
+    for name in contestants:
+        module = adapters.IMPORT_NAMES[name]
+        samples = []
+        for _ in range(max(3, repeats)):
+            proc = subprocess.run([sys.executable, "-c", code.format(m=module)],
+                                  capture_output=True, text=True)
+            if proc.returncode:
+                notes[name] = "not installed"
+                break
+            samples.append(float(proc.stdout.strip().splitlines()[-1]))
+        if samples:
+            times[name] = statistics.median(samples)
+    check = subprocess.run([sys.executable, "-c",
+                            "import sys, minitape; print(sorted({'matplotlib', 'graphviz', "
+                            "'ipywidgets'} & set(sys.modules)))"],
+                           capture_output=True, text=True)
+    notes["minitape"] = f"heavy modules loaded by import: {check.stdout.strip()}"
+    return {"rows": [_row("import in a fresh process", "s", times)], "notes": notes}
+
+
+WORKLOADS = {
+    "scalar_chain": _chain_workload(vector=False),
+    "small_ops": _chain_workload(vector=True),
+    "no_tape": no_tape,
+    "mlp": _mlp_workload([784, 256, 10], 64),
+    "mlp_large": _mlp_workload([1024, 1024, 1024, 10], 1024),
+    "jacobian": jacobian,
+    "hessian": hessian,
+    "deep_chain": deep_chain,
+    "memory": memory,
+    "import": import_time,
+}
+
+# Workloads that run each contestant in a process of its own (peak RSS is per process).
+ISOLATED = {"deep_chain"}
+
+# How many timed repeats each workload gets (full run, quick run).
+REPEATS = {
+    "scalar_chain": (21, 3), "small_ops": (21, 3), "no_tape": (21, 3), "mlp": (51, 3),
+    "mlp_large": (11, 2), "jacobian": (9, 1), "hessian": (21, 2), "deep_chain": (1, 1),
+    "memory": (3, 1), "import": (7, 3),
+}

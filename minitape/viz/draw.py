@@ -1,0 +1,418 @@
+"""Draw a tape with graphviz: ``draw_tape(tape, target, sources)`` -> ``graphviz.Digraph``.
+
+The picture is made from ``tape_graph``'s plain data in three steps:
+
+1. **Choose what to show.** With ``depth=k`` only the ops at most ``k`` steps upstream of the
+   target are kept. Long chains of elementwise ops (``y = y * 1.01`` a thousand times) are
+   collapsed into one node (``collapse=True``, chains of at least ``min_run`` ops). If the
+   picture still has more than ``max_nodes`` nodes, the depth is reduced until it fits.
+2. **Style the nodes.** Ops are boxes (coloured per tape when several tapes are drawn),
+   tensors are ellipses with their shape, dtype, value and, after ``gradient``, the gradient
+   that reached them (in red). Variables have a double border, watched tensors a green one,
+   the target a bold one. ``StopGradient`` is an octagon, an op with no registered gradient
+   is red. Whatever does not connect the target to the sources is grey.
+3. **Add notes.** ``stop_recording`` blocks and ``reset`` calls appear as notes; a source whose
+   gradient is ``None`` gets a "why" note from ``explain``.
+
+Node names in the DOT source are the graph's ids (``op12``, ``t7``), so the text is
+deterministic and tests compare it instead of pixels.
+
+>>> import minitape as mt
+>>> from minitape.viz import draw_tape
+>>> x = mt.Variable(3.0, name="x")
+>>> with mt.GradientTape() as tape:
+...     y = x * x
+>>> dot = draw_tape(tape, y, x)
+>>> "Mul" in dot.source
+True
+"""
+
+from __future__ import annotations
+
+import html
+import textwrap
+
+import numpy as np
+
+from .graph import TapeGraph, as_tape_list, tape_graph
+
+# Ops applied element by element: a chain of them is collapsed into one node.
+ELEMENTWISE = frozenset({
+    "Abs", "AddV2", "Cast", "Cos", "Elu", "Erf", "Exp", "Expm1", "Identity", "LeakyRelu",
+    "Log", "Log1p", "Maximum", "Minimum", "Mul", "Neg", "Pow", "RealDiv", "Reciprocal", "Relu",
+    "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Square", "Sub", "Tan", "Tanh",
+})
+
+TAPE_COLOURS = ("#dbe9f6", "#fde2c8", "#d9f0d3", "#eadcf0", "#fff2b3", "#f6d5da")
+GREY_FILL, GREY_LINE, GREY_TEXT = "#f4f4f4", "gray70", "gray55"
+HIGHLIGHT = "#e66100"
+GRADIENT_COLOUR = "#c0392b"
+
+
+# -- step 1: what to show -----------------------------------------------------------------------
+
+class View:
+    """Which ops and tensors of a TapeGraph are drawn, and which ops are collapsed.
+
+    Attributes:
+        ops: the visible OpNodes (not collapsed), in order.
+        runs: lists of OpNodes drawn as one node each (``"run<first seq>"``).
+        tensors: ids of the visible TensorNodes.
+        hidden_ops: how many ops the depth limit left out.
+    """
+
+    def __init__(self, ops, runs, tensors, hidden_ops):
+        self.ops, self.runs, self.tensors, self.hidden_ops = ops, runs, tensors, hidden_ops
+
+    def size(self) -> int:
+        return len(self.ops) + len(self.runs) + len(self.tensors)
+
+
+def op_depths(graph: TapeGraph) -> dict:
+    """op id -> number of op steps between the op and the target (0: it produced the target).
+
+    Without a target, the start is every tensor no op consumes (the ends of the graph). Ops
+    that do not lead to the start are left out. One backward sweep, no recursion.
+    """
+    if graph.target_ids:
+        start = set(graph.target_ids)
+    else:
+        consumed = {i for op in graph.ops for i in op.inputs}
+        start = {o for op in graph.ops for o in op.outputs if o not in consumed}
+    tensor_depth = dict.fromkeys(start, 0)
+    depths = {}
+    for op in reversed(graph.ops):
+        ds = [tensor_depth[o] for o in op.outputs if o in tensor_depth]
+        if not ds:
+            continue
+        d = depths[op.id] = min(ds)
+        for i in op.inputs:
+            tensor_depth[i] = min(tensor_depth.get(i, d + 1), d + 1)
+    return depths
+
+
+def choose_view(graph, depth=None, collapse=True, min_run=8, max_nodes=300,
+                keep=()) -> View:
+    """Apply the depth limit, the collapsing and the ``max_nodes`` budget (see module doc).
+
+    ``keep``: tensor ids that must stay visible (e.g. the player's highlighted tensors).
+    """
+    depths = op_depths(graph) if (depth is not None or max_nodes) else {}
+    view = _view_at_depth(graph, depths, depth, collapse, min_run, keep)
+    if max_nodes and view.size() > max_nodes and depths:
+        low, high = 0, max(depths.values()) if depth is None else depth
+        while low < high:                 # the largest depth whose view fits
+            mid = (low + high + 1) // 2
+            if _view_at_depth(graph, depths, mid, collapse, min_run, keep).size() <= max_nodes:
+                low = mid
+            else:
+                high = mid - 1
+        view = _view_at_depth(graph, depths, low, collapse, min_run, keep)
+    return view
+
+
+def _view_at_depth(graph, depths, depth, collapse, min_run, keep):
+    if depth is None:
+        ops = list(graph.ops)
+    else:
+        ops = [op for op in graph.ops if depths.get(op.id, depth + 1) <= depth]
+    known = {t.id for t in graph.tensors}
+    pinned = [t for t in graph.target_ids + graph.source_ids + tuple(keep) if t in known]
+    special = set(pinned) | {t.id for t in graph.tensors if t.watched}
+    runs = find_runs(ops, special, min_run) if collapse else []
+    in_runs = {op.id for run in runs for op in run}
+    hidden = set()
+    for run in runs:
+        hidden |= _inner_tensors(run, ops, special, graph)
+    tensors = []
+    for op in ops:
+        tensors.extend(t for t in op.inputs + op.outputs if t not in hidden)
+    if depth is None:   # watched tensors the tape never used still show up
+        tensors.extend(t.id for t in graph.tensors if t.watched)
+    tensors.extend(pinned)
+    visible = [op for op in ops if op.id not in in_runs]
+    return View(visible, runs, list(dict.fromkeys(tensors)), len(graph.ops) - len(ops))
+
+
+def find_runs(ops, special, min_run) -> list:
+    """Chains of at least ``min_run`` elementwise ops, each feeding only the next one.
+
+    Ops in a run were recorded by the same tapes and are all connected or all not, so the
+    collapsed node can be coloured like its ops. ``special`` tensors break a chain.
+    """
+    consumers = {}
+    for op in ops:
+        for i in op.inputs:
+            consumers[i] = consumers.get(i, 0) + 1
+    runs, current = [], []
+    for op in ops:
+        chains = op.type in ELEMENTWISE and len(op.outputs) == 1
+        if chains and current:
+            prev = current[-1]
+            link = prev.outputs[0]
+            if (link in op.inputs and consumers[link] == op.inputs.count(link)
+                    and link not in special and op.tapes == prev.tapes
+                    and op.connected == prev.connected):
+                current.append(op)
+                continue
+        if len(current) >= min_run:
+            runs.append(current)
+        current = [op] if chains else []
+    if len(current) >= min_run:
+        runs.append(current)
+    return runs
+
+
+def _inner_tensors(run, ops, special, graph):
+    """Tensors a collapsed run hides: the links between its ops, and constants only it reads."""
+    produced = {o for op in graph.ops for o in op.outputs}
+    inside = {op.id for op in run}
+    inner = {op.outputs[0] for op in run[:-1]}
+    readers = {}
+    for op in ops:
+        for i in op.inputs:
+            readers.setdefault(i, set()).add(op.id)
+    for op in run:
+        for i in op.inputs:
+            if i not in produced and i not in special and readers[i] <= inside:
+                inner.add(i)
+    return inner
+
+
+# -- step 2: styling ------------------------------------------------------------------------------
+
+def format_value(value, digits=4) -> str:
+    """A value for a label: ``9.0``, ``[1, 2]`` (small arrays) or ``min .. mean .. max``."""
+    if value is None:
+        return ""
+    if isinstance(value, tuple):
+        lo, mean, hi = value
+        return f"min {lo:.{digits}g}, mean {mean:.{digits}g}, max {hi:.{digits}g}"
+    array = np.asarray(value)
+    if array.ndim == 0:
+        v = array.item()
+        return _float_text(v, digits) if isinstance(v, float) else str(v)
+    text = np.array2string(array, precision=digits, separator=", ", suppress_small=True)
+    return " ".join(text.split())
+
+
+def _float_text(v, digits) -> str:
+    """``18.0``, ``0.3333``, ``1.5e-08``: short, and always recognisably a float."""
+    text = f"{v:.{digits}g}"
+    return text if any(c in text for c in ".eni") else text + ".0"
+
+
+def _table(lines) -> str:
+    """An HTML-like graphviz label: one row per ``(text, colour or None, bold)``."""
+    rows = []
+    for text, colour, bold in lines:
+        cell = html.escape(text)
+        if bold:
+            cell = f"<B>{cell}</B>"
+        if colour:
+            cell = f'<FONT COLOR="{colour}">{cell}</FONT>'
+        rows.append(cell)
+    return "<" + "<BR/>".join(rows) + ">"
+
+
+def _tensor_label(t, grey):
+    title = t.name or f"t{t.tensor_id}"
+    kind = ("Variable" if t.trainable else "Variable (not trainable)") if t.variable else ""
+    constant = not (t.variable or t.watched or t.produced_by)
+    marks = [m for m in (kind, "constant to the tape" if constant else "",
+                         "watched" if t.watched else "",
+                         "target" if t.is_target else "", "source" if t.is_source else "") if m]
+    lines = [(title, None, True)]
+    if marks:
+        lines.append((", ".join(marks), None, False))
+    shape = "scalar" if t.shape == () else "x".join(str(d) for d in t.shape)
+    lines.append((f"{shape} {t.dtype}", None, False))
+    value = format_value(t.value if t.value is not None else t.summary)
+    if value:
+        lines.append((f"= {value}", None, False))
+    if t.gradient is not None:
+        lines.append((f"grad {format_value(t.gradient)}", None if grey else GRADIENT_COLOUR,
+                      False))
+    return _table([(textwrap.shorten(s, 60), c, b) for s, c, b in lines])
+
+
+def _tensor_attrs(t, highlighted):
+    grey = not t.connected
+    attrs = {"shape": "ellipse", "style": "filled", "fillcolor": "white", "color": "black"}
+    if t.variable:
+        attrs["peripheries"] = "2"
+        if not t.trainable:
+            attrs["style"] = "filled,dashed"
+    if t.watched:
+        attrs["color"] = "darkgreen"
+    if t.is_target:
+        attrs["penwidth"] = "2.5"
+    if grey:
+        attrs.update(fillcolor=GREY_FILL, color=GREY_LINE, fontcolor=GREY_TEXT)
+    if highlighted:
+        attrs.update(color=HIGHLIGHT, penwidth="3")
+    attrs["label"] = _tensor_label(t, grey)
+    return attrs
+
+
+def _op_attrs(op, n_tapes, highlighted):
+    lines = [(op.type, None, True), (f"#{op.seq}", None, False)]
+    attrs = {"shape": "box", "style": "rounded,filled"}
+    colours = [TAPE_COLOURS[k % len(TAPE_COLOURS)] for k in op.tapes]
+    if n_tapes > 1:
+        lines.append(("tape " + ", ".join(str(k) for k in op.tapes), None, False))
+    if len(colours) > 1:
+        attrs.update(style="filled,striped", fillcolor=":".join(colours))
+    else:
+        attrs["fillcolor"] = colours[0]
+    if op.stop_gradient:
+        attrs.update(shape="octagon", style="filled")
+        lines.append(("blocks the gradient", None, False))
+    elif op.gradient == "none":
+        attrs["style"] += ",dashed"
+        lines.append(("no gradient (by design)", None, False))
+    elif op.gradient == "missing":
+        attrs.update(color="red", penwidth="2")
+        lines.append(("no gradient registered", "red", False))
+    elif op.gradient == "custom":
+        lines.append(("custom gradient", None, False))
+    if not op.connected:
+        attrs.update(fillcolor=GREY_FILL, color=GREY_LINE, fontcolor=GREY_TEXT)
+    if highlighted:
+        attrs.update(color=HIGHLIGHT, penwidth="3")
+    attrs["label"] = _table(lines)
+    return attrs
+
+
+def _run_attrs(run, n_tapes, highlighted):
+    counts = {}
+    for op in run:
+        counts[op.type] = counts.get(op.type, 0) + 1
+    kinds = ", ".join(f"{t} x{n}" for t, n in counts.items())
+    lines = [(f"{len(run)} elementwise ops", None, True), (textwrap.shorten(kinds, 50), None, False),
+             (f"#{run[0].seq} ... #{run[-1].seq}", None, False)]
+    attrs = _op_attrs(run[0], n_tapes, highlighted)
+    attrs.update(shape="box3d", style="filled", label=_table(lines))
+    if not run[0].connected:
+        attrs.update(fillcolor=GREY_FILL)
+    return attrs
+
+
+# -- step 3: the Digraph --------------------------------------------------------------------------
+
+def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nodes=300,
+              depth=None, highlight=None, why=True, rankdir="TB", graph=None):
+    """Draw a tape (or a list of tapes) as a ``graphviz.Digraph``.
+
+    Args:
+        tape: a GradientTape, or a list of them (nested tapes: each op says which tapes
+            recorded it, and is coloured accordingly).
+        target, sources: optional; mark what connects them (the rest is grey). ``sources``
+            defaults to the watched tensors.
+        collapse: collapse chains of at least ``min_run`` elementwise ops into one node.
+        max_nodes: if the picture has more nodes, keep only the ops nearest to the target.
+        depth: keep only the ops at most ``depth`` steps upstream of the target.
+        highlight: a node id (``"op12"``, ``"t7"``) to draw in orange (``TapePlayer``).
+        why: add a note saying why a source's gradient is None (needs one tape and a target).
+        rankdir: graphviz direction, ``"TB"`` (top to bottom) or ``"LR"``.
+        graph: a ``TapeGraph`` already built from these arguments (skips ``tape_graph``).
+
+    Returns:
+        A ``graphviz.Digraph``; in a notebook it shows as SVG. ``.source`` is the DOT text.
+    """
+    import graphviz
+
+    tapes = as_tape_list(tape)
+    if graph is None:
+        graph = tape_graph(tapes, target, sources)
+    view = choose_view(graph, depth, collapse, min_run, max_nodes,
+                       keep=(highlight,) if highlight else ())
+    dot = graphviz.Digraph("tape", graph_attr={"rankdir": rankdir, "fontname": "Helvetica"},
+                           node_attr={"fontname": "Helvetica", "fontsize": "11"},
+                           edge_attr={"arrowsize": "0.7"})
+    tensors = {t.id: t for t in graph.tensors}
+    for tid in view.tensors:
+        dot.node(tid, **_tensor_attrs(tensors[tid], tid == highlight))
+    run_of = {}
+    for run in view.runs:
+        run_id = f"run{run[0].seq}"
+        for op in run:
+            run_of[op.id] = run_id
+        dot.node(run_id, **_run_attrs(run, graph.n_tapes, highlight in run_of and
+                                      run_of[highlight] == run_id))
+    for op in view.ops:
+        dot.node(op.id, **_op_attrs(op, graph.n_tapes, op.id == highlight))
+    _draw_edges(dot, graph, view, run_of, tensors)
+    _draw_events(dot, graph, view, run_of)
+    if view.hidden_ops:
+        dot.node("hidden", f"{view.hidden_ops} earlier ops not shown\n(depth / max_nodes limit)",
+                 shape="plaintext", fontcolor=GREY_TEXT)
+    if why and len(tapes) == 1 and target is not None:
+        _draw_why(dot, tapes[0], graph, target, sources)
+    if graph.n_tapes > 1:
+        _draw_legend(dot, graph.n_tapes)
+    return dot
+
+
+def _draw_edges(dot, graph, view, run_of, tensors):
+    """Forward edges (black, grey when disconnected) and, where a gradient came back, a red
+    dashed edge from the op to each of its inputs that received one."""
+    shown = set(view.tensors) | {op.id for op in view.ops} | set(run_of.values())
+    done = set()
+    for e in graph.edges:
+        tail, head = run_of.get(e.tail, e.tail), run_of.get(e.head, e.head)
+        if tail not in shown or head not in shown:
+            continue
+        if tail == head or (tail, head, e.index) in done:
+            continue
+        done.add((tail, head, e.index))
+        attrs = {} if e.connected else {"color": GREY_LINE}
+        dot.edge(tail, head, **attrs)
+        if e.kind == "input" and e.connected and tensors[e.tail].gradient is not None \
+                and (head, tail) not in done:
+            done.add((head, tail))
+            dot.edge(head, tail, color=GRADIENT_COLOUR, style="dashed", constraint="false",
+                     arrowsize="0.5")
+
+
+def _draw_events(dot, graph, view, run_of):
+    visible = {op.id for op in view.ops} | set(run_of)
+    for e in graph.events:
+        if e.after is not None and e.after not in visible:
+            continue
+        node_id = f"{e.kind}{e.seq}"
+        if e.kind == "stop_recording":
+            text = "stop_recording():\noperations here were not recorded"
+        else:
+            text = "reset():\neverything recorded before was forgotten"
+        if graph.n_tapes > 1:
+            text += f"\n(tape {e.tape})"
+        dot.node(node_id, text, shape="note", style="filled", fillcolor="#fff8dc",
+                 fontcolor="gray30", color="gray60")
+        if e.after is not None:
+            dot.edge(run_of.get(e.after, e.after), node_id, style="dotted", arrowhead="none",
+                     color="gray60")
+
+
+def _draw_why(dot, tape, graph, target, sources):
+    """A note next to each source whose gradient is None, saying why (``explain``)."""
+    from ..tape import flatten
+    from .explain import diagnose
+    if sources is None:
+        sources = list(tape._watched.values())
+    for s in flatten(sources):
+        code, sentence = diagnose(tape, target, s)
+        if code in ("connected", "missing_gradient") or not hasattr(s, "_id"):
+            continue
+        note = f"why{s._id}"
+        dot.node(note, "why None: " + textwrap.fill(sentence, 48), shape="note",
+                 style="filled", fillcolor="#fdecea", color=GRADIENT_COLOUR, fontsize="10")
+        dot.edge(note, f"t{s._id}", style="dotted", arrowhead="none", color=GRADIENT_COLOUR)
+
+
+def _draw_legend(dot, n_tapes):
+    with dot.subgraph(name="cluster_legend") as legend:
+        legend.attr(label="tapes", fontname="Helvetica", color="gray70")
+        for k in range(n_tapes):
+            legend.node(f"legend{k}", f"tape {k}", shape="box", style="rounded,filled",
+                        fillcolor=TAPE_COLOURS[k % len(TAPE_COLOURS)])

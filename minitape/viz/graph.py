@@ -1,0 +1,386 @@
+"""A tape as plain data: the nodes and edges that ``draw_tape`` and ``TapePlayer`` draw.
+
+``tape_graph(tape, target, sources)`` reads what the tape recorded and returns a ``TapeGraph``:
+
+- one ``OpNode`` per recorded operation (op type, sequence number, which tape recorded it,
+  whether its gradient is registered),
+- one ``TensorNode`` per tensor the operations read or produced (name, shape, dtype, the value
+  if it is small or ``(min, mean, max)`` if it is large and still saved, Variable / watched
+  marks, and after ``gradient`` the gradient that reached it),
+- ``Edge``s from each input tensor to its op and from each op to its outputs,
+- ``Event``s for the ``stop_recording`` blocks and ``reset`` calls.
+
+Given a ``target`` (and ``sources``, by default the watched tensors) it also marks what connects
+them: a node is *connected* when a gradient can flow from the target down to a source through
+it. ``StopGradient`` and other ops declared not differentiable cut the flow; integer tensors too.
+
+Everything is computed by walking the op list forwards and backwards, never recursively, and
+node ids come from the tape's sequence numbers (``"op12"``) and tensor ids (``"t7"``), so the
+same program always gives the same graph.
+
+>>> import minitape as mt
+>>> from minitape.viz import tape_graph
+>>> x = mt.Variable(3.0, name="x")
+>>> with mt.GradientTape() as tape:
+...     y = x * x
+>>> g = tape_graph(tape, y, x)
+>>> [op.type for op in g.ops]
+['Mul']
+>>> g.tensor(x).name, float(g.tensor(y).value)
+('x', 9.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import registry
+from ..tape import GradientTape, flatten, summarize
+from ..tensor import Tensor, Variable
+
+
+@dataclass
+class OpNode:
+    """One recorded operation.
+
+    Attributes:
+        id: ``"op<seq>"``, the node id.
+        type: the op type, e.g. ``"Mul"``.
+        seq: the sequence number the tape gave it (execution order).
+        tapes: indices (into the list of tapes drawn) of the tapes that recorded it.
+        inputs, outputs: tensor node ids, in argument order (an input may repeat: ``x * x``).
+        gradient: ``"registered"``, ``"custom"`` (``custom_gradient``), ``"none"`` (declared
+            not differentiable: ``StopGradient``, ``Round``, comparisons) or ``"missing"`` (no
+            registry entry: ``gradient`` through it raises ``LookupError``).
+        connected: True when the gradient of the target flows through this op to a source.
+    """
+
+    id: str
+    type: str
+    seq: int
+    tapes: tuple
+    inputs: tuple
+    outputs: tuple
+    gradient: str
+    connected: bool = True
+
+    @property
+    def stop_gradient(self) -> bool:
+        return self.type == "StopGradient"
+
+
+@dataclass
+class TensorNode:
+    """One tensor seen by the tape.
+
+    Attributes:
+        id: ``"t<tensor id>"``, the node id.
+        tensor_id: the Tensor's ``_id`` (a Variable and every read of it share one id).
+        name: the Tensor's name, or None.
+        shape, dtype: as recorded (dtype as a string, e.g. ``"float32"``).
+        value: the value (ndarray) if it has at most 16 elements, else None.
+        summary: ``(min, mean, max)`` of a large value still available, else None.
+        variable: True for a Variable (as far as the tape knows: watched or given).
+        trainable: the Variable's ``trainable`` flag, or None for a Tensor.
+        watched: True if the tape watched it (``watch``, or a trainable Variable read).
+        is_target, is_source: it was given as the target / one of the sources.
+        produced_by: id of the op that produced it, or None for a leaf.
+        gradient: the gradient that reached it in the last backward pass: an ndarray (small)
+            or ``(min, mean, max)``; None if none reached it.
+        connected: True when the gradient of the target flows through it to a source.
+    """
+
+    id: str
+    tensor_id: int
+    name: str | None
+    shape: tuple
+    dtype: str
+    value: np.ndarray | None = None
+    summary: tuple | None = None
+    variable: bool = False
+    trainable: bool | None = None
+    watched: bool = False
+    is_target: bool = False
+    is_source: bool = False
+    produced_by: str | None = None
+    gradient: object = None
+    connected: bool = True
+
+    @property
+    def gradient_reached(self) -> bool:
+        return self.gradient is not None
+
+
+@dataclass
+class Edge:
+    """A forward edge: tensor -> op (``kind="input"``, ``index`` = argument position) or
+    op -> tensor (``kind="output"``)."""
+
+    tail: str
+    head: str
+    kind: str
+    index: int
+    connected: bool = True
+
+
+@dataclass
+class Event:
+    """A moment when the tape did not record: ``kind`` is ``"stop_recording"`` (a block from
+    sequence number ``seq`` to ``end``) or ``"reset"`` (at ``seq``; what came before is gone).
+    ``tape`` is the index of the tape; ``after`` the id of the last op recorded before it."""
+
+    kind: str
+    seq: int
+    end: int | None
+    tape: int
+    after: str | None = None
+
+
+@dataclass
+class TapeGraph:
+    """Nodes and edges of one or more tapes (see the module docstring)."""
+
+    ops: list = field(default_factory=list)
+    tensors: list = field(default_factory=list)
+    edges: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    target_ids: tuple = ()
+    source_ids: tuple = ()
+    n_tapes: int = 1
+
+    def node(self, node_id):
+        """The OpNode or TensorNode with this id (KeyError if there is none)."""
+        return self._index()[node_id]
+
+    def tensor(self, t):
+        """The TensorNode of a Tensor/Variable (or of a tensor id)."""
+        tid = t._id if isinstance(t, Tensor) else int(t)
+        return self.node(f"t{tid}")
+
+    def op_of(self, seq):
+        """The OpNode with this sequence number."""
+        return self.node(f"op{seq}")
+
+    def _index(self):
+        return {n.id: n for n in self.ops} | {n.id: n for n in self.tensors}
+
+
+def tensor_node_id(tensor_id) -> str:
+    return f"t{tensor_id}"
+
+
+def op_node_id(seq) -> str:
+    return f"op{seq}"
+
+
+def gradient_kind(op) -> str:
+    """How the backward pass treats ``op``: registered, custom, none or missing."""
+    if op.grad_fn is not None:
+        return "custom"
+    try:
+        fn = registry.lookup(op.type)
+    except LookupError:
+        return "missing"
+    return "none" if fn is None else "registered"
+
+
+def as_tape_list(tape) -> list:
+    """``tape`` or a list/tuple of tapes -> a list of GradientTapes (TypeError otherwise)."""
+    tapes = list(tape) if isinstance(tape, (list, tuple)) else [tape]
+    for t in tapes:
+        if not isinstance(t, GradientTape):
+            raise TypeError(f"expected a minitape GradientTape (or a list of them), got "
+                            f"{type(t).__name__} {t!r:.60}")
+    if not tapes:
+        raise ValueError("expected at least one GradientTape, got an empty list")
+    return tapes
+
+
+def tape_graph(tape, target=None, sources=None) -> TapeGraph:
+    """Turn one tape (or a list of tapes, e.g. nested ones) into a ``TapeGraph``.
+
+    Args:
+        tape: a ``GradientTape``, or a list of them (ops recorded by several tapes appear once,
+            with ``OpNode.tapes`` listing them).
+        target: optional Tensor (or structure of Tensors) to mark connectivity from.
+        sources: optional Tensor/Variable or structure of them; defaults to the watched
+            tensors when ``target`` is given.
+
+    Returns:
+        A ``TapeGraph``. Without ``target`` every node is marked connected.
+
+    Raises:
+        TypeError: ``tape`` is not a GradientTape.
+    """
+    tapes = as_tape_list(tape)
+    targets = [t for t in flatten(target) if isinstance(t, Tensor)] if target is not None else []
+    if sources is None:
+        source_list = [w for t in tapes for w in t._watched.values()] if target is not None else []
+    else:
+        source_list = [s for s in flatten(sources) if isinstance(s, Tensor)]
+
+    graph = TapeGraph(n_tapes=len(tapes))
+    ops = _merged_ops(tapes)
+    tensors = {}   # node id -> TensorNode, in order of first appearance
+    for op, tape_ids in ops:
+        node = OpNode(op_node_id(op.seq), op.type, op.seq, tape_ids,
+                      tuple(tensor_node_id(i) for i in op.input_ids),
+                      tuple(tensor_node_id(i) for i in op.output_ids), gradient_kind(op))
+        graph.ops.append(node)
+        _add_tensors(tensors, op, node)
+        for k, i in enumerate(node.inputs):
+            graph.edges.append(Edge(i, node.id, "input", k))
+        for k, o in enumerate(node.outputs):
+            graph.edges.append(Edge(node.id, o, "output", k))
+
+    live = _live_tensors(tapes, targets, source_list)
+    for t in live.values():   # given or watched tensors the ops never touched still appear
+        tensors.setdefault(tensor_node_id(t._id), _new_tensor_node(t._id, t.shape, t.dtype))
+    for node in tensors.values():
+        _describe(node, live.get(node.tensor_id), tapes)
+    graph.tensors = list(tensors.values())
+    graph.target_ids = tuple(dict.fromkeys(tensor_node_id(t._id) for t in targets))
+    graph.source_ids = tuple(dict.fromkeys(tensor_node_id(s._id) for s in source_list))
+    for nid in graph.target_ids:
+        tensors[nid].is_target = True
+    for nid in graph.source_ids:
+        tensors[nid].is_source = True
+    graph.events = _events(tapes, graph.ops)
+    if targets:
+        mark_connected(graph)
+    return graph
+
+
+def _merged_ops(tapes):
+    """All recorded ops in execution order, as ``(op, tape indices)``.
+
+    Nested tapes each record their own Operation for one executed op; they share the output
+    ids, which identifies them as one op.
+    """
+    by_outputs = {}
+    for k, t in enumerate(tapes):
+        for op in t._ops:
+            key = op.output_ids
+            if key in by_outputs:
+                first, ks = by_outputs[key]
+                by_outputs[key] = (first if first.seq < op.seq else op, ks + (k,))
+            else:
+                by_outputs[key] = (op, (k,))
+    return sorted(by_outputs.values(), key=lambda item: item[0].seq)
+
+
+def _new_tensor_node(tensor_id, shape, dtype) -> TensorNode:
+    return TensorNode(tensor_node_id(tensor_id), tensor_id, None, tuple(shape),
+                      np.dtype(dtype).name)
+
+
+def _add_tensors(tensors, op, node):
+    """Create the TensorNodes of ``op``'s inputs and outputs (first appearance wins)."""
+    saved_in, saved_out = op._inputs or (), op._outputs or ()
+    for k, i in enumerate(op.input_ids):
+        tn = tensors.setdefault(node.inputs[k], _new_tensor_node(i, op.input_shapes[k],
+                                                                 op.input_dtypes[k]))
+        _fill_value(tn, op.input_values[k], saved_in[k] if k < len(saved_in) else None)
+    for k, i in enumerate(op.output_ids):
+        tn = tensors.setdefault(node.outputs[k], _new_tensor_node(i, op.output_shapes[k],
+                                                                  op.output_dtypes[k]))
+        tn.produced_by = tn.produced_by or node.id
+        _fill_value(tn, op.output_values[k], saved_out[k] if k < len(saved_out) else None)
+
+
+def _fill_value(tn, small_value, saved_tensor):
+    """Set the value (small) or summary (large, from a still-saved tensor), if not yet known."""
+    if saved_tensor is not None and tn.name is None:
+        tn.name = saved_tensor.name
+    if tn.value is not None or tn.summary is not None:
+        return
+    if small_value is not None:
+        tn.value = np.asarray(small_value)
+    elif saved_tensor is not None:
+        s = summarize(saved_tensor._value)
+        if isinstance(s, tuple):
+            tn.summary = s
+        elif s is not None:
+            tn.value = np.asarray(s)
+
+
+def _live_tensors(tapes, targets, sources) -> dict:
+    """id -> Tensor/Variable object we can still look at: watched, target, sources."""
+    live = {}
+    for t in tapes:
+        for i, w in t._watched.items():
+            live.setdefault(i, w)
+    for t in list(targets) + list(sources):
+        # A Variable beats a snapshot Tensor with the same id.
+        if t._id not in live or isinstance(t, Variable):
+            live[t._id] = t
+    return live
+
+
+def _describe(node, obj, tapes):
+    """Fill in name, Variable/watched marks, value and gradient of one TensorNode."""
+    if obj is not None:
+        node.name = obj.name if obj.name is not None else node.name
+        if isinstance(obj, Variable):
+            node.variable, node.trainable = True, obj.trainable
+        if node.value is None and node.summary is None:
+            _fill_value(node, None, obj)
+    node.watched = any(node.tensor_id in t._watched for t in tapes)
+    for t in tapes:
+        g = t._last_gradients.get(node.tensor_id)
+        if g is not None:
+            node.gradient = summarize(g._value)
+            break
+        if node.tensor_id in t._reached_gradients:
+            node.gradient = t._reached_gradients[node.tensor_id]
+            break
+
+
+def _events(tapes, ops) -> list:
+    """The stop_recording blocks and resets of every tape, each placed after the last op
+    recorded before it."""
+    seqs = [op.seq for op in ops]
+    events = []
+    for k, t in enumerate(tapes):
+        for start, end in t._gaps:
+            events.append(Event("stop_recording", start, end, k))
+        for seq in t._resets:
+            events.append(Event("reset", seq, None, k))
+    for e in events:
+        before = [s for s in seqs if s < e.seq]
+        e.after = op_node_id(before[-1]) if before else None
+    return sorted(events, key=lambda e: e.seq)
+
+
+def mark_connected(graph: TapeGraph) -> None:
+    """Mark the nodes and edges through which the target's gradient reaches a source.
+
+    A forward sweep finds what depends on a tracked source, a backward sweep what the target
+    depends on; connected = both. Ops declared not differentiable (``StopGradient``, ``Round``) and
+    integer tensors carry no gradient, so they break the path.
+    """
+    tensors = {n.id: n for n in graph.tensors}
+    flows = {n.id: n.dtype.startswith(("float", "complex")) for n in graph.tensors}
+    # As in the backward pass, a source counts only if the tape tracks it (watched, or the
+    # output of a recorded op): an unwatched source gets None even if an op read it.
+    downstream = {i for i in graph.source_ids if flows[i] and (
+        tensors[i].watched or tensors[i].produced_by or tensors[i].is_target)}
+    for op in graph.ops:                      # forward sweep
+        if op.gradient != "none" and any(i in downstream for i in op.inputs):
+            downstream.update(o for o in op.outputs if flows[o])
+    upstream = {i for i in graph.target_ids if flows[i]}
+    for op in reversed(graph.ops):            # backward sweep
+        if op.gradient != "none" and any(o in upstream for o in op.outputs):
+            upstream.update(i for i in op.inputs if flows[i])
+    connected = downstream & upstream
+    for node in graph.tensors:
+        node.connected = node.id in connected
+    for op in graph.ops:
+        op.connected = (op.gradient != "none" and any(i in connected for i in op.inputs)
+                        and any(o in connected for o in op.outputs))
+    ops = {op.id: op for op in graph.ops}
+    for e in graph.edges:
+        op_id, tensor_id = (e.head, e.tail) if e.kind == "input" else (e.tail, e.head)
+        e.connected = ops[op_id].connected and tensors[tensor_id].connected

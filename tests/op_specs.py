@@ -1,0 +1,372 @@
+"""The table of gradient test cases: one or more per op type, shared by the gradient tests.
+
+Each ``OpSpec`` names the op type it exercises, a function of float Tensors that records that
+op, and a maker of its inputs (float64 ndarrays drawn from a seeded generator). Inputs are kept
+away from kinks and singularities (``abs``/``relu`` near 0, ties in ``max``, ``log`` of
+non-positives, ill-conditioned matrices), where finite differences would not be the derivative.
+Functions are dtype-agnostic (constants follow the inputs' dtype), so the same table also runs
+in float32.
+
+``tests/test_ops_gradients.py`` fails when a registered op type has no entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import minitape as mt
+from minitape.ops import array_ops
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One gradient test case.
+
+    Attributes:
+        op: the op type the case must record (``"CustomGradient"`` for ``mt.custom_gradient``).
+        name: a short label, unique per op.
+        fn: ``fn(*tensors)`` -> a Tensor or a tuple of Tensors; every argument is differentiated.
+        make: ``make(rng)`` -> a tuple of float64 ndarrays, the arguments.
+        check: extra keyword arguments for ``check_grads`` (``eps``, ``rtol``, ``order``...).
+        tol: absolute tolerance when two exact computations are compared (Jacobians, JVPs).
+    """
+
+    op: str
+    name: str
+    fn: Callable
+    make: Callable
+    check: dict = field(default_factory=dict)
+    tol: float = 1e-10
+
+    @property
+    def id(self):
+        return f"{self.op}-{self.name}"
+
+    def args(self, seed=0):
+        return self.make(np.random.default_rng(seed))
+
+
+# -- input makers: each returns a function of a numpy Generator ------------------------------------
+
+
+def normal(shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def uniform(shape, low, high):
+    return lambda rng: rng.uniform(low, high, shape)
+
+
+def positive(shape):
+    """In [0.5, 2]: safe for log, sqrt, a ** b and as a divisor."""
+    return uniform(shape, 0.5, 2.0)
+
+
+def nonzero(shape):
+    """|x| in [0.3, 1.5] with a random sign: away from the kink of abs, relu, sign."""
+    def make(rng):
+        return rng.choice([-1.0, 1.0], size=shape) * rng.uniform(0.3, 1.5, shape)
+    return make
+
+
+def distinct_values(rng, n, spacing=0.3):
+    """``n`` values on a shuffled grid, at least ~0.8 * spacing apart: no ties for max/min."""
+    grid = (rng.permutation(n) - (n - 1) / 2) * spacing
+    return grid + rng.uniform(-0.1 * spacing, 0.1 * spacing, n)
+
+
+def distinct(*shapes):
+    """Arrays of the given shapes whose entries are all distinct from each other."""
+    def make(rng):
+        sizes = [int(np.prod(s)) for s in shapes]
+        values = distinct_values(rng, sum(sizes))
+        out, start = [], 0
+        for s, n in zip(shapes, sizes):
+            out.append(values[start:start + n].reshape(s))
+            start += n
+        return tuple(out)
+    return make
+
+
+def well_conditioned(shape):
+    """Square matrices ``2 I + 0.3 N``: safely invertible."""
+    def make(rng):
+        n = shape[-1]
+        return 2.0 * np.eye(n) + 0.3 * rng.standard_normal(shape)
+    return make
+
+
+def args(*makers):
+    """Combine single-array makers into one maker of a tuple."""
+    return lambda rng: tuple(m(rng) for m in makers)
+
+
+def constant_like(value, x):
+    """A constant with ``x``'s dtype (keeps the specs dtype-agnostic)."""
+    return mt.constant(np.asarray(value), dtype=x.dtype)
+
+
+# -- custom gradients ------------------------------------------------------------------------------
+
+
+@mt.custom_gradient
+def log1pexp(x):
+    """``log(1 + e**x)`` with the stable gradient of the TensorFlow guide."""
+    e = mt.exp(x)
+
+    def grad(dy):
+        return dy * (1 - 1 / (1 + e))
+
+    return mt.log(1 + e), grad
+
+
+@mt.custom_gradient
+def scaled_product(x, y):
+    """``(x * y, x + y)``: two inputs, two outputs, a hand-written gradient."""
+    def grad(dz, ds):
+        return dz * y + ds, dz * x + ds
+
+    return (x * y, x + y), grad
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+S = OpSpec
+SPECS = [
+    # arithmetic, with broadcasting (more shapes are drawn by hypothesis in the tests)
+    S("AddV2", "broadcast", lambda x, y: x + y, args(normal((2, 3)), normal((3,)))),
+    S("AddV2", "python_scalar", lambda x: 2.0 + x * x, args(normal((3,)))),
+    S("Sub", "broadcast", lambda x, y: x - y * y, args(normal((3, 1)), normal((1, 4)))),
+    S("Sub", "reflected", lambda x: 1.0 - x * x, args(normal((2,)))),
+    S("Mul", "broadcast", lambda x, y: x * y, args(normal((2, 3)), normal((2, 1)))),
+    S("Mul", "same_tensor_twice", lambda x: x * x * x, args(normal((4,)))),
+    S("RealDiv", "broadcast", lambda x, y: x / y, args(normal((2, 3)), nonzero((3,)))),
+    S("RealDiv", "reflected", lambda x: 1.0 / x, args(nonzero((3,)))),
+    S("Neg", "plain", lambda x: -(x * x), args(normal((2, 2)))),
+    S("Pow", "tensor_exponent", lambda x, y: x ** y, args(positive((2, 3)), normal((3,)))),
+    S("Pow", "scalar_exponent_negative_base", lambda x: x ** 3.0, args(normal((4,)))),
+    S("Pow", "scalar_base", lambda y: 2.0 ** y, args(normal((3,)))),
+    S("Square", "plain", mt.square, args(normal((2, 3)))),
+    S("Sqrt", "positive", mt.sqrt, args(positive((2, 3)))),
+    S("Exp", "plain", mt.exp, args(normal((2, 3)))),
+    S("Expm1", "plain", mt.math.expm1, args(normal((3,)))),
+    S("Log", "positive", mt.log, args(positive((2, 3)))),
+    S("Log1p", "above_minus_one", mt.math.log1p, args(uniform((4,), -0.5, 2.0))),
+    S("Reciprocal", "nonzero", mt.math.reciprocal, args(nonzero((4,)))),
+    S("Sin", "plain", mt.math.sin, args(normal((2, 3)))),
+    S("Cos", "plain", mt.math.cos, args(normal((2, 3)))),
+    S("Tan", "inside_pi_over_2", mt.math.tan, args(uniform((4,), -1.0, 1.0))),
+    S("Tanh", "plain", mt.math.tanh, args(normal((2, 3)))),
+    S("Sigmoid", "plain", mt.math.sigmoid, args(normal((2, 3)))),
+    S("Softplus", "plain", mt.math.softplus, args(normal((2, 3)))),
+    S("Erf", "plain", mt.math.erf, args(uniform((4,), -1.5, 1.5))),
+    S("Abs", "nonzero", lambda x: mt.abs(x) * x, args(nonzero((2, 3)))),
+    S("Sign", "times_square", lambda x: mt.sign(x) * x * x, args(nonzero((2, 3)))),
+    S("Maximum", "broadcast", mt.maximum, distinct((3, 1), (1, 4))),
+    S("Minimum", "broadcast", mt.minimum, distinct((2, 3), (3,))),
+    S("Maximum", "clip_by_value", lambda x: mt.clip_by_value(x, -0.5, 0.5),
+      distinct((3, 4))),
+    S("Minimum", "clip_by_value_tensor_bounds", lambda x, lo, hi: mt.clip_by_value(x * x, lo, hi),
+      lambda rng: (distinct_values(rng, 6, 0.4), np.array(0.2), np.array(0.9))),
+    S("Maximum", "clip_by_norm_clipped", lambda x: mt.clip_by_norm(x, 1.0),
+      lambda rng: (3.0 * rng.standard_normal((2, 3)),)),
+    S("Maximum", "clip_by_norm_not_clipped", lambda x: mt.clip_by_norm(x, 5.0),
+      lambda rng: (0.3 * rng.standard_normal((2, 3)),)),
+    S("Maximum", "clip_by_norm_axes", lambda x: mt.clip_by_norm(x, 1.0, axes=[1]),
+      lambda rng: (rng.standard_normal((3, 4)) * np.array([[0.1], [3.0], [0.2]]),)),
+    # casts: the float32 stretch limits the precision of finite differences
+    S("Cast", "float64_to_float32_and_back",
+      lambda x: mt.math.sin(mt.cast(mt.cast(x, mt.float32), mt.float64)) if x.dtype == np.float64
+      else mt.math.sin(mt.cast(mt.cast(x, mt.float64), mt.float32)),
+      args(normal((3,))), check={"eps": 1e-3, "rtol": 1e-3, "atol": 1e-3}, tol=1e-6),
+    S("Cast", "float32_output", lambda x: mt.cast(x * x, mt.float32)
+      if x.dtype == np.float64 else mt.cast(x * x, mt.float64),
+      args(normal((3,))), check={"eps": 1e-3, "rtol": 1e-3, "atol": 1e-3}, tol=1e-6),
+    # matrix products
+    S("MatMul", "plain", mt.matmul, args(normal((2, 3)), normal((3, 4)))),
+    S("MatMul", "transposed", lambda a, b: mt.matmul(a, b, transpose_a=True, transpose_b=True),
+      args(normal((3, 2)), normal((4, 3)))),
+    S("MatMul", "operator", lambda a, b: (a @ b) @ a, args(normal((3, 3)), normal((3, 3)))),
+    S("BatchMatMulV2", "broadcast_batch", mt.matmul, args(normal((2, 1, 2, 3)), normal((3, 3, 2)))),
+    S("BatchMatMulV2", "matrix_times_batch", mt.matmul, args(normal((2, 3)), normal((4, 3, 2)))),
+    # shapes
+    S("Reshape", "minus_one", lambda x: mt.reshape(x, [3, -1]) ** 2, args(normal((2, 3, 2)))),
+    S("Reshape", "tensor_entries", lambda x: mt.reshape(x, [mt.constant(6), 1]) ** 2,
+      args(normal((2, 3)))),
+    S("Transpose", "perm", lambda x: mt.transpose(x, [2, 0, 1]) ** 2, args(normal((2, 3, 4)))),
+    S("Transpose", "default", lambda x, y: mt.transpose(x) * y,
+      args(normal((2, 3)), normal((3, 2)))),
+    S("ExpandDims", "axis0", lambda x: mt.expand_dims(x, 0) ** 2, args(normal((2, 3)))),
+    S("ExpandDims", "negative_axis", lambda x, y: mt.expand_dims(x, -1) * y,
+      args(normal((2, 3)), normal((3, 2)))),
+    S("Squeeze", "all", lambda x: mt.squeeze(x) ** 2, args(normal((1, 3, 1)))),
+    S("Squeeze", "axis", lambda x: mt.squeeze(x, axis=2) ** 2, args(normal((2, 3, 1)))),
+    S("BroadcastTo", "plain", lambda x: mt.broadcast_to(x, [2, 3, 4]) ** 2, args(normal((3, 1)))),
+    # indexing: basic slices, fancy indices (repeated: the gradient is a scatter-add), masks
+    S("StridedSlice", "basic", lambda x: x[1:, ::-1] ** 2, args(normal((3, 4)))),
+    S("StridedSlice", "int_none_ellipsis", lambda x: x[..., 1, None] ** 2, args(normal((2, 3, 4)))),
+    S("StridedSlice", "repeated_fancy", lambda x: x[[0, 2, 0, 0]] ** 2, args(normal((3, 2)))),
+    S("StridedSlice", "mixed_fancy", lambda x: x[1, [2, 0, 2]] ** 2, args(normal((2, 3)))),
+    S("StridedSlice", "bool_mask",
+      lambda x: x[np.array([[True, False, True], [False, True, True]])] ** 2, args(normal((2, 3)))),
+    S("StridedSlice", "unstack", lambda x: tuple(u ** 2 for u in mt.unstack(x, axis=1)),
+      args(normal((2, 3)))),
+    S("StridedSliceGrad", "repeated", lambda u: array_ops.scatter_add(
+        u * u, (np.array([0, 2, 0]),), (4, 2)), args(normal((3, 2)))),
+    S("StridedSliceGrad", "basic", lambda u: array_ops.scatter_add(
+        u * u, (slice(1, 3),), (4, 2)), args(normal((2, 2)))),
+    S("GatherV2", "repeated", lambda x: mt.gather(x, [2, 0, 2]) ** 2, args(normal((3, 2)))),
+    S("GatherV2", "axis1_2d_indices", lambda x: mt.gather(x, [[0, 1], [1, 1]], axis=1) ** 2,
+      args(normal((3, 2)))),
+    S("GatherV2", "negative_axis", lambda x: mt.gather(x, [1, 1, 0], axis=-1) ** 2,
+      args(normal((2, 2, 3)))),
+    S("ConcatV2", "axis1", lambda x, y, z: mt.concat([x, y * y, z], axis=1),
+      args(normal((2, 1)), normal((2, 3)), normal((2, 2)))),
+    S("ConcatV2", "negative_axis", lambda x, y: mt.concat([x * y, y], axis=-1) ** 2,
+      args(normal((2, 3)), normal((2, 3)))),
+    S("Pack", "axis0", lambda x, y: mt.stack([x, y * x]), args(normal((2, 3)), normal((2, 3)))),
+    S("Pack", "last_axis", lambda x, y: mt.stack([x, y], axis=-1) ** 2,
+      args(normal((2, 3)), normal((2, 3)))),
+    S("PadV2", "zeros", lambda x: mt.pad(x * x, [[1, 0], [2, 1]]), args(normal((2, 3)))),
+    S("PadV2", "tensor_constant_values",
+      lambda x, c: mt.pad(x, [[0, 2], [1, 1]], constant_values=c * c) ** 2,
+      args(normal((2, 3)), normal(()))),
+    S("Tile", "2d", lambda x: mt.tile(x, [2, 3]) ** 2, args(normal((2, 3)))),
+    S("Tile", "3d", lambda x: mt.tile(x, [1, 2, 2]) ** 2, args(normal((2, 1, 3)))),
+    S("SelectV2", "broadcast", lambda c, x, y: mt.where(c > 0, x * x, y),
+      args(nonzero((3, 1)), normal((1, 4)), normal((4,)))),
+    S("SelectV2", "python_scalar", lambda x: mt.where(x > 0, x * x, 0.5), args(nonzero((2, 3)))),
+    S("Identity", "plain", lambda x: mt.square(mt.identity(x)), args(normal((2, 3)))),
+    # einsum: products, a diagonal, summed-away letters, an ellipsis, a trace
+    S("Einsum", "matmul", lambda a, b: mt.einsum("ij,jk->ik", a, b),
+      args(normal((2, 3)), normal((3, 4)))),
+    S("Einsum", "diagonal_bxby", lambda a: mt.einsum("bxby->bxy", a * a),
+      args(normal((2, 3, 2, 4)))),
+    S("Einsum", "summed_away", lambda a: mt.einsum("ij->i", a * a), args(normal((3, 4)))),
+    S("Einsum", "ellipsis", lambda a, b: mt.einsum("...ij,...jk->...ik", a, b),
+      args(normal((2, 2, 3)), normal((2, 3, 2)))),
+    S("Einsum", "implicit_output", lambda a, b: mt.einsum("ij,jk", a, b * b),
+      args(normal((2, 3)), normal((3, 2)))),
+    S("Einsum", "trace", lambda a: mt.einsum("ii->", a @ a), args(normal((3, 3)))),
+    S("Einsum", "outer", lambda a, b: mt.einsum("i,j->ij", a, b), args(normal((3,)), normal((2,)))),
+    S("Einsum", "three_operands", lambda a, b, c: mt.einsum("ij,jk,kl->il", a, b, c),
+      args(normal((2, 3)), normal((3, 2)), normal((2, 2)))),
+    # reductions: axis None / int / negative / list, keepdims
+    S("Sum", "all", lambda x: mt.reduce_sum(x * x), args(normal((2, 3)))),
+    S("Sum", "axis1", lambda x: mt.reduce_sum(x * x, axis=1), args(normal((2, 3)))),
+    S("Sum", "negative_axis_keepdims", lambda x: mt.reduce_sum(x * x, axis=-1, keepdims=True),
+      args(normal((2, 3, 2)))),
+    S("Sum", "axis_list", lambda x: mt.reduce_sum(x * x, axis=[0, 2]), args(normal((2, 3, 2)))),
+    S("Mean", "all", lambda x: mt.reduce_mean(x * x), args(normal((2, 3)))),
+    S("Mean", "axis0_keepdims", lambda x: mt.reduce_mean(x * x, axis=0, keepdims=True),
+      args(normal((3, 2)))),
+    S("Mean", "axis_list", lambda x: mt.reduce_mean(x * x, axis=[-1, 0]), args(normal((2, 3, 2)))),
+    S("Max", "all", lambda x: mt.reduce_max(x) ** 2, distinct((3, 4))),
+    S("Max", "axis1", lambda x: mt.reduce_max(x, axis=1) ** 2, distinct((3, 4))),
+    S("Max", "axis_list_keepdims", lambda x: mt.reduce_max(x, axis=[0, 2], keepdims=True) ** 2,
+      distinct((2, 3, 2))),
+    S("Min", "negative_axis", lambda x: mt.reduce_min(x, axis=-1) ** 2, distinct((3, 4))),
+    S("Min", "all_keepdims", lambda x: mt.reduce_min(x, keepdims=True) ** 2, distinct((2, 3))),
+    S("Prod", "all", lambda x: mt.reduce_prod(x), args(nonzero((2, 3)))),
+    S("Prod", "axis0", lambda x: mt.reduce_prod(x, axis=0), args(nonzero((3, 2)))),
+    S("Prod", "axis_list_keepdims", lambda x: mt.reduce_prod(x, axis=[1], keepdims=True),
+      args(nonzero((2, 3, 2)))),
+    # at an exact zero only the first derivative is exact (documented in reduce_prod)
+    S("Prod", "with_a_zero_first_order", lambda x: mt.reduce_prod(x, axis=1),
+      lambda rng: (rng.standard_normal((2, 3)) * np.array([[1, 0, 1], [1, 1, 1]]),),
+      check={"order": 1}),
+    S("Sqrt", "norm_euclidean", lambda x: mt.norm(x), args(normal((2, 3)))),
+    S("Sqrt", "norm_axis_keepdims", lambda x: mt.norm(x, axis=1, keepdims=True),
+      args(normal((3, 4)))),
+    S("Abs", "norm_ord1", lambda x: mt.norm(x, ord=1, axis=0), args(nonzero((3, 2)))),
+    S("Max", "norm_inf", lambda x: mt.norm(x, ord=np.inf) ** 2,
+      lambda rng: (np.abs(distinct_values(rng, 6)) * rng.choice([-1, 1], 6) + 0.05,)),
+    # activations
+    S("Relu", "nonzero", lambda x: mt.nn.relu(x) ** 2, args(nonzero((2, 3)))),
+    S("Elu", "nonzero", mt.nn.elu, args(nonzero((2, 3)))),
+    S("LeakyRelu", "nonzero", lambda x: mt.nn.leaky_relu(x, alpha=0.1) ** 2, args(nonzero((2, 3)))),
+    S("Softmax", "last_axis", mt.nn.softmax, args(normal((2, 3)))),
+    S("Softmax", "axis0", lambda x: mt.nn.softmax(x, axis=0), args(normal((3, 2)))),
+    S("Softmax", "middle_axis", lambda x: mt.nn.softmax(x, axis=1), args(normal((2, 3, 2)))),
+    S("LogSoftmax", "last_axis", mt.nn.log_softmax, args(normal((2, 3)))),
+    S("LogSoftmax", "axis0", lambda x: mt.nn.log_softmax(x, axis=0), args(normal((3, 2)))),
+    # linear algebra on well-conditioned matrices
+    S("MatrixSolve", "plain", mt.linalg.solve, args(well_conditioned((3, 3)), normal((3, 2)))),
+    S("MatrixSolve", "batched", mt.linalg.solve,
+      args(well_conditioned((2, 3, 3)), normal((2, 3, 1)))),
+    S("MatrixSolve", "broadcast_matrix", mt.linalg.solve,
+      args(well_conditioned((3, 3)), normal((2, 3, 2)))),
+    S("MatrixSolve", "adjoint", lambda a, b: mt.linalg.solve(a, b, adjoint=True),
+      args(well_conditioned((3, 3)), normal((3, 2)))),
+    S("MatrixInverse", "plain", mt.linalg.inv, args(well_conditioned((3, 3)))),
+    S("MatrixInverse", "batched", mt.linalg.inv, args(well_conditioned((2, 3, 3)))),
+    S("MatrixDeterminant", "plain", mt.linalg.det, args(well_conditioned((3, 3)))),
+    S("MatrixDeterminant", "batched", mt.linalg.det, args(well_conditioned((2, 3, 3)))),
+    # edge cases: scalars, negative and Tensor indices, empty axis lists, broadcast batches
+    S("Sum", "scalar_input", lambda x: mt.reduce_sum(x * x), args(normal(()))),
+    S("Sum", "axis_tensor", lambda x: mt.reduce_sum(x * x, axis=mt.constant([0, 1])),
+      args(normal((2, 3)))),
+    S("Mean", "empty_axis_list", lambda x: mt.reduce_mean(x * x, axis=[]), args(normal((2,)))),
+    S("GatherV2", "scalar_index", lambda x: mt.gather(x, 1, axis=1) ** 2, args(normal((2, 3)))),
+    S("GatherV2", "negative_indices", lambda x: mt.gather(x, [-1, 0, -1]) ** 2,
+      args(normal((3, 2)))),
+    S("StridedSlice", "negative_int_and_step", lambda x: x[-1, ::2] ** 2, args(normal((3, 4)))),
+    S("StridedSlice", "tensor_index", lambda x: x[mt.constant(1)] ** 2, args(normal((3, 4)))),
+    S("StridedSlice", "two_repeated_fancy", lambda x: x[[0, 0, 1], [2, 2, 0]] ** 2,
+      args(normal((2, 3)))),
+    S("StridedSlice", "fancy_after_slice", lambda x: x[:, [1, 1]] ** 2, args(normal((2, 3, 2)))),
+    S("Einsum", "diagonal_ii", lambda a: mt.einsum("ii->i", a * a), args(normal((3, 3)))),
+    S("Einsum", "dot", lambda a, b: mt.einsum("ij,ij->", a, b),
+      args(normal((2, 3)), normal((2, 3)))),
+    S("Einsum", "ellipsis_broadcast", lambda a, b: mt.einsum("...ij,...jk->...ik", a, b),
+      args(normal((2, 2, 3)), normal((3, 2)))),
+    S("Einsum", "repeated_and_shared", lambda a, b: mt.einsum("iij,j->i", a, b),
+      args(normal((2, 2, 3)), normal((3,)))),
+    S("PadV2", "tensor_paddings", lambda x: mt.pad(x, mt.constant([[1, 2]])) ** 2,
+      args(normal((3,)))),
+    S("Softmax", "vector", mt.nn.softmax, args(normal((4,)))),
+    S("MatrixSolve", "both_batches_broadcast", mt.linalg.solve,
+      args(well_conditioned((2, 1, 3, 3)), normal((4, 3, 2)))),
+    S("MatrixDeterminant", "of_inverse", lambda a: mt.linalg.det(mt.linalg.inv(a)),
+      args(well_conditioned((2, 2)))),
+    S("BroadcastTo", "scalar", lambda x: mt.broadcast_to(x, [2, 3]) ** 2, args(normal(()))),
+    S("SelectV2", "python_scalar_x", lambda c, y: mt.where(c > 0, 1.5, y * y),
+      args(nonzero((2, 3)), normal((3,)))),
+    S("Transpose", "negative_perm", lambda x: mt.transpose(x, [-1, 0, 1]) ** 2,
+      args(normal((2, 3, 4)))),
+    S("Reshape", "to_scalar", lambda x: mt.reshape(x, []) ** 2, args(normal((1,)))),
+    S("Prod", "two_zeros_first_order", lambda x: mt.reduce_prod(x, axis=0),
+      lambda rng: (np.array([[0.0, 2.0], [0.0, 3.0], [1.5, 0.0]]),), check={"order": 1}),
+    S("Pow", "square_at_zero", lambda x: x ** 2.0, lambda rng: (np.array([0.0, 1.0]),)),
+    # user-defined gradients
+    S("CustomGradient", "log1pexp", log1pexp, args(normal((2, 3)))),
+    S("CustomGradient", "two_in_two_out", scaled_product, args(normal((3,)), normal((3,)))),
+]
+
+# Ops registered as not differentiable: a function through which the gradient must be None.
+NO_GRADIENT_SPECS = {
+    "Round": lambda x: mt.round(x * 3.0),
+    "Greater": lambda x: mt.cast(mt.math.greater(x, 0.0), x.dtype),
+    "GreaterEqual": lambda x: mt.cast(mt.math.greater_equal(x, 0.0), x.dtype),
+    "Less": lambda x: mt.cast(mt.math.less(x, 0.0), x.dtype),
+    "LessEqual": lambda x: mt.cast(mt.math.less_equal(x, 0.0), x.dtype),
+    "Equal": lambda x: mt.cast(mt.math.equal(x, x), x.dtype),
+    "NotEqual": lambda x: mt.cast(mt.math.not_equal(x, 0.0), x.dtype),
+    "StopGradient": lambda x: mt.stop_gradient(x * x),
+}
+
+# Ops whose gradient is deliberately not registered (a seed lesson).
+UNREGISTERED = {"AdjustContrastv2"}
+
+
+def recorded_op_types(fn, arrays):
+    """The op types that running ``fn`` on ``arrays`` records on a tape watching them."""
+    xs = [mt.constant(a) for a in arrays]
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(xs)
+        fn(*xs)
+    return {op.type for op in tape._ops} | (
+        {"CustomGradient"} if any(op.grad_fn is not None for op in tape._ops) else set())

@@ -1,0 +1,227 @@
+"""minitape.viz.draw_tape: checked on the DOT source, never on SVG pixels."""
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import minitape as mt
+from minitape.viz import draw_tape
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
+                               reason="graphviz 'dot' is not installed")
+
+
+def node_names(dot):
+    """Names of the nodes declared in a DOT source (``name [attrs]`` statements)."""
+    names = re.findall(r"^\t(\w+) \[", dot.source, flags=re.M)
+    return [n for n in names if n not in ("graph", "node", "edge")]
+
+
+def node_line(dot, name):
+    """The whole statement declaring node ``name`` (labels may span several lines)."""
+    return re.search(rf"^\t{name} \[.*?\]\n(?=\t|\}})", dot.source, flags=re.M | re.S).group(0)
+
+
+def test_ops_tensors_values_and_gradients_in_the_dot_source():
+    x = mt.Variable(3.0, name="x")
+    with mt.GradientTape() as tape:
+        y = x**2
+    dy = tape.gradient(y, x)
+    dot = draw_tape(tape, y, x)
+    op = f"op{tape._ops[0].seq}"
+    assert set(node_names(dot)) >= {op, f"t{x._id}", f"t{y._id}"}
+    assert "<B>Pow</B>" in node_line(dot, op)
+    x_line = node_line(dot, f"t{x._id}")
+    assert "<B>x</B>" in x_line and "Variable, watched, source" in x_line
+    assert "peripheries=2" in x_line
+    assert f"grad {2 * 3.0}" in x_line and dy.numpy() == 6.0     # closed form 2x
+    assert "= 9.0" in node_line(dot, f"t{y._id}")
+    assert f"\tt{x._id} -> {op}\n" in dot.source
+    assert f"\t{op} -> t{x._id} [" in dot.source and "dashed" in dot.source   # way back
+
+
+def test_disconnected_parts_are_grey_and_stop_gradient_is_an_octagon():
+    x, y = mt.Variable(2.0), mt.Variable(3.0)
+    with mt.GradientTape() as t:
+        y_sq = y**2
+        z = x**2 + mt.stop_gradient(y_sq)
+    t.gradient(z, [x, y])
+    dot = draw_tape(t, z, [x, y])
+    stop = next(op for op in t._ops if op.type == "StopGradient")
+    line = node_line(dot, f"op{stop.seq}")
+    assert "shape=octagon" in line and "gray70" in line and "blocks the gradient" in line
+    assert "gray70" in node_line(dot, f"t{y._id}")
+    assert "gray70" not in node_line(dot, f"t{x._id}")
+    assert f"why{y._id}" in node_names(dot) and "stop_gradient" in node_line(dot, f"why{y._id}")
+    assert f"why{x._id}" not in node_names(dot)
+
+
+def test_stop_recording_and_reset_notes():
+    x, y = mt.Variable(2.0), mt.Variable(3.0)
+    with mt.GradientTape() as t:
+        x_sq = x * x
+        with t.stop_recording():
+            y_sq = y * y
+        z = x_sq + y_sq
+    dot = draw_tape(t, z, [x, y])
+    assert "stop_recording():" in dot.source
+    assert "stop_recording() block" in node_line(dot, f"why{y._id}")
+    with mt.GradientTape() as t2:
+        a = y * y
+        t2.reset()
+        b = x * x + a
+    assert "reset():" in draw_tape(t2, b).source
+
+
+def test_missing_gradient_and_custom_marks():
+    image = mt.Variable([[[0.5, 0.0, 0.0]]])
+    with mt.GradientTape() as tape:
+        out = mt.image.adjust_contrast(image, 0.1)
+    line = node_line(draw_tape(tape, out), f"op{tape._ops[0].seq}")
+    assert "no gradient registered" in line and "color=red" in line
+
+
+def test_large_tensor_shows_min_mean_max():
+    data = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = mt.constant(data)
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * 2.0
+    line = node_line(draw_tape(tape), f"t{y._id}")
+    assert "4x6 float32" in line
+    assert f"min {0.0:.4g}, mean {2 * data.mean():.4g}, max {2 * 23.0:.4g}" in line
+
+
+def test_the_same_tape_draws_the_same_text():
+    x = mt.Variable(1.5)
+    with mt.GradientTape(persistent=True) as tape:
+        y = mt.math.sin(x) * mt.math.exp(x)
+    tape.gradient(y, x)
+    assert draw_tape(tape, y, x).source == draw_tape(tape, y, x).source
+
+
+def _long_chain(n):
+    x = mt.Variable(1.0, name="x")
+    with mt.GradientTape() as tape:
+        y = x
+        for _ in range(n):
+            y = y * 1.0001
+    return tape, x, y
+
+
+@needs_dot
+def test_a_2000_op_tape_renders_collapsed():
+    tape, x, y = _long_chain(2000)
+    tape.gradient(y, x)
+    dot = draw_tape(tape, y, x)
+    names = node_names(dot)
+    assert f"run{tape._ops[0].seq}" in names and len(names) == 3      # x, the run, y
+    assert "2000 elementwise ops" in dot.source and "Mul x2000" in dot.source
+    svg = dot.pipe(format="svg", encoding="utf-8")
+    assert svg.count('class="node"') == 3
+
+
+def test_depth_and_max_nodes_limit_the_picture():
+    tape, x, y = _long_chain(50)
+    dot = draw_tape(tape, y, x, collapse=False, depth=2)
+    ops = [n for n in node_names(dot) if n.startswith("op")]
+    assert ops == [f"op{op.seq}" for op in tape._ops[-3:]]
+    assert "47 earlier ops not shown" in dot.source
+    dot = draw_tape(tape, y, x, collapse=False, max_nodes=40)
+    assert len(node_names(dot)) <= 40 + 1
+    assert f"op{tape._ops[-1].seq}" in node_names(dot)
+    dot = draw_tape(tape, y, x, min_run=5)
+    assert "50 elementwise ops" in dot.source
+
+
+def test_nested_tapes_say_which_tape_recorded_which_op():
+    x = mt.constant(3.0)
+    with mt.GradientTape() as outer:
+        outer.watch(x)
+        with mt.GradientTape() as inner:
+            inner.watch(x)
+            y = x * x
+        dy = inner.gradient(y, x)
+    d2 = outer.gradient(dy, x)
+    assert d2.numpy() == 2.0
+    dot = draw_tape([outer, inner], dy, x)
+    first = min(op.seq for op in outer._ops)
+    line = node_line(dot, f"op{first}")
+    assert "tape 0, 1" in line and "striped" in line
+    assert "cluster_legend" in dot.source
+    assert "<BR/>tape 0>" in node_line(dot, f"op{outer._ops[-1].seq}")
+
+
+@needs_dot
+def test_a_tape_draws_itself_in_a_notebook():
+    x = mt.Variable(3.0)
+    with mt.GradientTape() as tape:
+        y = x * x
+    bundle = tape._repr_mimebundle_()
+    assert "<svg" in bundle["image/svg+xml"]
+
+
+def _seed_programs():
+    """Small programs from the seeds' examples: each must draw and render."""
+    def basic():
+        x = mt.Variable(3.0)
+        with mt.GradientTape() as tape:
+            y = x**2
+        return tape, y, x
+
+    def layer():
+        w = mt.Variable(np.ones((3, 2), np.float32), name="w")
+        b = mt.Variable(np.zeros(2, np.float32), name="b")
+        x = [[1.0, 2.0, 3.0]]
+        with mt.GradientTape(persistent=True) as tape:
+            y = x @ w + b
+            loss = mt.reduce_mean(y**2)
+        tape.gradient(loss, [w, b])
+        return tape, loss, [w, b]
+
+    def dense_model():
+        layer = mt.layers.Dense(2, activation="relu")
+        x = mt.constant([[1.0, 2.0, 3.0]])
+        with mt.GradientTape() as tape:
+            y = layer(x)
+            loss = mt.reduce_mean(y**2)
+        tape.gradient(loss, layer.trainable_variables)
+        return tape, loss, layer.trainable_variables
+
+    def sigmoid():
+        x = mt.linspace(-10.0, 10.0, 201)
+        with mt.GradientTape() as tape:
+            tape.watch(x)
+            y = mt.nn.sigmoid(x)
+        tape.gradient(y, x)
+        return tape, y, x
+
+    def dict_targets():
+        x = mt.Variable(2.0)
+        with mt.GradientTape() as tape:
+            y0 = x**2
+            y1 = 1 / x
+        tape.gradient({"y0": y0, "y1": y1}, x)
+        return tape, {"y0": y0, "y1": y1}, x
+
+    def batch_jacobian():
+        x = mt.random.normal([7, 5], seed=1)
+        l1 = mt.layers.Dense(8, activation=mt.nn.elu)
+        l2 = mt.layers.Dense(6, activation=mt.nn.elu)
+        with mt.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
+            tape.watch(x)
+            y = l2(l1(x))
+        tape.batch_jacobian(y, x)
+        return tape, y, x
+
+    return [basic, layer, dense_model, sigmoid, dict_targets, batch_jacobian]
+
+
+@needs_dot
+@pytest.mark.parametrize("program", _seed_programs(), ids=lambda f: f.__name__)
+def test_seed_examples_render(program):
+    tape, target, sources = program()
+    svg = draw_tape(tape, target, sources).pipe(format="svg", encoding="utf-8")
+    assert svg.count('class="node"') >= 3
