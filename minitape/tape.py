@@ -97,11 +97,16 @@ class Operation:
         attrs: the op's non-tensor arguments, read with ``get_attr(name)``.
         batch_ndim: during a vectorized Jacobian, the number of extra leading batch axes on
             the output gradients (0 otherwise).
+        skip_input_indices: during a backward pass, the indices of the inputs whose gradient
+            nobody needs (constants, inputs not connected to a source), as TensorFlow's
+            attribute of that name; a gradient function may return None for them instead of
+            computing them (Mul, MatMul, ... do). None outside a backward pass: compute all.
     """
 
     __slots__ = ("type", "seq", "input_ids", "output_ids", "input_shapes", "output_shapes",
                  "input_dtypes", "output_dtypes", "input_values", "output_values", "attrs",
-                 "_inputs", "_outputs", "grad_fn", "batch_ndim", "__weakref__")
+                 "_inputs", "_outputs", "grad_fn", "batch_ndim", "skip_input_indices",
+                 "__weakref__")
 
     def __init__(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn):
         self.type = op_type
@@ -115,6 +120,7 @@ class Operation:
         self.attrs = attrs
         self.grad_fn = grad_fn
         self.batch_ndim = 0
+        self.skip_input_indices = None
         self._inputs = _keep(inputs, keep_inputs)
         self._outputs = _keep(outputs, keep_outputs)
 
@@ -595,7 +601,11 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False, reached=None):
             if out_grads[k] is None:  # another output got a gradient, this one none: zeros
                 out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
                                                op.output_dtypes[k]))
+        # Which inputs need no gradient? (e.g. the 0.5 in ``x * 0.5``: Mul then skips
+        # computing ``dy * x``, MatMul skips the gradient of a batch of data.)
+        op.skip_input_indices = _skipped_inputs(op.input_ids, reaches_source)
         in_grads = _call_gradient(op, fn, out_grads, batch_ndim)
+        op.skip_input_indices = None
         for k, (i, g) in enumerate(zip(op.input_ids, in_grads)):
             if g is None or i not in reaches_source:
                 continue
@@ -608,6 +618,14 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False, reached=None):
         if release:
             op.release()
     return grads
+
+
+def _skipped_inputs(input_ids, reaches_source):
+    skipped = ()
+    for k, i in enumerate(input_ids):
+        if i not in reaches_source:
+            skipped += (k,)
+    return skipped
 
 
 def _all_none(items):

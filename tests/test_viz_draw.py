@@ -225,3 +225,15 @@ def test_seed_examples_render(program):
     tape, target, sources = program()
     svg = draw_tape(tape, target, sources).pipe(format="svg", encoding="utf-8")
     assert svg.count('class="node"') >= 3
+
+
+def test_no_why_note_for_a_source_connected_to_one_of_several_targets():
+    x, w = mt.Variable(2.0), mt.Variable(1.0)
+    with mt.GradientTape() as tape:
+        y0 = x**2
+        y1 = 1 / x
+        u = w * 3.0
+    dot = draw_tape(tape, {"y0": y0, "y1": y1}, [x, w])
+    assert f"why{x._id}" not in node_names(dot)
+    assert f"why{w._id}" in node_names(dot)
+    assert u is not None

@@ -200,3 +200,13 @@ def test_connected_after_a_non_persistent_release():
 def test_explain_rejects_a_non_tape():
     with pytest.raises(TypeError, match="GradientTape"):
         explain(None, mt.constant(1.0), mt.constant(1.0))
+
+
+def test_structured_target_is_connected_if_any_entry_is_001():
+    x, w = mt.Variable(2.0), mt.Variable(1.0)
+    with mt.GradientTape(persistent=True) as tape:
+        y0 = x**2
+        y1 = w * 3.0
+    assert tape.gradient({"y0": y0, "y1": y1}, x).numpy() == 4.0
+    assert reason(tape, {"y0": y0, "y1": y1}, x) == "connected"
+    assert reason(tape, [y1], x) == "unconnected"   # x was read, but y1 does not use it

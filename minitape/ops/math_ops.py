@@ -96,6 +96,16 @@ def unbroadcast(g, shape, batch_ndim=0):
     return array_ops.reshape(g, g.shape[:batch_ndim] + tuple(shape))
 
 
+def wanted(op, k):
+    """Does the backward pass need the gradient of input ``k``? (``op.skip_input_indices``)
+
+    False for a constant such as the 0.5 of ``x * 0.5``: the gradient function returns None
+    for it and skips the work. Outside a backward pass every gradient is wanted.
+    """
+    skip = op.skip_input_indices
+    return skip is None or k not in skip
+
+
 def _out(value, name=None):
     # NumPy returns scalars for 0-d results; keep them (cheaper than wrapping in arrays).
     return Tensor(value, name=name)
@@ -115,7 +125,8 @@ def add(x, y, name=None):
 @RegisterGradient("AddV2", batched=True)
 def _add_grad(op, dy):
     nb = op.batch_ndim
-    return unbroadcast(dy, op.input_shapes[0], nb), unbroadcast(dy, op.input_shapes[1], nb)
+    return (unbroadcast(dy, op.input_shapes[0], nb) if wanted(op, 0) else None,
+            unbroadcast(dy, op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
 def subtract(x, y, name=None):
@@ -129,7 +140,8 @@ def subtract(x, y, name=None):
 @RegisterGradient("Sub", batched=True)
 def _sub_grad(op, dy):
     nb = op.batch_ndim
-    return unbroadcast(dy, op.input_shapes[0], nb), unbroadcast(-dy, op.input_shapes[1], nb)
+    return (unbroadcast(dy, op.input_shapes[0], nb) if wanted(op, 0) else None,
+            unbroadcast(-dy, op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
 def multiply(x, y, name=None):
@@ -144,7 +156,8 @@ def multiply(x, y, name=None):
 def _mul_grad(op, dy):
     x, y = op.inputs
     nb = op.batch_ndim
-    return unbroadcast(dy * y, op.input_shapes[0], nb), unbroadcast(dy * x, op.input_shapes[1], nb)
+    return (unbroadcast(dy * y, op.input_shapes[0], nb) if wanted(op, 0) else None,
+            unbroadcast(dy * x, op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
 def divide(x, y, name=None):
@@ -161,8 +174,8 @@ def divide(x, y, name=None):
 def _div_grad(op, dy):
     x, y = op.inputs
     nb = op.batch_ndim
-    return (unbroadcast(dy / y, op.input_shapes[0], nb),
-            unbroadcast(-dy * x / (y * y), op.input_shapes[1], nb))
+    return (unbroadcast(dy / y, op.input_shapes[0], nb) if wanted(op, 0) else None,
+            unbroadcast(-dy * x / (y * y), op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
 def negative(x, name=None):
@@ -592,9 +605,13 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
 def _matmul_grad(op, dy):
     a, b = op.inputs
     nb = op.batch_ndim
-    da = matmul(dy, array_ops.matrix_transpose(b))
-    db = matmul(array_ops.matrix_transpose(a), dy)
-    return unbroadcast(da, op.input_shapes[0], nb), unbroadcast(db, op.input_shapes[1], nb)
+    # Skipping an unneeded side matters here: for a layer's input batch it is a whole matmul.
+    da = db = None
+    if wanted(op, 0):
+        da = unbroadcast(matmul(dy, array_ops.matrix_transpose(b)), op.input_shapes[0], nb)
+    if wanted(op, 1):
+        db = unbroadcast(matmul(array_ops.matrix_transpose(a), dy), op.input_shapes[1], nb)
+    return da, db
 
 
 RegisterGradient("MatMul", batched=True)(_matmul_grad)

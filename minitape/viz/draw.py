@@ -122,8 +122,14 @@ def _view_at_depth(graph, depths, depth, collapse, min_run, keep):
     runs = find_runs(ops, special, min_run) if collapse else []
     in_runs = {op.id for run in runs for op in run}
     hidden = set()
-    for run in runs:
-        hidden |= _inner_tensors(run, ops, special, graph)
+    if runs:
+        produced = {o for op in graph.ops for o in op.outputs}
+        readers = {}
+        for op in ops:
+            for i in op.inputs:
+                readers.setdefault(i, set()).add(op.id)
+        for run in runs:
+            hidden |= _inner_tensors(run, produced, readers, special)
     tensors = []
     for op in ops:
         tensors.extend(t for t in op.inputs + op.outputs if t not in hidden)
@@ -163,15 +169,14 @@ def find_runs(ops, special, min_run) -> list:
     return runs
 
 
-def _inner_tensors(run, ops, special, graph):
-    """Tensors a collapsed run hides: the links between its ops, and constants only it reads."""
-    produced = {o for op in graph.ops for o in op.outputs}
+def _inner_tensors(run, produced, readers, special):
+    """Tensors a collapsed run hides: the links between its ops, and constants only it reads.
+
+    ``produced``: ids of tensors some op produced; ``readers``: tensor id -> ids of the ops
+    that read it.
+    """
     inside = {op.id for op in run}
     inner = {op.outputs[0] for op in run[:-1]}
-    readers = {}
-    for op in ops:
-        for i in op.inputs:
-            readers.setdefault(i, set()).add(op.id)
     for op in run:
         for i in op.inputs:
             if i not in produced and i not in special and readers[i] <= inside:
@@ -289,7 +294,8 @@ def _run_attrs(run, n_tapes, highlighted):
     for op in run:
         counts[op.type] = counts.get(op.type, 0) + 1
     kinds = ", ".join(f"{t} x{n}" for t, n in counts.items())
-    lines = [(f"{len(run)} elementwise ops", None, True), (textwrap.shorten(kinds, 50), None, False),
+    lines = [(f"{len(run)} elementwise ops", None, True),
+             (textwrap.shorten(kinds, 50), None, False),
              (f"#{run[0].seq} ... #{run[-1].seq}", None, False)]
     attrs = _op_attrs(run[0], n_tapes, highlighted)
     attrs.update(shape="box3d", style="filled", label=_table(lines))

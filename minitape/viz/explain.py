@@ -23,15 +23,15 @@ which the tests and the drawing use.
 >>> x = mt.constant(3.0)
 >>> with mt.GradientTape() as tape:
 ...     y = x * x
->>> explain(tape, y, x)[:60]
-'the source is a plain Tensor, not a Variable, and the tape ne'
+>>> print(explain(tape, y, x).split(" (")[0])
+the source is a plain Tensor, not a Variable, and the tape never watched it
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..tape import GradientTape
+from ..tape import GradientTape, flatten
 from ..tensor import Tensor, Variable
 from .graph import gradient_kind
 
@@ -51,9 +51,17 @@ def explain(tape, target, source) -> str:
 
 
 def diagnose(tape, target, source) -> tuple:
-    """``(reason code, sentence)``; see the module docstring for the reasons, in order."""
+    """``(reason code, sentence)``; see the module docstring for the reasons, in order.
+
+    A target given as a list/tuple/dict (their sum is differentiated) is connected if any of
+    its entries is; otherwise the first entry's reason is given.
+    """
     if not isinstance(tape, GradientTape):
         raise TypeError(f"explain expects a minitape GradientTape, got {type(tape).__name__}")
+    if isinstance(target, (list, tuple, dict)):
+        answers = [diagnose(tape, t, source) for t in flatten(target)] or \
+            [("unconnected", "the target is empty: there is nothing to differentiate")]
+        return next((a for a in answers if a[0] == "connected"), answers[0])
     if not isinstance(source, Tensor):
         return ("source_not_tensor",
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "

@@ -245,7 +245,8 @@ class TapePlayer:
                 node.gradient = self.steps[k].grads.get(node.tensor_id)
             dot = draw_tape(self.tape, self.target, self.sources, graph=self._graph,
                             highlight=self.steps[k].highlight, **self._draw_kwargs)
-            self._svg[k] = dot.pipe(format="svg", encoding="utf-8")
+            svg = dot.pipe(format="svg", encoding="utf-8")
+            self._svg[k] = svg[svg.find("<svg"):]    # inline in HTML: no XML prologue
         return self._svg[k]
 
     @property

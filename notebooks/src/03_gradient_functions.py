@@ -254,7 +254,7 @@ def build():
         value, pairs = step()
         for g, v in pairs:
             v.assign_sub(0.001 * g)
-        print(value.numpy(), loss().numpy())   # 441.0, then about 322
+        print(value.numpy(), loss().numpy())   # 441.0, then about 320
         ```
         """)
     L.exercise(

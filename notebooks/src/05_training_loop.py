@@ -125,6 +125,10 @@ def build():
             plt.close(fig)   # drawn already: keep the inline backend from showing it again
     """)
     L.md("""
+    The spikes in the first few hundred steps are steps that overshot: a learning rate of 0.2 is
+    close to the largest this network tolerates (try 0.5 in the exercises). The loss recovers each
+    time and then falls steadily.
+
     The noise has a variance of `0.1² = 0.01`, so no model can get the loss on this data much below
     about 0.01 without memorizing the noise. The final loss, and the fit against the clean sine
     wave it never saw:
