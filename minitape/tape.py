@@ -153,6 +153,10 @@ SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the r
 
 def _describe(tensors):
     """``(ids, shapes, dtypes, small values)`` of ``tensors``, four tuples built in one pass."""
+    if len(tensors) == 1:  # most ops have one output, many one input: no loop needed
+        value = tensors[0]._value
+        return ((tensors[0]._id,), (value.shape,), (value.dtype,),
+                (value if value.size <= SMALL_VALUE_SIZE else None,))
     ids, shapes, dtypes_, values = [], [], [], []
     for t in tensors:
         value = t._value
@@ -195,7 +199,7 @@ def _keep(tensors, keep):
     if keep is True:
         return tuple(tensors)
     if not keep:
-        return tuple(None for _ in tensors)
+        return (None,) * len(tensors)
     return tuple(t if i in keep else None for i, t in enumerate(tensors))
 
 
@@ -531,9 +535,9 @@ class GradientTape:
         """A tape shown as the last expression of a notebook cell draws itself."""
         try:
             from .viz import draw_tape
-        except ImportError:
-            return {"text/plain": repr(self)}
-        return draw_tape(self)._repr_mimebundle_(include=include, exclude=exclude)
+            return draw_tape(self)._repr_mimebundle_(include=include, exclude=exclude)
+        except (ImportError, RuntimeError) as e:  # no graphviz, or no `dot` binary on PATH
+            return {"text/plain": f"{self!r} (cannot draw it: {e}; see the README's set-up)"}
 
     def __repr__(self):
         kind = "persistent " if self._persistent else ""

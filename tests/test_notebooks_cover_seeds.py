@@ -88,7 +88,8 @@ SEED_004 = [  # the Chinese notebook: its own variations
 ]
 
 SEED_003 = [  # "Advanced automatic differentiation" (Spanish), the reference for lesson 02
-    (L02, "with t.stop_recording():", "dz/dx: mt.Tensor(4.0, shape=(), dtype=float32)\ndz/dy: None"),
+    (L02, "with t.stop_recording():",
+     "dz/dx: mt.Tensor(4.0, shape=(), dtype=float32)\ndz/dy: None"),
     (L02, "t.reset()", "dz/dx: mt.Tensor(4.0, shape=(), dtype=float32)\ndz/dy: None"),
     (L02, "z = x**2 + mt.stop_gradient(y_sq)",
      "dz/dx: mt.Tensor(4.0, shape=(), dtype=float32)\ndz/dy: None"),
@@ -133,7 +134,8 @@ SEED_003 = [  # "Advanced automatic differentiation" (Spanish), the reference fo
 SEED_002 = [  # the Q&A on the four eager gradient APIs, the reference for lesson 03
     (L03, "s = weighted_sum(5., 7.)\nprint(s.numpy())", "31.0"),
     (L03, "[w1_grad] = tape.gradient(s, [w1])", "5.0"),
-    (L03, "grad_fn = mt.gradients_function(weighted_sum)\nx1_grad, x2_grad = grad_fn(5., 7.)", "2.0"),
+    (L03, "grad_fn = mt.gradients_function(weighted_sum)\nx1_grad, x2_grad = grad_fn(5., 7.)",
+     "2.0"),
     (L03, 'mt.gradients_function(weighted_sum_with_weights, params=["w1", "w2"])', "7.0"),
     (L03, "[w1_grad, w2_grad] = grad_fn(w1, 5., w2, 7.)", "7.0"),
     (L03, "grad_fn = mt.implicit_gradients(weighted_sum)\n"

@@ -106,9 +106,10 @@ def wanted(op, k):
     return skip is None or k not in skip
 
 
-def _out(value, name=None):
-    # NumPy returns scalars for 0-d results; keep them (cheaper than wrapping in arrays).
-    return Tensor(value, name=name)
+# An op's result: ``_out(value, name)`` is simply ``Tensor(value, name)``. NumPy returns
+# scalars for 0-d results; a Tensor keeps them as they are (cheaper than wrapping in arrays).
+# (An alias rather than a function: one call less on every op.)
+_out = Tensor
 
 
 # -- add, subtract, multiply, divide --------------------------------------------------------------

@@ -102,15 +102,17 @@ def imshow_zero_center(matrix, ax=None, **kwargs):
 
 
 def plot_as_patches(j, ax=None):
-    """Show a ``(batch, out, batch, in)`` Jacobian as a grid of ``(out, in)`` patches.
+    """Show a ``(batch, out, batch, in)`` Jacobian as a grid of ``(batch, batch)`` patches.
 
-    Patch ``(a, b)`` holds ``j[a, :, b, :]``: how the outputs of batch entry ``a`` depend on the
-    inputs of entry ``b``. Patches are separated by a border of ``-max|j|``. When batch entries
-    are independent, only the diagonal patches are non-zero (``batch_jacobian`` then gives
-    the same numbers without the zero blocks).
+    As the advanced guide's ``plot_as_patches``: the axes are reordered to
+    ``(out, batch, in, batch)``, so patch ``(o, i)`` (row o, column i of the grid) is the
+    ``(batch, batch)`` slice ``j[:, o, :, i]``: how output ``o`` of every example depends on
+    input ``i`` of every example. Patches are separated by a border of ``-max|j|``. When the
+    examples are independent, every patch is diagonal (``batch_jacobian`` then gives the same
+    numbers without the zero blocks).
 
     Returns:
-        The Axes (x: input index, y: output index, in units of whole patches).
+        The Axes (x: input index, y: output index, one patch per index).
     """
     j = _array(j, "plot_as_patches")
     if j.ndim != 4:
@@ -122,8 +124,8 @@ def plot_as_patches(j, ax=None):
     s = j.shape
     image = j.reshape(s[0] * s[1], s[2] * s[3])
     ax = imshow_zero_center(image, ax=ax, extent=[-0.5, s[2] - 0.5, s[0] - 0.5, -0.5])
-    ax.set_xlabel("input index (one patch column per batch entry)")
-    ax.set_ylabel("output index (one patch row per batch entry)")
+    ax.set_xlabel("input index (each patch: a (batch, batch) slice)")
+    ax.set_ylabel("output index")
     return ax
 
 

@@ -213,7 +213,8 @@ def build():
     for g in grad:
         print(g)
     """)
-    L.md("You can list the variables being watched by the tape with `GradientTape.watched_variables`:")
+    L.md("You can list the variables being watched by the tape with "
+         "`GradientTape.watched_variables`:")
     L.code("""
     [var.name for var in tape.watched_variables()]
     """)
@@ -247,7 +248,8 @@ def build():
         y = y0 + y1
         ys = mt.reduce_sum(y)
     """)
-    L.md("Since `GradientTape.watch` was not called on `x0`, no gradient is computed with respect to it:")
+    L.md("Since `GradientTape.watch` was not called on `x0`, no gradient is computed with "
+         "respect to it:")
     L.code("""
     # dys/dx1 = exp(x1) / (1 + exp(x1)) = sigmoid(x1)
     grad = tape.gradient(ys, {'x0': x0, 'x1': x1})
@@ -328,7 +330,8 @@ def build():
     L.code("""
     del tape   # Drop the reference to the tape
     """)
-    L.md("The reader's notebook does the same with a `float64` Variable; the dtype carries through:")
+    L.md("The reader's notebook does the same with a `float64` Variable; the dtype carries "
+         "through:")
     L.code("""
     x = mt.Variable([1, 2, 3], dtype=mt.float64)
 

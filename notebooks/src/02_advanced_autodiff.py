@@ -58,7 +58,8 @@ def build():
     print('dz/dx:', grad['x'])  # 2*x => 4
     print('dz/dy:', grad['y'])
     """)
-    L.md("The drawing shows the gap: `y * y` was never recorded, so `y_sq` enters the tape as a constant.")
+    L.md("The drawing shows the gap: `y * y` was never recorded, so `y_sq` enters the tape as a "
+         "constant.")
     L.code("""
     # NBVAL_IGNORE_OUTPUT
     mt.viz.draw_tape(t, z, [x, y])
@@ -412,7 +413,8 @@ def build():
     L.code("""
     layer.kernel.shape
     """)
-    L.md("The shape of the Jacobian of the output with respect to the kernel is those two shapes concatenated together:")
+    L.md("The shape of the Jacobian of the output with respect to the kernel is those two shapes "
+         "concatenated together:")
     L.code("""
     j = tape.jacobian(y, layer.kernel)
     j.shape

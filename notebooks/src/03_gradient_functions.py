@@ -158,10 +158,10 @@ def build():
 
     ## Side by side
 
-    | API | differentiates with respect to | returns |
+    | API | with respect to | returns |
     | --- | --- | --- |
-    | `GradientTape` | any source you pass to `gradient` | gradients in the sources' structure |
-    | `gradients_function(f, params)` | `f`'s arguments (or those in `params`) | a list of gradients |
+    | `GradientTape` | any source passed to `gradient` | gradients, in the sources' structure |
+    | `gradients_function(f, params)` | `f`'s arguments (or `params`) | a list of gradients |
     | `implicit_gradients(f)` | the trainable Variables `f` read | `[(gradient, variable), ...]` |
     | `implicit_value_and_gradients(f)` | the same | `(value, [(gradient, variable), ...])` |
 
@@ -203,7 +203,8 @@ def build():
     print(dx1.numpy())  # 2.0
     """)
     L.code("""
-    value, (dw1, dw2) = mt.value_and_grad(weighted_sum_with_weights, argnums=(0, 2))(2.0, 5.0, 3.0, 7.0)
+    value_and_grad_fn = mt.value_and_grad(weighted_sum_with_weights, argnums=(0, 2))
+    value, (dw1, dw2) = value_and_grad_fn(2.0, 5.0, 3.0, 7.0)
     print(value.numpy(), dw1.numpy(), dw2.numpy())  # 31.0 5.0 7.0
     """)
     L.md("""

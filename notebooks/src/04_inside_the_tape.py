@@ -155,7 +155,8 @@ def build():
     and `player.highlighted` (the id of the node drawn in orange). Here is the whole walk as text:
     """)
     L.code("""
-    player = mt.viz.TapePlayer(tape, z, x, names={'x': x, 'y': y, 's': s, 'z': z})
+    player = mt.viz.TapePlayer(tape, z, x, names={'x': x, 'y': y, 's': s, 'z': z},
+                               rankdir='LR')   # drawn left to right
     for k in range(len(player)):
         player.step = k
         print(k, player.text)
@@ -200,8 +201,9 @@ def build():
     """)
     L.md("""
     `t2` holds the two forward `Mul`s (it was recording too) followed by the ops of `t1`'s backward
-    pass. Drawn together, each op is coloured by the tapes that recorded it: the forward ops are
-    striped (both tapes), the backward ops have the outer tape's colour only.
+    pass. Drawn together, each op is coloured by the tapes that recorded it: the forward `Mul`s
+    carry both colours (tape 0 is `t1`, tape 1 is `t2`), the backward ops only the outer tape's.
+    The constant 1.0 that starts the backward pass is there too: $dy/dy = 1$.
     """)
     L.code("""
     # NBVAL_IGNORE_OUTPUT
@@ -314,8 +316,8 @@ def build():
     print(mt.viz.explain(tape, y, x))
     """)
     L.md("""
-    The drawing says the same thing, in a note next to the source: `x` is grey because no
-    gradient can reach it.
+    The drawing says the same thing, in a note next to the source. Since nothing the tape
+    watched was used, it recorded no operation at all: `y` and `x` are two lone, grey nodes.
     """)
     L.code("""
     # NBVAL_IGNORE_OUTPUT

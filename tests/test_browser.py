@@ -1,0 +1,359 @@
+"""Lesson 04 in a real browser: JupyterLab + headless Chromium, driven by Playwright.
+
+The test starts JupyterLab on 127.0.0.1 (a free port, a token, temporary config/data/runtime
+folders and HOME, so nothing touches the user's folders), opens a copy of
+``notebooks/04_inside_the_tape.ipynb``, runs all cells, and checks in the page that
+
+- the tape graphs rendered (``image/svg+xml`` outputs, shown by JupyterLab as ``<img>``);
+- the ``TapePlayer`` widget rendered its graph inline, and moving its slider changes both the
+  highlighted node (the one drawn in orange) and the sentence.
+
+It saves a screenshot under the test's ``tmp_path`` (and also at ``$MINITAPE_SCREENSHOT`` if that
+is set: ``scripts/screenshot.py`` uses this for the README). The server and the kernels it
+started are stopped in the fixture's teardown, whatever happens.
+
+It is skipped when Debian's Chromium (``/usr/bin/chromium``) or Playwright's Python package is
+missing. It never runs ``playwright install``: Playwright drives the system Chromium.
+
+Races this test waits out (see the comments where they are handled):
+- JupyterLab's notebook reports an idle kernel before the kernel is ready, and a "Run All"
+  issued then is lost: wait until the status bar reads ``(ipykernel) | Idle``;
+- a slider move goes to the kernel and back before the widget redraws: wait for the new text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "04_inside_the_tape.ipynb"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+HIGHLIGHT = "#e66100"        # minitape.viz.draw's HIGHLIGHT colour (checked below)
+SERVER_START_TIMEOUT = 60    # seconds
+PAGE_TIMEOUT = 60_000        # milliseconds: generous, the machine may be busy
+
+if os.environ.get("MINITAPE_BROWSER_TEST") == "0":
+    pytest.skip("MINITAPE_BROWSER_TEST=0: the real-browser test is switched off",
+                allow_module_level=True)
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} is missing): "
+                "apt-get install -y chromium", allow_module_level=True)
+sync_api = pytest.importorskip(
+    "playwright.sync_api",
+    reason="Playwright's Python package is missing: pip install playwright "
+           "(the system chromium is used; never `playwright install`)")
+
+
+# -- the JupyterLab server ---------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A JupyterLab server of our own, in its own folders and process group."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.root = base / "work"                       # what the server shows
+        self.home = base / "home"
+        self.config = base / "config"
+        self.data = base / "data"
+        self.runtime = base / "runtime"
+        self.settings = base / "lab-settings"
+        self.workspaces = base / "lab-workspaces"
+        for d in (self.root, self.home, self.config, self.data, self.runtime, self.settings,
+                  self.workspaces):
+            d.mkdir(parents=True)
+        # No news/update pop-up over the notebook.
+        (self.config / "labconfig").mkdir()
+        (self.config / "labconfig" / "page_config.json").write_text(json.dumps(
+            {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+        self.token = secrets.token_hex(16)
+        self.port = None
+        self.proc = None
+        self.log = base / "jupyter.log"
+
+    def env(self) -> dict:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("JUPYTER", "JPY_", "IPYTHON", "MPL"))}
+        env.update(
+            HOME=str(self.home),
+            XDG_CONFIG_HOME=str(self.home / ".config"),
+            XDG_CACHE_HOME=str(self.home / ".cache"),
+            XDG_DATA_HOME=str(self.home / ".local" / "share"),
+            JUPYTER_CONFIG_DIR=str(self.config),
+            JUPYTER_DATA_DIR=str(self.data),
+            JUPYTER_RUNTIME_DIR=str(self.runtime),
+            JUPYTERLAB_SETTINGS_DIR=str(self.settings),
+            JUPYTERLAB_WORKSPACES_DIR=str(self.workspaces),
+            IPYTHONDIR=str(self.home / ".ipython"),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def start(self) -> None:
+        # A port can be taken between free_port() and the server's bind; try a few.
+        for _ in range(3):
+            self.port = free_port()
+            self._launch()
+            if self._wait_ready():
+                return
+            self.stop()
+        raise RuntimeError(f"JupyterLab did not start; its log:\n{self.log.read_text()[-3000:]}")
+
+    def _launch(self) -> None:
+        cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+               "--ip=127.0.0.1", f"--port={self.port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}"]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=self.root, env=self.env(), stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+
+    def url(self, path: str) -> str:
+        sep = "&" if "?" in path else "?"
+        return f"http://127.0.0.1:{self.port}/{path}{sep}token={self.token}"
+
+    def api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(self.url(f"api/{path}"), method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False               # exited: port taken, or a real error (see log)
+            try:
+                self.api("status")
+                return True
+            except OSError:
+                time.sleep(0.3)
+        return False
+
+    def stop(self) -> None:
+        """Shut the kernels down, then the server; kill what is left, by process id."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                for kernel in self.api("kernels"):
+                    self.api(f"kernels/{kernel['id']}", method="DELETE")
+            except (OSError, ValueError):
+                pass
+            self.proc.send_signal(signal.SIGTERM)   # the server also stops its kernels
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+        with _suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # our own process group
+        self.proc.wait(timeout=10)
+        # Kernels run in sessions of their own; find any left by their connection file, which
+        # is in our private runtime folder, and kill them by pid.
+        for pid in _pids_with_argument(str(self.runtime)):
+            with _suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        self.proc = None
+
+
+class _suppress:
+    def __init__(self, *exc):
+        self.exc = exc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        return kind is not None and issubclass(kind, self.exc)
+
+
+def _pids_with_argument(text: str) -> list:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture
+def lab(tmp_path):
+    server = Lab(tmp_path / "lab")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    home = tmp_path / "browser-home"     # Chromium's crash reports etc. stay in here
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    env["HOME"] = str(home)
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+                              env=env)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+# -- reading the page ----------------------------------------------------------------------------
+
+# The node drawn in orange in the player's SVG: its <title> is the graph's node id ("op12").
+HIGHLIGHTED_JS = """(colour) => {
+    const svg = document.querySelector('.widget-html svg');
+    if (!svg) return null;
+    for (const g of svg.querySelectorAll('g.node')) {
+        const shapes = g.querySelectorAll('ellipse, polygon, path');
+        if ([...shapes].some(s => (s.getAttribute('stroke') || '').toLowerCase() === colour)) {
+            const title = g.querySelector('title');
+            return title ? title.textContent : '';
+        }
+    }
+    return null;
+}"""
+
+# Every code cell has run: each input prompt shows a number, none shows '*'.
+ALL_RAN_JS = """() => {
+    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+    return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+}"""
+
+
+def player_text(page) -> str:
+    return page.locator(".widget-html code").first.text_content()
+
+
+def highlighted(page):
+    return page.evaluate(HIGHLIGHTED_JS, HIGHLIGHT)
+
+
+def wait_for_step(page, old_text: str) -> tuple:
+    """After a slider move: wait for the new sentence, then for the drawing to highlight the op
+    the sentence names (the sentence and the drawing are two HTML widgets the kernel updates one
+    after the other, so the text can arrive before the picture). Returns (text, node id)."""
+    page.wait_for_function(
+        "(old) => { const c = document.querySelector('.widget-html code');"
+        " return c && c.textContent !== old; }", arg=old_text, timeout=PAGE_TIMEOUT)
+    text = player_text(page)
+    seq = re.search(r"\(#(\d+)\)", text)
+    assert seq, f"no op number in the player's sentence: {text!r}"
+    node = f"op{seq.group(1)}"
+    page.wait_for_function(f"(c) => ({HIGHLIGHTED_JS})(c) === '{node}'", arg=HIGHLIGHT,
+                           timeout=PAGE_TIMEOUT)
+    return text, node
+
+
+def run_all(page) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+# -- the test --------------------------------------------------------------------------------------
+
+def test_lesson_04_runs_and_the_player_moves(lab, browser, tmp_path):
+    from minitape.viz import draw
+    assert draw.HIGHLIGHT.lower() == HIGHLIGHT     # the colour the test looks for
+
+    shutil.copy(NOTEBOOK, lab.root / NOTEBOOK.name)
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.set_default_timeout(PAGE_TIMEOUT)
+    page.goto(lab.url(f"lab/tree/{NOTEBOOK.name}"))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+
+    # Race 1: the notebook's own indicator says idle before the kernel can take requests, and a
+    # Run All issued then is lost. The status bar item says "(ipykernel) | Idle" only once the
+    # kernel has started and answered.
+    page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
+    run_all(page)
+    page.wait_for_function(ALL_RAN_JS, timeout=PAGE_TIMEOUT)
+    page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
+
+    # No cell raised.
+    assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
+
+    # The tape graphs: graphviz SVG outputs, which JupyterLab shows as <img>; check they loaded.
+    graphs = page.locator(".jp-RenderedSVG img, .jp-RenderedSVG svg")
+    graphs.first.wait_for()
+    assert graphs.count() >= 5
+    assert page.evaluate(
+        "() => [...document.querySelectorAll('.jp-RenderedSVG img')]"
+        ".every(i => i.complete && i.naturalWidth > 0)")
+
+    # The player: its graph is inline SVG inside the widget's HTML.
+    widget_graph = page.locator(".widget-html svg").first
+    widget_graph.wait_for()
+    widget_graph.scroll_into_view_if_needed()
+    assert page.locator(".widget-html svg g.node").count() >= 5
+    text0 = player_text(page)
+    assert text0.startswith("forward through Mul"), text0
+    node0 = highlighted(page)
+    assert node0 == "op" + re.search(r"\(#(\d+)\)", text0).group(1), (node0, text0)
+
+    # Move the slider with the keyboard (noUiSlider's handle takes arrow keys): each move goes
+    # to the kernel and back; wait for what it redraws rather than sleeping.
+    handle = page.locator(".widget-slider .noUi-handle").first
+    handle.focus()
+    handle.press("ArrowRight")
+    text1, node1 = wait_for_step(page, text0)
+    assert text1.startswith("forward through Sin"), text1
+    assert node1 != node0
+
+    # On to the backward pass: the sentences follow the chain rule, and the highlight moves
+    # back down the graph (step 3 is the last Mul again, step 4 the Sin).
+    steps = [(text1, node1)]
+    for _ in range(3):
+        handle.press("ArrowRight")
+        steps.append(wait_for_step(page, steps[-1][0]))
+    (t2, n2), (t3, n3), (t4, n4) = steps[1:]
+    assert t2.startswith("forward through Mul") and n2 not in (node0, node1), t2
+    assert t3.startswith("backward through Mul") and n3 == n2, t3
+    assert t4.startswith("backward through Sin") and n4 == node1, t4
+    assert "dz/dy = dz/ds * cos(y)" in t4
+    assert page.locator(".widget-readout").first.text_content().strip() == "4"
+
+    # The screenshot: the player's cell at the top, the file browser folded away for room.
+    with _suppress(sync_api.Error):
+        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click(
+            timeout=5_000)
+    page.locator(".jp-Cell", has=page.locator(".widget-vbox")).first.evaluate(
+        "e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)    # let the layout settle after the sidebar folds (cosmetic)
+    shot = tmp_path / "lesson04.png"
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+    target = os.environ.get("MINITAPE_SCREENSHOT")
+    if target:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, target)
+    page.close()
