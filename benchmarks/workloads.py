@@ -44,18 +44,20 @@ def _assert_close(name, what, got, want, rtol):
                              f"(max error {err:.2e} of the largest entry, allowed {rtol:.0e})")
 
 
-def _prepare(contestants, build):
-    """Build each contestant's ``run``; returns ({name: run}, {name: note})."""
+def _prepare(contestants, function, *args, **kwargs):
+    """``adapter.function(*args)`` of each contestant: ``({name: run}, {name: note})``."""
     runs, notes = {}, {}
     for name in contestants:
         module, note = adapters.load(name)
         if module is None:
             notes[name] = note
-            continue
-        try:
-            runs[name] = build(module)
-        except (NotImplementedError, AttributeError) as e:
-            notes[name] = f"n/a: {e}" if str(e) else "n/a"
+        elif not hasattr(module, function):
+            notes[name] = f"n/a: no {function} (no such API in the library)"
+        else:
+            try:
+                runs[name] = getattr(module, function)(*args, **kwargs)
+            except NotImplementedError as e:
+                notes[name] = f"n/a: {e}"
     return runs, notes
 
 
@@ -100,7 +102,7 @@ def _chain_x0(vector):
 def _chain_workload(vector):
     def workload(contestants, repeats, quick):
         x0 = _chain_x0(vector)
-        runs, notes = _prepare(contestants, lambda m: m.chain(x0, CHAIN_STEPS))
+        runs, notes = _prepare(contestants, "chain", x0, CHAIN_STEPS)
         y_ref, g_ref = runs["numpy"]()
         for name, run in runs.items():
             y, g = run()
@@ -117,7 +119,7 @@ def no_tape(contestants, repeats, quick):
     rows, notes = [], {}
     for label, vector in (("scalar", False), ("(8,) vector", True)):
         x0 = _chain_x0(vector)
-        runs, notes = _prepare(contestants, lambda m: m.chain_forward(x0, CHAIN_STEPS))
+        runs, notes = _prepare(contestants, "chain_forward", x0, CHAIN_STEPS)
         y_ref = runs["numpy"]()
         for name, run in runs.items():
             _assert_close(name, "y", run(), y_ref, 1e-12)
@@ -156,7 +158,7 @@ def _check_mlp(runs):
 def _mlp_workload(sizes, batch):
     def workload(contestants, repeats, quick):
         data = mlp_data(sizes, batch)
-        runs, notes = _prepare(contestants, lambda m: m.mlp(*data))
+        runs, notes = _prepare(contestants, "mlp", *data)
         _check_mlp(runs)
         medians, samples = time_side_by_side(runs, repeats)
         label = "-".join(map(str, sizes)) + f", batch {batch}"
@@ -182,7 +184,7 @@ def jacobian(contestants, repeats, quick):
     for mode, label in (("vectorized", "jacobian (64,16,64,32), vectorized"),
                         ("looped", "jacobian (64,16,64,32), looped"),
                         ("batch", "batch_jacobian (64,16,32)")):
-        runs, mode_notes = _prepare(contestants, lambda m: m.jacobian(params, x, mode))
+        runs, mode_notes = _prepare(contestants, "jacobian", params, x, mode)
         for name, note in mode_notes.items():
             notes.setdefault(name, note)
         ref = runs["numpy"]()
@@ -197,7 +199,7 @@ def jacobian(contestants, repeats, quick):
 
 def hessian(contestants, repeats, quick):
     params, x = two_layer_data(5, 8, 6, 7, seed=2)
-    runs, notes = _prepare(contestants, lambda m: m.hessian(params, x))
+    runs, notes = _prepare(contestants, "hessian", params, x)
     ref = runs["numpy"]()
     for name, run in runs.items():
         _assert_close(name, "hessian (5,8,5,8)", run(), ref, 1e-4)
@@ -217,8 +219,8 @@ def deep_chain(contestants, repeats, quick):
     """One contestant per process (``worker.py`` isolates it): time, and peak RSS growth."""
     steps = 20_000 if quick else 200_000
     x0 = _chain_x0(False)
-    runs, notes = _prepare(contestants, lambda m: m.chain(x0, steps))
-    small, _ = _prepare(contestants, lambda m: m.chain(x0, 100))
+    runs, notes = _prepare(contestants, "chain", x0, steps)
+    small, _ = _prepare(contestants, "chain", x0, 100)
     ref_module, _ = adapters.load("numpy")
     y_ref, g_ref = ref_module.chain(x0, 100)()
     times, peaks = {}, {}
@@ -288,7 +290,7 @@ def import_time(contestants, repeats, quick):
             proc = subprocess.run([sys.executable, "-c", code.format(m=module)],
                                   capture_output=True, text=True)
             if proc.returncode:
-                notes[name] = "not installed"
+                notes[name] = f"not installed ({module})"
                 break
             samples.append(float(proc.stdout.strip().splitlines()[-1]))
         if samples:

@@ -23,11 +23,11 @@ Races this test waits out (see the comments where they are handled):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -166,26 +166,15 @@ class Lab:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 pass
-        with _suppress(ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # our own process group
         self.proc.wait(timeout=10)
         # Kernels run in sessions of their own; find any left by their connection file, which
         # is in our private runtime folder, and kill them by pid.
         for pid in _pids_with_argument(str(self.runtime)):
-            with _suppress(ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         self.proc = None
-
-
-class _suppress:
-    def __init__(self, *exc):
-        self.exc = exc
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        return kind is not None and issubclass(kind, self.exc)
 
 
 def _pids_with_argument(text: str) -> list:
@@ -243,10 +232,10 @@ HIGHLIGHTED_JS = """(colour) => {
     return null;
 }"""
 
-# Every code cell has run: each input prompt shows a number, none shows '*'.
-ALL_RAN_JS = """() => {
+# Every code cell has run: each of the n input prompts shows a number, none shows '*'.
+ALL_RAN_JS = """(n) => {
     const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-    return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+    return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
 }"""
 
 
@@ -285,7 +274,14 @@ def test_lesson_04_runs_and_the_player_moves(lab, browser, tmp_path):
     from minitape.viz import draw
     assert draw.HIGHLIGHT.lower() == HIGHLIGHT     # the colour the test looks for
 
-    shutil.copy(NOTEBOOK, lab.root / NOTEBOOK.name)
+    # A copy without outputs: everything the page shows below comes from this run.
+    import nbformat
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    for cell in code_cells:
+        cell.outputs, cell.execution_count = [], None
+    nb.metadata.pop("widgets", None)
+    nbformat.write(nb, lab.root / NOTEBOOK.name)
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.set_default_timeout(PAGE_TIMEOUT)
     page.goto(lab.url(f"lab/tree/{NOTEBOOK.name}"))
@@ -296,7 +292,7 @@ def test_lesson_04_runs_and_the_player_moves(lab, browser, tmp_path):
     # kernel has started and answered.
     page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
     run_all(page)
-    page.wait_for_function(ALL_RAN_JS, timeout=PAGE_TIMEOUT)
+    page.wait_for_function(ALL_RAN_JS, arg=len(code_cells), timeout=PAGE_TIMEOUT)
     page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
 
     # No cell raised.
@@ -306,9 +302,9 @@ def test_lesson_04_runs_and_the_player_moves(lab, browser, tmp_path):
     graphs = page.locator(".jp-RenderedSVG img, .jp-RenderedSVG svg")
     graphs.first.wait_for()
     assert graphs.count() >= 5
-    assert page.evaluate(
+    page.wait_for_function(
         "() => [...document.querySelectorAll('.jp-RenderedSVG img')]"
-        ".every(i => i.complete && i.naturalWidth > 0)")
+        ".every(i => i.complete && i.naturalWidth > 0)", timeout=PAGE_TIMEOUT)
 
     # The player: its graph is inline SVG inside the widget's HTML.
     widget_graph = page.locator(".widget-html svg").first
@@ -343,7 +339,7 @@ def test_lesson_04_runs_and_the_player_moves(lab, browser, tmp_path):
     assert page.locator(".widget-readout").first.text_content().strip() == "4"
 
     # The screenshot: the player's cell at the top, the file browser folded away for room.
-    with _suppress(sync_api.Error):
+    with contextlib.suppress(sync_api.Error):
         page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click(
             timeout=5_000)
     page.locator(".jp-Cell", has=page.locator(".widget-vbox")).first.evaluate(
@@ -353,7 +349,11 @@ def test_lesson_04_runs_and_the_player_moves(lab, browser, tmp_path):
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
     target = os.environ.get("MINITAPE_SCREENSHOT")
-    if target:
+    if target:   # for the README: from the top of the page down to the player's last line
+        box = page.locator(".jp-Cell", has=page.locator(".widget-vbox")).first.bounding_box()
+        height = min(page.viewport_size["height"], int(box["y"] + box["height"]) + 16)
         Path(target).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, target)
+        page.screenshot(path=target, clip={"x": 0, "y": 0,
+                                           "width": page.viewport_size["width"],
+                                           "height": height})
     page.close()

@@ -32,11 +32,10 @@ def mlp(layers, x, labels, onehot):
     batch = x.shape[0]
 
     def run():
-        hs, zs = [x], []
+        hs = [x]                     # each layer's input; relu' is read off it (h > 0)
         h = x
         for i, (w, b) in enumerate(layers):
             z = h @ w + b
-            zs.append(z)
             h = np.maximum(z, 0) if i < len(layers) - 1 else z
             hs.append(h)
         shifted = h - h.max(axis=1, keepdims=True)
@@ -48,7 +47,7 @@ def mlp(layers, x, labels, onehot):
             w = layers[i][0]
             grads[:0] = [hs[i].T @ dz, dz.sum(axis=0)]
             if i:
-                dz = (dz @ w.T) * (zs[i - 1] > 0)     # through the previous relu
+                dz = (dz @ w.T) * (hs[i] > 0)         # through the previous relu
         return loss, grads
     return run
 
@@ -68,8 +67,8 @@ def jacobian(params, x, mode):
         z1 = x @ w1 + b1
         z2 = _elu(z1) @ w2 + b2
         # dy_b/dx_b = diag(elu'(z2_b)) W2^T diag(elu'(z1_b)) W1^T, one (out, in) block per row
-        return np.einsum("bo,ho,bh,ih->boi", _elu_slope(z2), w2, _elu_slope(z1), w1,
-                         optimize=True)
+        inner = w2.T[None, :, :] * _elu_slope(z1)[:, None, :]       # (B, out, hidden)
+        return (inner @ w1.T) * _elu_slope(z2)[:, :, None]          # (B, out, in)
 
     def run_batch():
         return per_sample()

@@ -8,7 +8,8 @@ from .. import dtypes
 from ..tensor import Tensor
 from .array_ops import as_dims
 
-_generator = np.random.default_rng()
+# Made on first use: ``np.random`` loads its own modules, which would slow ``import minitape``.
+_generator = None
 
 
 def set_seed(seed):
@@ -18,7 +19,12 @@ def set_seed(seed):
 
 
 def _rng(seed):
-    return _generator if seed is None else np.random.default_rng(seed)
+    global _generator
+    if seed is not None:
+        return np.random.default_rng(seed)
+    if _generator is None:
+        _generator = np.random.default_rng()
+    return _generator
 
 
 def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):

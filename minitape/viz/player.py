@@ -276,7 +276,9 @@ class TapePlayer:
         import html
         w = self._widgets
         w["text"].value = f"<code>{html.escape(self.text)}</code>"
-        w["graph"].value = self.svg()
+        # Graphviz sizes its SVG in points; let it shrink to the notebook's width instead.
+        svg = self.svg().replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
+        w["graph"].value = f'<div style="max-width:100%;overflow-x:auto">{svg}</div>'
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return self.widget._repr_mimebundle_(include=include, exclude=exclude)

@@ -102,8 +102,9 @@ def build():
     """)
     L.code("""
     for t in g.tensors:
-        print(f'{names[t.id]}: shape {t.shape}, {t.dtype}, value {t.value}, watched {t.watched}, '
-              f'target {t.is_target}, source {t.is_source}, produced by an op: {t.produced_by is not None}')
+        print(f'{names[t.id]}: shape {t.shape}, {t.dtype}, value {t.value}, '
+              f'watched {t.watched}, target {t.is_target}, source {t.is_source}, '
+              f'made by an op: {t.produced_by is not None}')
     """)
     L.md("""
     The edges run forward, tensor to op (`input`, with the argument position) and op to tensor
