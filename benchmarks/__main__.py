@@ -71,7 +71,8 @@ def targets(results):
         out.append({"workload": workload, "target": what, "value": value, "limit": limit,
                     "met": None if value is None else value <= limit})
 
-    add("scalar_chain", "minitape / torch per op", ratio("scalar_chain", 0, "minitape", "torch"), 1.0)
+    add("scalar_chain", "minitape / torch per op",
+        ratio("scalar_chain", 0, "minitape", "torch"), 1.0)
     add("small_ops", "minitape / torch per op", ratio("small_ops", 0, "minitape", "torch"), 1.0)
     add("no_tape", "minitape / numpy (scalar)", ratio("no_tape", 0, "minitape", "numpy"), 2.0)
     add("mlp", "minitape / numpy", ratio("mlp", 0, "minitape", "numpy"), 1.5)
@@ -154,8 +155,9 @@ def machine():
     versions = {}
     for name in adapters.CONTESTANTS:
         try:
-            proc = subprocess.run([sys.executable, "-c", f"import {adapters.IMPORT_NAMES[name]} as m;"
-                                   " print(getattr(m, '__version__', '?'))"],
+            code = (f"import {adapters.IMPORT_NAMES[name]} as m; "
+                    "print(getattr(m, '__version__', '?'))")
+            proc = subprocess.run([sys.executable, "-c", code],
                                   capture_output=True, text=True, cwd=ROOT)
             if proc.returncode == 0:
                 versions[name] = proc.stdout.strip()
@@ -175,7 +177,17 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, help="override every workload's repeat count")
     parser.add_argument("--json", type=Path, help="where to write the results (default: "
                         "benchmarks/results/latest.json, or quick.json with --quick)")
+    parser.add_argument("--report", action="store_true",
+                        help="run nothing: print the stored results as Markdown tables")
     args = parser.parse_args(argv)
+
+    if args.report:
+        path = args.json or HERE / "results" / "latest.json"
+        stored = json.loads(path.read_text())
+        print(table(stored["workloads"], markdown=True))
+        print()
+        print(targets_table(stored["targets"], markdown=True))
+        return
 
     names = args.only or list(WORKLOADS)
     out_path = args.json or HERE / "results" / ("quick.json" if args.quick else "latest.json")

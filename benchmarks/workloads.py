@@ -216,29 +216,43 @@ def _rss_bytes():
 
 
 def deep_chain(contestants, repeats, quick):
-    """One contestant per process (``worker.py`` isolates it): time, and peak RSS growth."""
+    """One contestant per process (``worker.py`` isolates it): time, and peak RSS growth.
+
+    Timed twice: with the garbage collector off during the run, as every other workload
+    (so the time per op compares with scalar_chain's), and with it on, as in a notebook: a
+    tape of a million Python objects makes the collector's passes long.
+    """
     steps = 20_000 if quick else 200_000
     x0 = _chain_x0(False)
     runs, notes = _prepare(contestants, "chain", x0, steps)
     small, _ = _prepare(contestants, "chain", x0, 100)
     ref_module, _ = adapters.load("numpy")
     y_ref, g_ref = ref_module.chain(x0, 100)()
-    times, peaks = {}, {}
+    times, times_gc, peaks = {}, {}, {}
     for name, run in runs.items():
         y, g = small[name]()
         _assert_close(name, "dy/dx (100 steps)", g, g_ref, 1e-9)
-        gc.collect()
-        before = _rss_bytes()
-        t0 = time.perf_counter()
-        try:
-            y, g = run()
-        except RecursionError:
-            notes[name] = "failed: RecursionError"
-            continue
-        times[name] = time.perf_counter() - t0
-        peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+        for gc_on in (False, True):
+            gc.collect()
+            before = _rss_bytes()
+            if not gc_on:
+                gc.disable()
+            t0 = time.perf_counter()
+            try:
+                y, g = run()
+            except RecursionError:
+                notes[name] = "failed: RecursionError"
+                break
+            finally:
+                gc.enable()
+            (times_gc if gc_on else times)[name] = time.perf_counter() - t0
+            if not gc_on:
+                peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+            del y, g
     ops = steps * OPS_PER_STEP
     return {"rows": [_row(f"forward+backward per op ({ops:,} ops)", "us", times, 1e6 / ops),
+                     _row(f"the same, garbage collector on ({ops:,} ops)", "us", times_gc,
+                          1e6 / ops),
                      _row(f"peak RSS growth ({ops:,} ops)", "MB", peaks, 1e-6)],
             "notes": notes}
 
