@@ -163,15 +163,10 @@ def _describe(tensors):
         ids.append(t._id)
         shapes.append(value.shape)
         dtypes_.append(value.dtype)
-        # A reference, not a copy (see _small_values); None for a large value.
+        # A reference, not a copy: a Tensor's array is never written to (Variable.assign
+        # makes a new one). None for a large value.
         values.append(value if value.size <= SMALL_VALUE_SIZE else None)
     return tuple(ids), tuple(shapes), tuple(dtypes_), tuple(values)
-
-
-def _small_values(tensors):
-    # A reference, not a copy: a Tensor's array is never written to (Variable.assign makes a
-    # new one), so this costs one size check per tensor. Large values are not kept.
-    return tuple(t._value if t._value.size <= SMALL_VALUE_SIZE else None for t in tensors)
 
 
 def summarize(value):

@@ -29,6 +29,8 @@ True
 
 from __future__ import annotations
 
+import functools
+
 import html
 import textwrap
 
@@ -306,6 +308,24 @@ def _run_attrs(run, n_tapes, highlighted):
 
 # -- step 3: the Digraph --------------------------------------------------------------------------
 
+@functools.cache
+def _drawing_class():
+    """``TapeDrawing``: a ``graphviz.Digraph`` whose text form has no memory address.
+
+    Made on first use, so that ``import minitape.viz`` does not import graphviz. Notebooks
+    store an output's text form next to its SVG; a stable one keeps re-executed lessons from
+    changing in git for nothing.
+    """
+    import graphviz
+
+    class TapeDrawing(graphviz.Digraph):
+        def __repr__(self):
+            nodes = sum(1 for line in self.body if "[" in line and "->" not in line)
+            return f"<minitape tape drawing: {nodes} nodes; graphviz.Digraph>"
+
+    return TapeDrawing
+
+
 def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nodes=300,
               depth=None, highlight=None, why=True, rankdir="TB", graph=None):
     """Draw a tape (or a list of tapes) as a ``graphviz.Digraph``.
@@ -333,7 +353,7 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
         graph = tape_graph(tapes, target, sources)
     view = choose_view(graph, depth, collapse, min_run, max_nodes,
                        keep=(highlight,) if highlight else ())
-    dot = graphviz.Digraph("tape", graph_attr={"rankdir": rankdir, "fontname": "Helvetica"},
+    dot = _drawing_class()("tape", graph_attr={"rankdir": rankdir, "fontname": "Helvetica"},
                            node_attr={"fontname": "Helvetica", "fontsize": "11"},
                            edge_attr={"arrowsize": "0.7"})
     tensors = {t.id: t for t in graph.tensors}
