@@ -1,29 +1,20 @@
 .PHONY: setup lab test notebooks bench clean distclean
 
-PY := .venv/bin/python
-
 setup:
 	bash scripts/setup.sh
 
-lab: setup
-	.venv/bin/jupyter lab notebooks/
+# Each task runs the set-up first; scripts/run.sh holds the commands (it works without make).
+lab:
+	bash scripts/run.sh lab
 
-test: setup
-	$(PY) -m pytest -q --doctest-modules minitape tests
-	@if ls notebooks/*.ipynb >/dev/null 2>&1; then \
-		echo "$(PY) -m pytest -q --nbval ... notebooks/"; \
-		$(PY) -m pytest -q --nbval --nbval-current-env \
-			--nbval-sanitize-with notebooks/sanitize.cfg notebooks/; \
-	else \
-		echo "test: no notebooks/*.ipynb yet, skipping nbval"; \
-	fi
+test:
+	bash scripts/run.sh test
 
-notebooks: setup
-	$(PY) scripts/build_notebooks.py
-	$(PY) scripts/run_notebooks.py
+notebooks:
+	bash scripts/run.sh notebooks
 
-bench: setup
-	$(PY) -m benchmarks
+bench:
+	bash scripts/run.sh bench
 
 clean:
 	rm -rf build/ *.egg-info .pytest_cache .hypothesis

@@ -49,7 +49,18 @@ fi
 # (b) Python environment.
 if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv"
-    python3 -m venv .venv
+    if ! python3 -m venv .venv; then
+        # Debian's own python3 ships venv (ensurepip) as a separate package.
+        rm -rf .venv
+        if is_root; then
+            apt_install "python3-venv"
+            python3 -m venv .venv
+        else
+            echo "setup: python3 -m venv failed; install Debian's python3-venv" \
+                 "(sudo apt-get install python3-venv) and run this again" >&2
+            exit 1
+        fi
+    fi
 fi
 
 # Re-install only when the dependencies may have changed, so repeated runs are fast.
