@@ -100,9 +100,10 @@ def diagnose(tape, target, source) -> tuple:
     if isinstance(source, Variable) and not any(source._id in op.input_ids for op in ops):
         return ("assign",
                 f"{src} was read inside the tape, but no recorded operation used it: it was "
-                "only read by a Variable update (such as x1.assign_add(x0)), which the tape does "
-                "not record, and a Variable remembers its value, not how it got it; compute the "
-                "target from the source with ordinary operations (y = (x1 + x0)**2)")
+                "read without being used (read_value()) or only by a Variable update (such as "
+                "x1.assign_add(x0)), which the tape does not record, and a Variable remembers "
+                "its value, not how it got it; compute the target from the source with "
+                "ordinary operations (y = (x1 + x0)**2)")
     when = _broken_by_pause(tape, ops, produced, upstream)
     if when:
         return when
