@@ -144,7 +144,6 @@ def targets_table(ts, markdown=False):
 
 
 def machine():
-    import numpy
     model = ""
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout

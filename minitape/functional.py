@@ -51,7 +51,9 @@ def _param_indices(f, params, what):
 
 
 def value_and_gradients_function(f, params=None):
-    """``fg(*args)`` returns ``(f(*args), [d f / d arg ...])``, as ``tfe.value_and_gradients_function``.
+    """``fg(*args)`` returns ``(f(*args), [d f / d arg ...])``.
+
+    As ``tfe.value_and_gradients_function``.
 
     Gradients are taken with respect to every argument, or those named (or numbered) in
     ``params``. A non-scalar output is summed.
@@ -129,7 +131,7 @@ def implicit_gradients(f):
     return fg
 
 
-# -- JAX-style transforms ---------------------------------------------------------------------------
+# -- JAX-style transforms -------------------------------------------------------------------
 
 
 def _argnums(argnums, n_args, what):
@@ -170,7 +172,8 @@ def value_and_grad(f, argnums=0):
                             f"{type(value).__name__}")
         if value.shape != ():
             raise ValueError(f"grad: {f.__name__} must return a scalar, got shape {value.shape}; "
-                             "use mt.jacobian for a non-scalar output, or reduce it (mt.reduce_sum)")
+                             "use mt.jacobian for a non-scalar output, or reduce it "
+                             "(mt.reduce_sum)")
         # As JAX: an argument the output does not depend on gets zeros, not None.
         grads = tape.gradient(value, [args[i] for i in nums], unconnected_gradients="zero")
         return value, (grads[0] if single else tuple(grads))

@@ -65,7 +65,7 @@ class Module:
         return tuple(out)
 
     def save_weights(self, path):
-        """Write every Variable to a ``.npz`` file, keyed by its attribute path (``layer1/kernel``)."""
+        """Write every Variable to a ``.npz`` file, keyed by attribute path (``layer1/kernel``)."""
         np.savez(path, **{p: v.numpy() for p, v in self._variables_with_paths()})
 
     def load_weights(self, path):

@@ -34,7 +34,7 @@ from . import dtypes, registry
 
 
 class UnconnectedGradients(enum.Enum):
-    """What ``gradient`` returns for a source not connected to the target (``tf.UnconnectedGradients``)."""
+    """What ``gradient`` returns for an unconnected source, as ``tf.UnconnectedGradients``."""
 
     NONE = "none"
     ZERO = "zero"
@@ -121,16 +121,16 @@ class Operation:
         self.grad_fn = grad_fn
         self.batch_ndim = 0
         self.skip_input_indices = None
-        self._inputs = _keep(inputs, keep_inputs)
-        self._outputs = _keep(outputs, keep_outputs)
+        self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
+        self._outputs = tuple(outputs) if keep_outputs is True else _keep(outputs, keep_outputs)
 
     @property
     def inputs(self):
-        return _saved(self._inputs, len(self.input_ids), self.type, "input")
+        return _saved(self._inputs, self.type, "input", self.input_ids)
 
     @property
     def outputs(self):
-        return _saved(self._outputs, len(self.output_ids), self.type, "output")
+        return _saved(self._outputs, self.type, "output", self.output_ids)
 
     def get_attr(self, name):
         """The non-tensor argument ``name`` (e.g. ``axis``), as ``tf.Operation.get_attr``."""
@@ -145,7 +145,8 @@ class Operation:
         self._inputs = self._outputs = None
 
     def __repr__(self):
-        return f"<Operation {self.type} #{self.seq} inputs={self.input_ids} outputs={self.output_ids}>"
+        return (f"<Operation {self.type} #{self.seq} inputs={self.input_ids} "
+                f"outputs={self.output_ids}>")
 
 
 SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the renderers
@@ -153,10 +154,16 @@ SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the r
 
 def _describe(tensors):
     """``(ids, shapes, dtypes, small values)`` of ``tensors``, four tuples built in one pass."""
-    if len(tensors) == 1:  # most ops have one output, many one input: no loop needed
+    # Most ops have one output and one or two inputs: those cases are written out, no loop.
+    if len(tensors) == 1:
         value = tensors[0]._value
         return ((tensors[0]._id,), (value.shape,), (value.dtype,),
                 (value if value.size <= SMALL_VALUE_SIZE else None,))
+    if len(tensors) == 2:
+        a, b = tensors[0]._value, tensors[1]._value
+        return ((tensors[0]._id, tensors[1]._id), (a.shape, b.shape), (a.dtype, b.dtype),
+                (a if a.size <= SMALL_VALUE_SIZE else None,
+                 b if b.size <= SMALL_VALUE_SIZE else None))
     ids, shapes, dtypes_, values = [], [], [], []
     for t in tensors:
         value = t._value
@@ -175,15 +182,19 @@ def summarize(value):
         return value
     if value.size == 0 or value.dtype.kind not in "biuf":
         return None
-    return (float(value.min()), float(value.mean()), float(value.max()))
+    # This runs for every intermediate gradient of a backward pass, so the mean is
+    # ``sum / size``: the same number as ``value.mean()`` without its Python overhead
+    # (small dtypes keep ``mean()``, which sums them in a wider type).
+    mean = value.sum() / value.size if value.dtype.itemsize >= 4 else value.mean()
+    return (float(value.min()), float(mean), float(value.max()))
 
 
-def _saved(saved, n, op_type, kind):
+def _saved(saved, op_type, kind, ids):
     """``op.inputs`` / ``op.outputs``: the plain tuple when everything was saved (the common
     case, read by every gradient function, so kept cheap), else a ``_SavedTensors`` that
     explains the missing entries."""
     if saved is None:
-        return _SavedTensors((None,) * n, op_type, "released")
+        return _SavedTensors((None,) * len(ids), op_type, "released")
     for t in saved:
         if t is None:
             return _SavedTensors(saved, op_type, kind)
@@ -582,7 +593,7 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False, reached=None):
     batch_shape = next(iter(seeds.values())).shape[:batch_ndim] if seeds else ()
     # 2. Reverse sweep.
     for op in reversed(ops):
-        out_grads = [grads.get(i) for i in op.output_ids]
+        out_grads = list(map(grads.get, op.output_ids))  # None where no gradient arrived
         if reaches_source.isdisjoint(op.input_ids) or _all_none(out_grads):
             if release:
                 op.release()
@@ -596,22 +607,34 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False, reached=None):
             if i not in source_ids:
                 g = grads.pop(i, None)  # nothing upstream needs this entry any more
                 if reached is not None and g is not None:
-                    reached[i] = summarize(g._value)
+                    value = g._value  # (a small value is kept as it is: no call needed)
+                    reached[i] = value if value.size <= SMALL_VALUE_SIZE else summarize(value)
             if out_grads[k] is None:  # another output got a gradient, this one none: zeros
                 out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
                                                op.output_dtypes[k]))
         # Which inputs need no gradient? (e.g. the 0.5 in ``x * 0.5``: Mul then skips
         # computing ``dy * x``, MatMul skips the gradient of a batch of data.)
-        op.skip_input_indices = _skipped_inputs(op.input_ids, reaches_source)
-        in_grads = _call_gradient(op, fn, out_grads, batch_ndim)
+        op.skip_input_indices = (() if reaches_source.issuperset(op.input_ids)  # (all needed)
+                                 else _skipped_inputs(op.input_ids, reaches_source))
+        if batch_ndim:
+            in_grads = _call_gradient(op, fn, out_grads, batch_ndim)
+        else:  # what ``_call_gradient`` does without batch axes, inline (one call less per op)
+            op.batch_ndim = 0
+            in_grads = fn(op, *out_grads)
+            if type(in_grads) is Tensor and len(op.input_ids) == 1:
+                in_grads = (in_grads,)  # the one gradient of a one-input op, returned bare
+            elif type(in_grads) is not tuple or len(in_grads) != len(op.input_ids):
+                in_grads = _check_count(op, in_grads)
         op.skip_input_indices = None
         for k, (i, g) in enumerate(zip(op.input_ids, in_grads)):
             if g is None or i not in reaches_source:
                 continue
             # The common case (a Tensor of the input's exact shape and dtype) is checked
             # inline; anything else goes through the full check, which explains the error.
+            # (``is not`` on dtypes: NumPy's dtypes are shared objects, and an equal dtype
+            # that is another object just takes the full check.)
             if (batch_ndim or type(g) is not Tensor or g._value.shape != op.input_shapes[k]
-                    or g._value.dtype != op.input_dtypes[k]):
+                    or g._value.dtype is not op.input_dtypes[k]):
                 _check_gradient(op, k, g, batch_ndim)
             grads[i] = g if i not in grads else _add(grads[i], g)
         if release:
@@ -643,6 +666,10 @@ def _call_gradient(op, fn, out_grads, batch_ndim):
         in_grads = _call_per_row(op, fn, out_grads, batch_ndim)
     else:
         in_grads = fn(op, *out_grads)
+    return _check_count(op, in_grads)
+
+
+def _check_count(op, in_grads):
     if not isinstance(in_grads, (list, tuple)):
         in_grads = [in_grads]
     if len(in_grads) != len(op.input_ids):
@@ -693,8 +720,7 @@ def _check_gradient(op, k, g, batch_ndim):
 
 
 def _add(a, b):
-    from .ops import math_ops
-    return math_ops.add(a, b)
+    return _math_ops.add(a, b)
 
 
 # -- targets, sources and results ---------------------------------------------------------------
@@ -776,7 +802,6 @@ def _check_sources(sources, what):
 
 
 def _pack_results(sources, flat_sources, grads, unconnected, batch_shape):
-    from .ops import array_ops
     if not isinstance(unconnected, UnconnectedGradients):
         try:
             unconnected = UnconnectedGradients(unconnected)
@@ -807,4 +832,5 @@ def _unconnected(source, unconnected, batch_shape):
 
 builtins_range = range
 from .tensor import Tensor, Variable, convert_to_tensor  # noqa: E402,F401
+from .ops import math_ops as _math_ops  # noqa: E402  (the backward pass adds gradients with it)
 _ = dtypes

@@ -331,7 +331,8 @@ def _cast_checked(array, dtype, original, what):
     if array.dtype == dtype:
         return array
     src, dst = array.dtype.kind, dtype.kind
-    ok = (src == "b" and dst == "b") or (src in "iu" and dst in "iuf") or (src == "f" and dst == "f")
+    ok = ((src == "b" and dst == "b") or (src in "iu" and dst in "iuf")
+          or (src == "f" and dst == "f"))
     if ok and src in "iu" and dst in "iu" and array.size:
         info = np.iinfo(dtype)
         ok = info.min <= array.min() and array.max() <= info.max

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import minitape as mt
-from minitape.ops import array_ops
+from minitape.ops import array_ops, nn_ops
 
 
 @dataclass(frozen=True)
@@ -293,6 +293,15 @@ SPECS = [
     S("Softmax", "middle_axis", lambda x: mt.nn.softmax(x, axis=1), args(normal((2, 3, 2)))),
     S("LogSoftmax", "last_axis", mt.nn.log_softmax, args(normal((2, 3)))),
     S("LogSoftmax", "axis0", lambda x: mt.nn.log_softmax(x, axis=0), args(normal((3, 2)))),
+    S("ReluGrad", "nonzero", lambda dy, y: nn_ops.relu_grad(dy, y) ** 2,
+      args(normal((2, 3)), nonzero((2, 3)))),
+    S("SoftmaxCrossEntropyWithLogits", "distribution",
+      lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits),
+      lambda rng: (mt.nn.softmax(mt.constant(rng.standard_normal((2, 3)))).numpy(),
+                   rng.standard_normal((2, 3)))),
+    S("SoftmaxCrossEntropyWithLogits", "any_labels_axis0",
+      lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits, axis=0),
+      args(normal((3, 2)), normal((3, 2)))),
     # linear algebra on well-conditioned matrices
     S("MatrixSolve", "plain", mt.linalg.solve, args(well_conditioned((3, 3)), normal((3, 2)))),
     S("MatrixSolve", "batched", mt.linalg.solve,

@@ -158,7 +158,7 @@ def test_nested_tapes_say_which_tape_recorded_which_op():
 def test_a_tape_draws_itself_in_a_notebook():
     x = mt.Variable(3.0)
     with mt.GradientTape() as tape:
-        y = x * x
+        x * x
     bundle = tape._repr_mimebundle_()
     assert "<svg" in bundle["image/svg+xml"]
 

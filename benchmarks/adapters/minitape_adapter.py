@@ -42,8 +42,9 @@ def mlp(layers, x, labels, onehot, persistent=False):
                 h = mt.matmul(h, variables[i]) + variables[i + 1]
                 if i < len(variables) - 2:
                     h = mt.nn.relu(h)
-            logp = mt.nn.log_softmax(h)
-            loss = -mt.reduce_mean(mt.reduce_sum(targets * logp, axis=1))
+            # The fused loss, as the NumPy (softmax - onehot) and PyTorch (F.cross_entropy)
+            # adapters do.
+            loss = mt.reduce_mean(mt.nn.softmax_cross_entropy_with_logits(targets, h))
         grads = tape.gradient(loss, variables)
         return loss.numpy(), [g.numpy() for g in grads]
     return run

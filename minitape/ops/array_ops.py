@@ -79,7 +79,11 @@ def transpose(a, perm=None, name=None):
     if sorted(p % a.ndim if a.ndim else p for p in perm) != list(builtins.range(a.ndim)):
         raise ValueError(f"transpose: perm {perm} is not a permutation of the {a.ndim} axes of a "
                          f"Tensor of shape {a.shape}")
-    perm = tuple(p % a.ndim for p in perm)
+    return _transpose(a, tuple(p % a.ndim for p in perm), name)
+
+
+def _transpose(a, perm, name=None):
+    """The Transpose op itself, for a Tensor ``a`` and a checked ``perm`` of non-negative ints."""
     y = Tensor(np.transpose(a._value, perm), name=name)
     record("Transpose", (a,), (y,), attrs={"perm": perm}, keep_inputs=False)
     return y
@@ -98,7 +102,8 @@ def matrix_transpose(a, name=None):
     n = a.ndim
     if n < 2:
         raise ValueError(f"matrix_transpose needs rank 2 or more, got shape {a.shape}")
-    return transpose(a, tuple(builtins.range(n - 2)) + (n - 1, n - 2), name=name)
+    # (The permutation is valid by construction: no need for transpose's checks.)
+    return _transpose(a, tuple(builtins.range(n - 2)) + (n - 1, n - 2), name=name)
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002
@@ -202,7 +207,8 @@ def gather(params, indices, axis=0, name=None):
     if indices.dtype.kind not in "iu":
         raise TypeError(f"gather: indices must be integers, got {indices.dtype}")
     axis = axis % params.ndim
-    if indices.size and (indices.max() >= params.shape[axis] or indices.min() < -params.shape[axis]):
+    size = params.shape[axis]
+    if indices.size and (indices.max() >= size or indices.min() < -size):
         raise ValueError(f"gather: indices {indices.tolist()} out of range for axis {axis} of "
                          f"size {params.shape[axis]}")
     y = _take(params, (slice(None),) * axis + (indices,), "GatherV2", {"axis": axis})
@@ -219,7 +225,9 @@ RegisterGradient("GatherV2", batched=True)(_slice_grad)
 
 
 def scatter_add(updates, key, shape, batch_ndim=0):
-    """Zeros of ``batch + shape`` with ``updates`` added at ``[..batch.., *key]`` (op ``StridedSliceGrad``).
+    """Zeros of ``batch + shape`` with ``updates`` added at ``[..batch.., *key]``.
+
+    Op ``StridedSliceGrad``, the gradient of indexing.
 
     Repeated indices add up (``np.add.at``). Its gradient takes the same slice again.
     """
@@ -367,7 +375,7 @@ def _tile_grad(op, dy):
     return reduce_sum(g, axis=[nb + 2 * i for i in builtins.range(len(op.input_shapes[0]))])
 
 
-# -- where, identity, stop_gradient -----------------------------------------------------------------
+# -- where, identity, stop_gradient ---------------------------------------------------------------
 
 
 def where(condition, x=None, y=None, name=None):
@@ -432,7 +440,7 @@ def stop_gradient(input, name=None):  # noqa: A002
 no_gradient("StopGradient")
 
 
-# -- einsum -----------------------------------------------------------------------------------------
+# -- einsum ---------------------------------------------------------------------------------------
 
 
 def _parse_einsum(equation, ndims):
@@ -459,7 +467,8 @@ def _parse_einsum(equation, ndims):
         out = rhs.replace("...", ell)
     else:
         letters = "".join(out_subs)
-        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+        once = [c for c in set(letters) if letters.count(c) == 1 and c not in ell]
+        out = ell + "".join(sorted(once))
     return out_subs, out
 
 
@@ -522,7 +531,7 @@ def _einsum_grad(op, dy):
     return grads
 
 
-# -- making Tensors (not recorded: they have no tensor inputs) -----------------------------------------
+# -- making Tensors (not recorded: they have no tensor inputs) ------------------------------------
 
 
 def zeros(shape, dtype=dtypes.float32, name=None):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..registry import RegisterGradient
 from ..tape import record
-from ..tensor import Tensor
+from ..tensor import Tensor, convert_like
 from . import array_ops, math_ops, reduction_ops
 from .math_ops import floating
 
@@ -18,7 +18,8 @@ from .math_ops import floating
 def relu(features, name=None):
     """``max(x, 0)`` (op ``Relu``); keeps only its output: ``d/dx = 1 where y > 0``."""
     x = floating(features, "Relu")
-    y = Tensor(np.maximum(x._value, 0).astype(x.dtype), name=name)
+    # (``copy=False``: np.maximum already returns x's dtype; no second pass over the array.)
+    y = Tensor(np.maximum(x._value, 0).astype(x.dtype, copy=False), name=name)
     record("Relu", (x,), (y,), keep_inputs=False, keep_outputs=True)
     return y
 
@@ -26,7 +27,34 @@ def relu(features, name=None):
 @RegisterGradient("Relu", batched=True)
 def _relu_grad(op, dy):
     (y,) = op.outputs
-    return dy * math_ops.cast(math_ops.greater(y, 0), y.dtype)
+    return relu_grad(dy, y)
+
+
+def relu_grad(gradients, features, name=None):
+    """ReLU's backward pass as one op (op ``ReluGrad``, as TensorFlow's ``gen_nn_ops.relu_grad``).
+
+    ``gradients * (features > 0)`` in one NumPy expression, where the same rule written with
+    ``greater``, ``cast`` and ``multiply`` would make three ops and three passes over the
+    array. ``features`` is ReLU's output (or input: both are positive at the same places).
+    It has its own gradient, so second derivatives through ReLU still work.
+    """
+    dy = floating(gradients, "ReluGrad")
+    y = floating(features, "ReluGrad")
+    # (The mask is cast first: NumPy multiplies two float arrays much faster than a float
+    # array by a bool one.)
+    dx = Tensor(dy._value * (y._value > 0).astype(dy._value.dtype), name=name)
+    record("ReluGrad", (dy, y), (dx,), keep_inputs={1})
+    return dx
+
+
+@RegisterGradient("ReluGrad", batched=True)
+def _relu_grad_grad(op, ddx):
+    # ReluGrad is linear in ``gradients``: its gradient is ReluGrad again. With respect to
+    # ``features`` it is a step function: zero almost everywhere (None: no gradient).
+    y = op.inputs[1]
+    dy = math_ops.unbroadcast(relu_grad(ddx, y), op.input_shapes[0], op.batch_ndim) \
+        if math_ops.wanted(op, 0) else None
+    return dy, None
 
 
 def elu(features, name=None):
@@ -108,3 +136,44 @@ def _log_softmax_grad(op, dy):
     (y,) = op.outputs
     axis = op.get_attr("axis") + op.batch_ndim
     return dy - math_ops.exp(y) * reduction_ops.reduce_sum(dy, axis=axis, keepdims=True)
+
+
+def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
+    """``-sum(labels * log_softmax(logits), axis)`` as one op, as TensorFlow's function.
+
+    Op ``SoftmaxCrossEntropyWithLogits``. ``labels`` has ``logits``' shape (each slice along
+    ``axis`` is normally a probability distribution, e.g. one-hot); the result has that shape
+    without ``axis``, one loss per example. Fusing the two steps is what every framework does:
+    the gradient with respect to the logits is simply ``softmax(logits) - labels`` (times the
+    incoming ``dy``), one pass instead of the chain rule through log_softmax, multiply and sum.
+
+    Gradients: logits ``(softmax * sum(labels, axis) - labels) * dy`` (the sum is 1 for a
+    distribution, which gives TensorFlow's ``softmax - labels``; keeping it makes the rule
+    exact for any labels), labels ``-log_softmax(logits) * dy``.
+    """
+    logits = floating(logits, "SoftmaxCrossEntropyWithLogits")
+    labels = convert_like(labels, logits.dtype, "SoftmaxCrossEntropyWithLogits")
+    if labels.shape != logits.shape:
+        raise ValueError(f"softmax_cross_entropy_with_logits: labels of shape {labels.shape} "
+                         f"and logits of shape {logits.shape} must have the same shape")
+    axis = _axis(axis, logits.ndim, "SoftmaxCrossEntropyWithLogits")
+    x = logits._value
+    shifted = x - x.max(axis=axis, keepdims=True)
+    log_sm = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    loss = Tensor(-(labels._value * log_sm).sum(axis=axis), name=name)
+    record("SoftmaxCrossEntropyWithLogits", (labels, logits), (loss,), attrs={"axis": axis})
+    return loss
+
+
+@RegisterGradient("SoftmaxCrossEntropyWithLogits", batched=True)
+def _softmax_cross_entropy_grad(op, dy):
+    labels, logits = op.inputs
+    axis = op.get_attr("axis")
+    dy = array_ops.expand_dims(dy, axis + op.batch_ndim)  # dy has one entry per example
+    d_labels = d_logits = None
+    if math_ops.wanted(op, 0):
+        d_labels = -log_softmax(logits, axis=axis) * dy
+    if math_ops.wanted(op, 1):
+        total = reduction_ops.reduce_sum(labels, axis=axis, keepdims=True)
+        d_logits = (softmax(logits, axis=axis) * total - labels) * dy
+    return d_labels, d_logits

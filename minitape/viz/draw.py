@@ -346,8 +346,6 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
     Returns:
         A ``graphviz.Digraph``; in a notebook it shows as SVG. ``.source`` is the DOT text.
     """
-    import graphviz
-
     tapes = as_tape_list(tape)
     if graph is None:
         graph = tape_graph(tapes, target, sources)
