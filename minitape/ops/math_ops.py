@@ -231,11 +231,15 @@ def _pow_grad(op, dy):
     x, y = op.inputs
     (z,) = op.outputs
     nb = op.batch_ndim
-    gx = dy * y * x ** (y - 1)
-    positive = greater(x, 0)
-    safe_x = array_ops.where(positive, x, array_ops.ones_like(x))
-    gy = dy * z * array_ops.where(positive, log(safe_x), array_ops.zeros_like(x))
-    return unbroadcast(gx, op.input_shapes[0], nb), unbroadcast(gy, op.input_shapes[1], nb)
+    gx = gy = None
+    if wanted(op, 0):
+        gx = unbroadcast(dy * y * x ** (y - 1), op.input_shapes[0], nb)
+    if wanted(op, 1):  # skipped for a constant exponent, as in x**2: no log to compute
+        positive = greater(x, 0)
+        safe_x = array_ops.where(positive, x, array_ops.ones_like(x))
+        gy = dy * z * array_ops.where(positive, log(safe_x), array_ops.zeros_like(x))
+        gy = unbroadcast(gy, op.input_shapes[1], nb)
+    return gx, gy
 
 
 def square(x, name=None):
