@@ -127,7 +127,11 @@ class Tensor:
     # -- printing ---------------------------------------------------------------------------
     def _numpy_text(self, text=repr):
         value = self._value
-        return str(value[()]) if value.ndim == 0 else text(np.asarray(value))
+        if value.ndim == 0:
+            return str(value[()])
+        out = text(np.asarray(value))
+        # As TensorFlow: a value that spans several lines starts on a line of its own.
+        return "\n" + out if text is repr and "\n" in out else out
 
     def __repr__(self):
         return (f"<mt.Tensor: shape={self.shape}, dtype={self.dtype.name}, "

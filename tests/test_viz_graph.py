@@ -188,3 +188,19 @@ def test_deterministic_ids_and_no_recursion_on_a_deep_chain():
 def test_rejects_what_is_not_a_tape():
     with pytest.raises(TypeError, match="GradientTape"):
         tape_graph("tape")
+
+
+def test_unnamed_tensors_get_short_labels_that_do_not_depend_on_history():
+    def labels():
+        x = mt.constant(3.0, name="x")
+        with mt.GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+            z = mt.math.sin(y)
+        g = tape_graph(tape, z, x)
+        return [g.tensor(t).label for t in (x, y, z)]
+
+    first = labels()
+    for _ in range(50):               # move the global id counters on
+        mt.constant(1.0) * 2.0
+    assert first == labels() == ["x", "t1", "t2"]

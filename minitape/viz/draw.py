@@ -223,7 +223,7 @@ def _table(lines) -> str:
 
 
 def _tensor_label(t, grey):
-    title = t.name or f"t{t.tensor_id}"
+    title = t.name if t.name and t.name != "Variable" else (t.label or f"t{t.tensor_id}")
     kind = ("Variable" if t.trainable else "Variable (not trainable)") if t.variable else ""
     constant = not (t.variable or t.watched or t.produced_by)
     marks = [m for m in (kind, "constant to the tape" if constant else "",

@@ -65,6 +65,7 @@ class OpNode:
     outputs: tuple
     gradient: str
     connected: bool = True
+    label: str = ""
 
     @property
     def stop_gradient(self) -> bool:
@@ -90,6 +91,8 @@ class TensorNode:
         gradient: the gradient that reached it in the last backward pass: an ndarray (small)
             or ``(min, mean, max)``; None if none reached it.
         connected: True when the gradient of the target flows through it to a source.
+        label: what drawings call it: its name, else ``t1``, ``t2``, ... in order of first
+            appearance on this tape (short, and the same however much ran before).
     """
 
     id: str
@@ -241,6 +244,13 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
     for node in tensors.values():
         _describe(node, live.get(node.tensor_id), tapes)
     graph.tensors = list(tensors.values())
+    unnamed = 0
+    for node in graph.tensors:
+        if node.name and node.name != "Variable":   # "Variable" is only the default name
+            node.label = node.name
+        else:
+            unnamed += 1
+            node.label = f"t{unnamed}"
     graph.target_ids = tuple(dict.fromkeys(tensor_node_id(t._id) for t in targets))
     graph.source_ids = tuple(dict.fromkeys(tensor_node_id(s._id) for s in source_list))
     for nid in graph.target_ids:

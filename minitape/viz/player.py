@@ -140,13 +140,13 @@ class TapePlayer:
 
     # -- naming -----------------------------------------------------------------------------
     def name(self, tensor_id) -> str:
-        """The name used for a tensor: from ``names``, its own name, else ``t<id>``."""
+        """The name used for a tensor: from ``names``, its own name, else its drawing label."""
         if tensor_id in self._names:
             return self._names[tensor_id]
         node = self._graph.tensor(tensor_id)
         if node.name and node.name != "Variable":
             return node.name
-        return f"t{tensor_id}"
+        return node.label or f"t{tensor_id}"
 
     # -- the forward steps ------------------------------------------------------------------
     def _forward_steps(self):
