@@ -742,17 +742,18 @@ def flatten(structure):
 
 def pack_like(structure, flat):
     """Inverse of ``flatten``: put the items of ``flat`` back into ``structure``'s shape."""
-    it = iter(flat)
+    return _pack(structure, iter(flat))
 
-    def build(s):
-        if isinstance(s, dict):
-            return {k: build(v) for k, v in s.items()}
-        if isinstance(s, (list, tuple)):
-            items = [build(v) for v in s]
-            return type(s)(items) if type(s) in (list, tuple) else type(s)(*items)
-        return next(it)
 
-    return build(structure)
+def _pack(s, items):
+    # A module-level function, not a closure that calls itself: such a closure is a reference
+    # cycle, which would keep every gradient alive until the garbage collector runs.
+    if isinstance(s, dict):
+        return {k: _pack(v, items) for k, v in s.items()}
+    if isinstance(s, (list, tuple)):
+        packed = [_pack(v, items) for v in s]
+        return type(s)(packed) if type(s) in (list, tuple) else type(s)(*packed)
+    return next(items)
 
 
 def _outside_minitape_error(t, what):

@@ -193,3 +193,33 @@ def test_deleting_a_persistent_tape_frees_large_arrays():
         tracemalloc.stop()
     assert after < 1_000_000
     assert y.shape == ()
+
+
+def test_a_training_step_leaves_no_reference_cycles():
+    # Cyclic garbage is freed only when the collector runs: gradients caught in a cycle
+    # would stay in memory (and cost fresh pages) step after step.
+    w = mt.Variable(np.ones((3, 2), np.float32))
+    b = mt.Variable(np.zeros(2, np.float32))
+    x = mt.constant(np.ones((4, 3), np.float32))
+
+    def step():
+        with mt.GradientTape() as tape:
+            loss = mt.reduce_mean(mt.nn.relu(x @ w + b) ** 2)
+        grads = tape.gradient(loss, {"w": w, "b": b})
+        with mt.GradientTape() as tape2:
+            tape2.watch(x)
+            y = mt.math.sin(x)
+        tape2.jacobian(y, [x])
+        return grads
+
+    step()
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(3):
+            step()
+        assert gc.collect() == 0
+    finally:
+        if was_enabled:
+            gc.enable()
