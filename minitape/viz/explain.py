@@ -71,7 +71,9 @@ def diagnose(tape, target, source) -> tuple:
         return ("integer_source",
                 f"{src} has the integer dtype {source.dtype.name}, and integers are not "
                 "differentiable (the tape refuses to watch them): create it as a float, e.g. "
-                "mt.constant(10.0) or dtype=mt.float32")
+                + ("mt.Variable(1.0) instead of mt.Variable(1), or pass dtype=mt.float32"
+                   if isinstance(source, Variable) else
+                   "mt.constant(10.0) instead of mt.constant(10), or pass dtype=mt.float32"))
     if not isinstance(target, Tensor):
         kind = "a NumPy value" if isinstance(target, (np.ndarray, np.generic)) else \
             f"a {type(target).__name__}"

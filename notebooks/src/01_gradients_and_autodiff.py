@@ -117,8 +117,8 @@ def build():
     grad['b']
     """)
     L.md("""
-    Printing a tensor shows its values, shape and dtype (this is how the Korean copy of the guide
-    shows both forms):
+    Printing a tensor shows its values, shape and dtype. The Korean copy of the guide prints both
+    results this way: the list and the dictionary hold the same gradients:
     """)
     L.code("""
     print("dl/dw: ", dl_dw)

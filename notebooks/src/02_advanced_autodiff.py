@@ -152,7 +152,10 @@ def build():
     print(t.gradient(output, v))  # calls "backward", which clips 4 to 2
     """)
     L.md("""
-    The incoming gradient `dy = 1` is clipped to norm 0.5, then multiplied by `d(v·v)/dv = 4`: 2.
+    The guide's comment is loose: the result is 2, but what `backward` clips is not 4. The
+    incoming gradient `dy = 1` (the gradient of `output` with respect to itself) is clipped to
+    norm 0.5, and only then multiplied by `d(v·v)/dv = 2v = 4`: `0.5 · 4 = 2`. Without the
+    clipping the gradient would be 4.
 
     ### Registering a gradient for a new op
 
@@ -310,8 +313,8 @@ def build():
     #### Example: Input gradient regularization
 
     Many models are susceptible to "adversarial examples": inputs modified to confuse the model's
-    output. The simplest attack (the Fast Gradient Signed Method) takes a single step along the
-    gradient of the output with respect to the input, the "input gradient".
+    output. The simplest attack (the Fast Gradient Sign Method) takes a single step along the
+    sign of the gradient of the output with respect to the input, the "input gradient".
 
     One technique to increase robustness to adversarial examples is input gradient regularization
     (Finlay & Oberman, 2019), which attempts to minimize the magnitude of the input gradient. If
@@ -398,7 +401,7 @@ def build():
     Whether the input is scalar or tensor, `GradientTape.jacobian` efficiently calculates the
     gradient of each element of the source with respect to each element of the target(s).
 
-    For example, the output of this layer has a shape of `(10, 7)`:
+    For example, the output of this layer has a shape of `(7, 10)` (7 examples, 10 units):
     """)
     L.code("""
     x = mt.random.normal([7, 5])
@@ -428,8 +431,10 @@ def build():
     print(np.allclose(j.numpy(), j_loop.numpy()))
     """)
     L.md("""
-    The figure shows which kernel entries each output depends on: output `(i, k)` depends only on
-    column `k` of the kernel (a band per output unit), and is zero where the ReLU was off.
+    The figure flattens the Jacobian to a 70 × 50 matrix: one row per output element `(i, k)`, one
+    column per kernel entry `(j, k')`. Output `(i, k)` depends only on column `k` of the kernel, so
+    each row has at most 5 non-zero entries (the value `x[i, j]`, for `j = 0..4`), which line up
+    into diagonal stripes; a row is blank where the ReLU of that output was off.
     """)
     L.code("""
     _ = mt.viz.plot_jacobian(j, target_ndim=2)
@@ -597,6 +602,8 @@ def build():
     L.code("""
     mt.viz.imshow_zero_center(j[:, 0, :, 0])
     _ = plt.title('A (batch, batch) slice')
+    _ = plt.xlabel('input example (batch index of x)')
+    _ = plt.ylabel('output example (batch index of y)')
     """)
     L.md("""
     To see all the slices at once, the guide's `plot_as_patches` (here `mt.viz.plot_as_patches`)
@@ -769,16 +776,16 @@ def build():
         with mt.GradientTape(persistent=True) as t:
             a = round_straight_through(x)
             b = mt.round(x)
-        print(t.gradient(a, x))   # 1.0
+        print(t.gradient(a, x))   # mt.Tensor(1.0, ...): the gradient passes straight through
         print(t.gradient(b, x))   # None: Round has no gradient
         ```
         """)
     L.exercise(
         """
-        **2.** With two nested tapes, compute the third derivative of `y = x**4` at `x = 1.0`.
+        **2.** With nested tapes, compute the third derivative of `y = x**4` at `x = 1.0`.
         """,
         """
-        `d³(x⁴)/dx³ = 24·x = 24`. Nest three tapes:
+        `d³(x⁴)/dx³ = 24·x = 24`. Two tapes give the second derivative; the third needs three:
 
         ```python
         x = mt.Variable(1.0)

@@ -265,6 +265,14 @@ def build():
         """,
         """
         Only the `GradientTape`: the function-based APIs only see the function's arguments or the
-        Variables it reads, while a tape can be asked about any tensor it recorded.
+        Variables it reads, while a tape can be asked about any tensor it recorded. You need a
+        handle on that tensor, so compute it in the `with` block yourself:
+
+        ```python
+        with mt.GradientTape() as tape:
+            a = w1 * 5.
+            s = a + w2 * 7.
+        print(tape.gradient(s, a).numpy())   # 1.0
+        ```
         """)
     return L.notebook()

@@ -119,7 +119,7 @@ def build():
     """)
     L.md("""
     Underneath, the tape is just a list, `tape._ops`, of `Operation`s in the order they ran;
-    `gradient` walks it in reverse (read `backward` in `minitape/tape.py`, about forty lines).
+    `gradient` walks it in reverse (read `backward` in `minitape/tape.py`, about fifty lines).
     """)
     L.code("""
     for op in reversed(tape._ops):
@@ -204,7 +204,9 @@ def build():
     `t2` holds the two forward `Mul`s (it was recording too) followed by the ops of `t1`'s backward
     pass. Drawn together, each op is coloured by the tapes that recorded it: the forward `Mul`s
     carry both colours (tape 0 is `t1`, tape 1 is `t2`), the backward ops only the outer tape's.
-    The constant 1.0 that starts the backward pass is there too: $dy/dy = 1$.
+    The constant 1.0 that starts the backward pass is there too: $dy/dy = 1$. (The tensor labels
+    `t1`, `t2`, ... are the drawing's short names for unnamed tensors; they have nothing to do
+    with the tapes `t1` and `t2`.)
     """)
     L.code("""
     # NBVAL_IGNORE_OUTPUT
@@ -380,7 +382,7 @@ def build():
         d2y = t2.gradient(dy, x)
     d3y = t3.gradient(d2y, x)
     print(d3y.numpy())        # 6.0
-    print(len(t3._ops))       # everything t1 and t2 recorded, plus t2's backward pass
+    print(len(t3._ops))       # 20: the 2 forward Muls, t1's backward pass (6 ops), t2's (12)
     ```
     `mt.viz.draw_tape([t1, t2, t3])` colours each op by the tapes that recorded it.
     """)
