@@ -465,3 +465,8 @@ def test_register_gradient_for_a_new_op_then_again():
     assert tape.gradient(y, x).numpy() == 3.0
     with pytest.raises(KeyError, match=r"'TestErrorsTriple'"):
         mt.RegisterGradient("TestErrorsTriple")(_triple_grad)
+
+
+def test_where_with_shapes_that_do_not_broadcast():
+    with pytest.raises(ValueError, match=r"where: the shapes of condition \(3,\), x \(2,\)"):
+        mt.where(mt.constant([True, False, True]), mt.constant([1.0, 2.0]), 0.0)

@@ -393,7 +393,13 @@ def where(condition, x=None, y=None, name=None):
         raise ValueError("where: give both x and y, or neither")
     from .math_ops import binary_operands
     x, y = binary_operands(x, y, "SelectV2")
-    z = Tensor(np.where(condition._value, x._value, y._value), name=name)
+    try:
+        value = np.where(condition._value, x._value, y._value)
+    except ValueError:
+        raise ValueError(f"where: the shapes of condition {condition.shape}, x {x.shape} and y "
+                         f"{y.shape} do not broadcast together; reshape them so that they do") \
+            from None
+    z = Tensor(value, name=name)
     record("SelectV2", (condition, x, y), (z,), keep_inputs={0})
     return z
 
