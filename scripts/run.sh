@@ -16,6 +16,10 @@ PY=.venv/bin/python
 
 case "$task" in
     lab)
+        # Jupyter refuses to start as root without --allow-root (containers often run as root).
+        if [ "$(id -u)" -eq 0 ]; then
+            exec .venv/bin/jupyter lab notebooks/ --allow-root "$@"
+        fi
         exec .venv/bin/jupyter lab notebooks/ "$@"
         ;;
     test)
