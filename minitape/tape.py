@@ -421,7 +421,7 @@ class GradientTape:
         else:
             grads = self._loop_backward(
                 target, flat_sources,
-                (np.eye(n, dtype=target.dtype)[k].reshape(target.shape) for k in builtins_range(n)))
+                (np.eye(n, dtype=target.dtype)[k].reshape(target.shape) for k in range(n)))
         results = []
         for s in flat_sources:
             g = grads.get(s._id)
@@ -473,7 +473,7 @@ class GradientTape:
         if g is None:
             return _unconnected(source, unconnected_gradients, (b,) + rest)
         from .ops import array_ops  # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)
-        g = array_ops.transpose(g, (1, 0) + tuple(builtins_range(2, g.ndim)))
+        g = array_ops.transpose(g, (1, 0) + tuple(range(2, g.ndim)))
         return _reshape(g, (b,) + rest + source.shape[1:])
 
     def _loop_backward(self, target, flat_sources, seeds):
@@ -616,15 +616,7 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False, reached=None):
         # computing ``dy * x``, MatMul skips the gradient of a batch of data.)
         op.skip_input_indices = (() if reaches_source.issuperset(op.input_ids)  # (all needed)
                                  else _skipped_inputs(op.input_ids, reaches_source))
-        if batch_ndim:
-            in_grads = _call_gradient(op, fn, out_grads, batch_ndim)
-        else:  # what ``_call_gradient`` does without batch axes, inline (one call less per op)
-            op.batch_ndim = 0
-            in_grads = fn(op, *out_grads)
-            if type(in_grads) is Tensor and len(op.input_ids) == 1:
-                in_grads = (in_grads,)  # the one gradient of a one-input op, returned bare
-            elif type(in_grads) is not tuple or len(in_grads) != len(op.input_ids):
-                in_grads = _check_count(op, in_grads)
+        in_grads = _call_gradient(op, fn, out_grads, batch_ndim)
         op.skip_input_indices = None
         for k, (i, g) in enumerate(zip(op.input_ids, in_grads)):
             if g is None or i not in reaches_source:
@@ -666,12 +658,8 @@ def _call_gradient(op, fn, out_grads, batch_ndim):
         in_grads = _call_per_row(op, fn, out_grads, batch_ndim)
     else:
         in_grads = fn(op, *out_grads)
-    return _check_count(op, in_grads)
-
-
-def _check_count(op, in_grads):
     if not isinstance(in_grads, (list, tuple)):
-        in_grads = [in_grads]
+        in_grads = [in_grads]  # a one-input op may return its gradient bare
     if len(in_grads) != len(op.input_ids):
         raise ValueError(
             f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
@@ -831,7 +819,6 @@ def _unconnected(source, unconnected, batch_shape):
     return None
 
 
-builtins_range = range
 from .tensor import Tensor, Variable, convert_to_tensor  # noqa: E402,F401
 from .ops import math_ops as _math_ops  # noqa: E402  (the backward pass adds gradients with it)
 _ = dtypes
