@@ -61,25 +61,39 @@ def _prepare(contestants, function, *args, **kwargs):
     return runs, notes
 
 
+BATCH_SECONDS = 0.02  # a timed sample runs a call enough times to last about this long
+
+
 def time_side_by_side(runs, repeats, warmup=1):
     """Median seconds per call of each ``run``, round-robin over the contestants.
 
-    The garbage collector is off while a call is timed (as ``timeit`` does) and runs between
-    calls, so one contestant does not pay for another one's garbage.
+    Each sample times a *batch* of calls, enough of them to last ``BATCH_SECONDS`` (one
+    call for anything slower), as ``timeit`` and ``pyperf`` do: a sample of a single 0.5 ms
+    call would mostly measure how cold the caches are after the previous contestant and the
+    collector ran. The garbage collector is off while a batch is timed (as ``timeit`` does)
+    and runs between batches, so one contestant does not pay for another one's garbage.
+    Returns ``({name: median seconds per call}, {name: [seconds per call of each sample]})``.
     """
-    for _ in range(warmup):
-        for run in runs.values():
+    loops = {}
+    for name, run in runs.items():
+        for _ in range(warmup):
             run()
+        t0 = time.perf_counter()
+        run()
+        once = time.perf_counter() - t0
+        loops[name] = max(1, int(BATCH_SECONDS / max(once, 1e-9)))
     samples = {name: [] for name in runs}
     names = list(runs)
     for r in range(repeats):
         for name in names[r % len(names):] + names[:r % len(names)]:
+            run, n = runs[name], loops[name]
             gc.collect()
             gc.disable()
             try:
                 t0 = time.perf_counter()
-                runs[name]()
-                samples[name].append(time.perf_counter() - t0)
+                for _ in range(n):
+                    run()
+                samples[name].append((time.perf_counter() - t0) / n)
             finally:
                 gc.enable()
     return {name: statistics.median(s) for name, s in samples.items()}, samples
