@@ -84,7 +84,7 @@ def transpose(a, perm=None, name=None):
 
 def _transpose(a, perm, name=None):
     """The Transpose op itself, for a Tensor ``a`` and a checked ``perm`` of non-negative ints."""
-    y = Tensor(np.transpose(a._value, perm), name=name)
+    y = Tensor(a._value.transpose(perm), name=name)
     record("Transpose", (a,), (y,), attrs={"perm": perm}, keep_inputs=False)
     return y
 
@@ -111,7 +111,9 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     input = convert_to_tensor(input, what="expand_dims")
     if not -input.ndim - 1 <= axis <= input.ndim:
         raise ValueError(f"expand_dims: axis {axis} out of range for rank {input.ndim}")
-    y = Tensor(np.expand_dims(input._value, axis), name=name)
+    shape = input._value.shape
+    axis %= len(shape) + 1
+    y = Tensor(input._value.reshape(shape[:axis] + (1,) + shape[axis:]), name=name)
     record("ExpandDims", (input,), (y,), keep_inputs=False)
     return y
 

@@ -105,8 +105,8 @@ def softmax(logits, axis=-1, name=None):
     """
     x = floating(logits, "Softmax")
     axis = _axis(axis, x.ndim, "Softmax")
-    e = np.exp(x._value - np.max(x._value, axis=axis, keepdims=True))
-    y = Tensor(e / np.sum(e, axis=axis, keepdims=True), name=name)
+    e = np.exp(x._value - np.maximum.reduce(x._value, axis=axis, keepdims=True))
+    y = Tensor(e / np.add.reduce(e, axis=axis, keepdims=True), name=name)
     record("Softmax", (x,), (y,), attrs={"axis": axis}, keep_inputs=False, keep_outputs=True)
     return y
 
@@ -125,8 +125,9 @@ def log_softmax(logits, axis=-1, name=None):
     """
     x = floating(logits, "LogSoftmax")
     axis = _axis(axis, x.ndim, "LogSoftmax")
-    shifted = x._value - np.max(x._value, axis=axis, keepdims=True)
-    y = Tensor(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)), name=name)
+    shifted = x._value - np.maximum.reduce(x._value, axis=axis, keepdims=True)
+    y = Tensor(shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)),
+               name=name)
     record("LogSoftmax", (x,), (y,), attrs={"axis": axis}, keep_inputs=False, keep_outputs=True)
     return y
 
@@ -157,10 +158,11 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
         raise ValueError(f"softmax_cross_entropy_with_logits: labels of shape {labels.shape} "
                          f"and logits of shape {logits.shape} must have the same shape")
     axis = _axis(axis, logits.ndim, "SoftmaxCrossEntropyWithLogits")
+    # (``np.add.reduce`` is what ``ndarray.sum`` calls, without its Python wrapper.)
     x = logits._value
-    shifted = x - x.max(axis=axis, keepdims=True)
-    log_sm = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
-    loss = Tensor(-(labels._value * log_sm).sum(axis=axis), name=name)
+    shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+    log_sm = shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
+    loss = Tensor(-np.add.reduce(labels._value * log_sm, axis=axis), name=name)
     record("SoftmaxCrossEntropyWithLogits", (labels, logits), (loss,), attrs={"axis": axis})
     return loss
 

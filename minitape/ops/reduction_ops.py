@@ -18,6 +18,8 @@ def normalize_axes(axis, ndim, op_type):
     """``axis`` (None, int, negative int, list or 1-D int Tensor) -> sorted tuple of axes."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:  # the common case, checked at once
+        return (axis % ndim,)
     if isinstance(axis, Tensor):
         axis = axis.numpy().tolist()
     axes = axis if isinstance(axis, (list, tuple)) else [axis]
@@ -43,17 +45,27 @@ def _kept_shape(op):
 
 def _reduce(op_type, fn, x, axis, keepdims, name, keep_inputs, keep_outputs, float_only=False):
     x = math_ops.floating(x, op_type) if float_only else convert_to_tensor(x, what=op_type)
-    axes = normalize_axes(axis, x.ndim, op_type)
-    value = np.asarray(fn(x._value, axis=axes, keepdims=keepdims))
-    y = Tensor(value.astype(x.dtype, copy=False)[()], name=name)
+    axes = normalize_axes(axis, x._value.ndim, op_type)
+    # ``fn`` is a ufunc's reduce (``np.add.reduce`` is what ``np.sum`` calls, without its
+    # Python wrappers) or ``np.mean``. A reduction over every axis gives a NumPy scalar.
+    value = fn(x._value, axis=axes, keepdims=keepdims)
+    if value.dtype != x._value.dtype:  # an integer sum comes back as int64, a mean as float64
+        value = value.astype(x._value.dtype)
+    y = Tensor(value, name=name)
     record(op_type, (x,), (y,), attrs={"axis": axes, "keepdims": bool(keepdims)},
            keep_inputs=keep_inputs, keep_outputs=keep_outputs)
     return y
 
 
 def _spread(op, dy):
-    """``dy`` with the reduced axes restored: shape ``batch + kept`` (size 1 on reduced axes)."""
-    return array_ops.reshape(dy, dy.shape[:op.batch_ndim] + _kept_shape(op))
+    """``dy`` with the reduced axes restored: shape ``batch + kept`` (size 1 on reduced axes),
+    or ``dy`` itself where broadcasting restores them anyway (``keepdims=True``, or the
+    reduced axes were the leading ones, as in a full reduction or a bias's batch axis)."""
+    kept = _kept_shape(op)
+    lead = len(kept) - len(dy.shape)
+    if not op.batch_ndim and kept[lead:] == dy.shape and kept[:lead].count(1) == lead:
+        return dy
+    return array_ops.reshape(dy, dy.shape[:op.batch_ndim] + kept)
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
@@ -63,7 +75,7 @@ def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
     >>> mt.reduce_sum(mt.constant([[1., 2.], [3., 4.]]), axis=0)
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([4., 6.], dtype=float32)>
     """
-    return _reduce("Sum", np.sum, input_tensor, axis, keepdims, name, False, False)
+    return _reduce("Sum", np.add.reduce, input_tensor, axis, keepdims, name, False, False)
 
 
 @RegisterGradient("Sum", batched=True)
@@ -81,17 +93,17 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
 def _mean_grad(op, dy):
     shape = op.input_shapes[0]
     count = int(np.prod([shape[a] for a in op.get_attr("axis")]))
-    return _sum_grad(op, dy) / max(count, 1)
+    return _sum_grad(op, dy / max(count, 1))  # (divide before spreading: fewer elements)
 
 
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
     """Maximum over ``axis`` (op ``Max``); ties share the gradient equally, as TF."""
-    return _reduce("Max", np.max, input_tensor, axis, keepdims, name, True, True)
+    return _reduce("Max", np.maximum.reduce, input_tensor, axis, keepdims, name, True, True)
 
 
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     """Minimum over ``axis`` (op ``Min``); ties share the gradient equally, as TF."""
-    return _reduce("Min", np.min, input_tensor, axis, keepdims, name, True, True)
+    return _reduce("Min", np.minimum.reduce, input_tensor, axis, keepdims, name, True, True)
 
 
 def _extremum_grad(op, dy):
@@ -114,7 +126,7 @@ def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
     computed directly, so zeros give exact first derivatives; second derivatives there are
     treated as constants.
     """
-    return _reduce("Prod", np.prod, input_tensor, axis, keepdims, name, True, True)
+    return _reduce("Prod", np.multiply.reduce, input_tensor, axis, keepdims, name, True, True)
 
 
 @RegisterGradient("Prod", batched=True)
