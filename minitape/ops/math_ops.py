@@ -601,42 +601,61 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     """Matrix product ``a @ b``, as ``tf.linalg.matmul``.
 
     Shapes: ``a`` ``(..., m, k)``, ``b`` ``(..., k, n)`` -> ``(..., m, n)``; both need rank
-    2 or more and the batch dimensions broadcast. Op ``MatMul`` for two matrices, else
-    ``BatchMatMulV2``. Gradient: ``da = dy @ b^T``, ``db = a^T @ dy``.
+    2 or more and the batch dimensions broadcast. ``transpose_a=True`` uses ``a``'s
+    transpose (``a`` of shape ``(..., k, m)``), likewise ``transpose_b``: as in TensorFlow
+    they are attributes of the one op, not separate Transpose ops. Op ``MatMul`` for two
+    matrices, else ``BatchMatMulV2``. Gradient: ``da = dy @ b^T``, ``db = a^T @ dy`` (with
+    the transposes moved around when the op had them).
 
     Raises:
         ValueError: rank below 2, or inner dimensions that differ.
     """
     a, b = binary_operands(a, b, "MatMul")
-    if a.ndim < 2 or b.ndim < 2:
+    av, bv = a._value, b._value
+    if av.ndim < 2 or bv.ndim < 2:
         raise ValueError(
             f"matmul needs two Tensors of rank 2 or more (matrices), got shapes {a.shape} and "
             f"{b.shape}; add an axis with mt.reshape or mt.expand_dims, e.g. [[1., 2., 3.]]"
         )
+    # A transpose is a NumPy view (no copy); BLAS reads it as a transposed matrix.
     if transpose_a:
-        a = array_ops.matrix_transpose(a)
+        av = av.swapaxes(-1, -2)
     if transpose_b:
-        b = array_ops.matrix_transpose(b)
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul: cannot multiply shapes {a.shape} and {b.shape}: the inner "
-                         f"dimensions {a.shape[-1]} and {b.shape[-2]} differ (a's last axis "
-                         "must equal b's second-to-last); transpose one of them (mt.transpose, "
-                         "or transpose_a=True / transpose_b=True)")
-    op_type = "MatMul" if a.ndim == 2 and b.ndim == 2 else "BatchMatMulV2"
-    c = _out(np.matmul(a._value, b._value), name)
-    record(op_type, (a, b), (c,))
+        bv = bv.swapaxes(-1, -2)
+    if av.shape[-1] != bv.shape[-2]:
+        flags = (f" (after transpose_a={transpose_a}, transpose_b={transpose_b})"
+                 if transpose_a or transpose_b else "")
+        raise ValueError(f"matmul: cannot multiply shapes {av.shape} and {bv.shape}{flags}: the "
+                         f"inner dimensions {av.shape[-1]} and {bv.shape[-2]} differ (a's last "
+                         "axis must equal b's second-to-last); transpose one of them "
+                         "(mt.transpose, or transpose_a=True / transpose_b=True)")
+    op_type = "MatMul" if av.ndim == 2 and bv.ndim == 2 else "BatchMatMulV2"
+    c = _out(np.matmul(av, bv), name)
+    record(op_type, (a, b), (c,),
+           attrs={"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)})
     return c
 
 
 def _matmul_grad(op, dy):
+    # TensorFlow's four cases. With c = a @ b: da = dy @ b^T, db = a^T @ dy; when the op
+    # used a^T (or b^T) the same rule, transposed, gives the gradient of the stored a (or b).
     a, b = op.inputs
     nb = op.batch_ndim
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
     # Skipping an unneeded side matters here: for a layer's input batch it is a whole matmul.
     da = db = None
     if wanted(op, 0):
-        da = unbroadcast(matmul(dy, array_ops.matrix_transpose(b)), op.input_shapes[0], nb)
+        if not ta:
+            da = matmul(dy, b, transpose_b=not tb)           # dy @ b^T  (or dy @ b)
+        else:
+            da = matmul(b, dy, transpose_a=tb, transpose_b=True)  # (dy @ b^T)^T
+        da = unbroadcast(da, op.input_shapes[0], nb)
     if wanted(op, 1):
-        db = unbroadcast(matmul(array_ops.matrix_transpose(a), dy), op.input_shapes[1], nb)
+        if not tb:
+            db = matmul(a, dy, transpose_a=not ta)           # a^T @ dy  (or a @ dy)
+        else:
+            db = matmul(dy, a, transpose_a=True, transpose_b=ta)  # (a^T @ dy)^T
+        db = unbroadcast(db, op.input_shapes[1], nb)
     return da, db
 
 

@@ -6,6 +6,8 @@ A reduction's gradient puts ``dy`` back on the reduced axes: reshape it to the "
 
 from __future__ import annotations
 
+import math as _pymath
+
 import numpy as np
 
 from ..registry import RegisterGradient
@@ -92,8 +94,8 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
 @RegisterGradient("Mean", batched=True)
 def _mean_grad(op, dy):
     shape = op.input_shapes[0]
-    count = int(np.prod([shape[a] for a in op.get_attr("axis")]))
-    return _sum_grad(op, dy / max(count, 1))  # (divide before spreading: fewer elements)
+    count = _pymath.prod([shape[a] for a in op.get_attr("axis")])
+    return _sum_grad(op, dy / float(max(count, 1)))  # (divide first: fewer elements)
 
 
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
