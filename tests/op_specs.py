@@ -309,6 +309,18 @@ SPECS = [
     S("SoftmaxCrossEntropyWithLogits", "any_labels_axis0",
       lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits, axis=0),
       args(normal((3, 2)), normal((3, 2)))),
+    S("SoftmaxCrossEntropyWithLogitsGrad", "any_labels",
+      lambda dy, labels, logits: nn_ops.softmax_cross_entropy_with_logits_grad(
+          dy, labels, logits) ** 2,
+      args(normal((2,)), normal((2, 3)), normal((2, 3)))),
+    S("SoftmaxCrossEntropyWithLogitsGrad", "axis0",
+      lambda dy, labels, logits: nn_ops.softmax_cross_entropy_with_logits_grad(
+          dy, labels, logits, axis=0) ** 2,
+      args(normal((2,)), normal((3, 2)), normal((3, 2)))),
+    S("SoftmaxCrossEntropyWithLogitsGrad", "batched_dy",  # dy with a leading batch axis
+      lambda dy, labels, logits: nn_ops.softmax_cross_entropy_with_logits_grad(
+          dy, labels, logits) ** 2,
+      args(normal((4, 2)), normal((2, 3)), normal((2, 3)))),
     # linear algebra on well-conditioned matrices
     S("MatrixSolve", "plain", mt.linalg.solve, args(well_conditioned((3, 3)), normal((3, 2)))),
     S("MatrixSolve", "batched", mt.linalg.solve,

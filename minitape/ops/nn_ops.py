@@ -171,11 +171,57 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
 def _softmax_cross_entropy_grad(op, dy):
     labels, logits = op.inputs
     axis = op.get_attr("axis")
-    dy = array_ops.expand_dims(dy, axis + op.batch_ndim)  # dy has one entry per example
     d_labels = d_logits = None
     if math_ops.wanted(op, 0):
-        d_labels = -log_softmax(logits, axis=axis) * dy
+        e = array_ops.expand_dims(dy, axis + op.batch_ndim)  # dy has one entry per example
+        d_labels = -log_softmax(logits, axis=axis) * e
     if math_ops.wanted(op, 1):
-        total = reduction_ops.reduce_sum(labels, axis=axis, keepdims=True)
-        d_logits = (softmax(logits, axis=axis) * total - labels) * dy
+        d_logits = softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis)
     return d_labels, d_logits
+
+
+def softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis=-1, name=None):
+    """The logits gradient of ``softmax_cross_entropy_with_logits`` as one op.
+
+    Op ``SoftmaxCrossEntropyWithLogitsGrad``: ``(softmax(logits) * sum(labels, axis) - labels)
+    * dy``, with ``dy`` (one entry per example) broadcast along ``axis``. Written with
+    softmax, reduce_sum, expand_dims, multiply and subtract it would be six ops; as ReluGrad,
+    this one op computes it in NumPy (``dy`` may carry the leading batch axes of a vectorized
+    Jacobian) and has its own gradient, so second derivatives still work.
+    """
+    dy = floating(dy, "SoftmaxCrossEntropyWithLogitsGrad")
+    labels = floating(labels, "SoftmaxCrossEntropyWithLogitsGrad")
+    logits = floating(logits, "SoftmaxCrossEntropyWithLogitsGrad")
+    x, dv = logits._value, dy._value
+    e = np.exp(x - np.maximum.reduce(x, axis=axis, keepdims=True))
+    softmax_ = e / np.add.reduce(e, axis=axis, keepdims=True)
+    total = np.add.reduce(labels._value, axis=axis, keepdims=True)
+    at = axis % x.ndim + dv.ndim - x.ndim + 1  # where ``axis`` is, after dy's batch axes
+    dv = dv.reshape(dv.shape[:at] + (1,) + dv.shape[at:])
+    d_logits = Tensor((softmax_ * total - labels._value) * dv, name=name)
+    record("SoftmaxCrossEntropyWithLogitsGrad", (dy, labels, logits), (d_logits,),
+           attrs={"axis": axis})
+    return d_logits
+
+
+@RegisterGradient("SoftmaxCrossEntropyWithLogitsGrad")
+def _softmax_cross_entropy_grad_grad(op, g):
+    # With s = softmax(logits), T = sum(labels, axis) and e = dy broadcast along axis, the op
+    # is (s * T - labels) * e. Its vector-Jacobian products for a cotangent g:
+    #   dy:     sum(g * (s * T - labels), axis)
+    #   labels: e * (sum(g * s, axis) - g)          (T grows by 1 with every label)
+    #   logits: T * e * s * (g - sum(g * s, axis))  (softmax's own rule, for g * T * e)
+    dy, labels, logits = op.inputs
+    axis = op.get_attr("axis") % len(op.input_shapes[2])
+    at = axis + len(op.input_shapes[0]) - len(op.input_shapes[2]) + 1  # axis, after dy's batch
+    s = softmax(logits, axis=axis)
+    total = reduction_ops.reduce_sum(labels, axis=axis, keepdims=True)
+    e = array_ops.expand_dims(dy, at)
+    gs = reduction_ops.reduce_sum(g * s, axis=at, keepdims=True)
+    unbroadcast = math_ops.unbroadcast
+    d_dy = reduction_ops.reduce_sum(g * (s * total - labels), axis=at) \
+        if math_ops.wanted(op, 0) else None
+    d_labels = unbroadcast(e * (gs - g), op.input_shapes[1]) if math_ops.wanted(op, 1) else None
+    d_logits = unbroadcast(total * e * s * (g - gs), op.input_shapes[2]) \
+        if math_ops.wanted(op, 2) else None
+    return d_dy, d_labels, d_logits
