@@ -140,8 +140,12 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
     """Broadcast to ``shape`` (op ``BroadcastTo``); gradient: sum over the broadcast axes."""
     input = convert_to_tensor(input, what="broadcast_to")
     shape = as_shape(shape, "broadcast_to")
+    # A new array filled by NumPy's broadcasting copy (as TensorFlow's op, which makes a new
+    # tensor). ``np.broadcast_to`` would return a read-only view instead, but its Python
+    # implementation costs ~5 us a call, more than the copy for all but large arrays.
+    value = np.empty(shape, input._value.dtype)
     try:
-        value = np.broadcast_to(input._value, shape)
+        np.copyto(value, input._value)
     except ValueError:
         raise ValueError(f"broadcast_to: cannot broadcast shape {input.shape} to {shape}") \
             from None
