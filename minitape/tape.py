@@ -121,8 +121,8 @@ class Operation:
         self.grad_fn = grad_fn
         self.batch_ndim = 0
         self.skip_input_indices = None
-        self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
-        self._outputs = tuple(outputs) if keep_outputs is True else _keep(outputs, keep_outputs)
+        self._inputs = _keep(inputs, keep_inputs)
+        self._outputs = _keep(outputs, keep_outputs)
 
     @property
     def inputs(self):

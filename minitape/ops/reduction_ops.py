@@ -88,7 +88,16 @@ def _sum_grad(op, dy):
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     """Mean over ``axis``, as ``tf.reduce_mean`` (op ``Mean``); integer means truncate, as TF."""
-    return _reduce("Mean", np.mean, input_tensor, axis, keepdims, name, False, False)
+    return _reduce("Mean", _mean, input_tensor, axis, keepdims, name, False, False)
+
+
+def _mean(x, axis, keepdims):
+    """``np.mean``; for float32/float64 as ``sum / count`` (the same number, without
+    ``np.mean``'s Python layers; narrower types keep ``np.mean``, which sums them wider)."""
+    count = _pymath.prod([x.shape[a] for a in axis])
+    if x.dtype.kind != "f" or x.dtype.itemsize < 4 or not 0 < count <= 2**24:
+        return np.mean(x, axis=axis, keepdims=keepdims)  # (a count exact in float32 only)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims) / x.dtype.type(count)
 
 
 @RegisterGradient("Mean", batched=True)
