@@ -726,17 +726,15 @@ def _add(a, b):
 
 def flatten(structure):
     """Flatten nested lists/tuples/dicts (dicts in key order of insertion) into a list."""
-    if isinstance(structure, dict):
-        out = []
-        for v in structure.values():
+    if not isinstance(structure, (list, tuple, dict)):
+        return [structure]
+    out = []
+    for v in (structure.values() if isinstance(structure, dict) else structure):
+        if isinstance(v, (list, tuple, dict)):
             out.extend(flatten(v))
-        return out
-    if isinstance(structure, (list, tuple)):
-        out = []
-        for v in structure:
-            out.extend(flatten(v))
-        return out
-    return [structure]
+        else:
+            out.append(v)  # (a leaf: no recursive call for it)
+    return out
 
 
 def pack_like(structure, flat):
@@ -750,7 +748,8 @@ def _pack(s, items):
     if isinstance(s, dict):
         return {k: _pack(v, items) for k, v in s.items()}
     if isinstance(s, (list, tuple)):
-        packed = [_pack(v, items) for v in s]
+        packed = [_pack(v, items) if isinstance(v, (list, tuple, dict)) else next(items)
+                  for v in s]
         return type(s)(packed) if type(s) in (list, tuple) else type(s)(*packed)
     return next(items)
 

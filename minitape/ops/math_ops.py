@@ -111,7 +111,7 @@ def unbroadcast(g, shape, batch_ndim=0):
     axes += [batch_ndim + lead + i for i, n in enumerate(shape)
              if n == 1 and g.shape[batch_ndim + lead + i] != 1]
     if axes and len(axes) == lead:  # only leading axes were added (a bias): sum them away
-        return reduction_ops.reduce_sum(g, axis=axes)
+        return reduction_ops.reduce_sum(g, axis=axes[0] if lead == 1 else axes)
     if axes:
         g = reduction_ops.reduce_sum(g, axis=axes, keepdims=True)
     return array_ops.reshape(g, g.shape[:batch_ndim] + tuple(shape))
