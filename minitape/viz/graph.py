@@ -6,7 +6,8 @@
   whether its gradient is registered),
 - one ``TensorNode`` per tensor the operations read or produced (name, shape, dtype, the value
   if it is small or ``(min, mean, max)`` if it is large and still saved, Variable / watched
-  marks, and after ``gradient`` the gradient that reached it),
+  marks, and after ``gradient`` the gradient that reached it: small ones always, large ones as
+  ``(min, mean, max)`` for the sources, and for intermediate tensors on a persistent tape),
 - ``Edge``s from each input tensor to its op and from each op to its outputs,
 - ``Event``s for the ``stop_recording`` blocks and ``reset`` calls.
 
@@ -89,7 +90,9 @@ class TensorNode:
         is_target, is_source: it was given as the target / one of the sources.
         produced_by: id of the op that produced it, or None for a leaf.
         gradient: the gradient that reached it in the last backward pass: an ndarray (small)
-            or ``(min, mean, max)``; None if none reached it.
+            or ``(min, mean, max)``; None if none reached it, and for a large intermediate
+            gradient of a non-persistent tape (not kept, as its large values: summarizing
+            every one would cost the backward pass three extra passes over each array).
         connected: True when the gradient of the target flows through it to a source.
         label: what drawings call it: its name, else ``t1``, ``t2``, ... in order of first
             appearance on this tape (short, and the same however much ran before).
