@@ -121,8 +121,10 @@ class Operation:
         self.grad_fn = grad_fn
         self.batch_ndim = 0
         self.skip_input_indices = None
-        self._inputs = _keep(inputs, keep_inputs)
-        self._outputs = _keep(outputs, keep_outputs)
+        # (Keeping everything is the common case for inputs, keeping nothing for outputs.)
+        self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
+        self._outputs = (None,) * len(outputs) if keep_outputs is False else \
+            _keep(outputs, keep_outputs)
 
     @property
     def inputs(self):
