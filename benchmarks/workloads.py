@@ -229,6 +229,9 @@ def _rss_bytes():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+DEEP_CHAIN_BUDGET = 200.0  # seconds: a slower contestant is skipped with a note
+
+
 def deep_chain(contestants, repeats, quick):
     """One contestant per process (``worker.py`` isolates it): time, and peak RSS growth.
 
@@ -246,9 +249,16 @@ def deep_chain(contestants, repeats, quick):
     ref_module, _ = adapters.load("numpy")
     y_ref, g_ref = ref_module.chain(x0, 100)()
     times, times_gc, times_first, peaks = {}, {}, {}, {}
+    ops = steps * OPS_PER_STEP
     for name, run in runs.items():
+        t0 = time.perf_counter()
         y, g = small[name]()
+        per_op = (time.perf_counter() - t0) / (100 * OPS_PER_STEP)
         _assert_close(name, "dy/dx (100 steps)", g, g_ref, 1e-9)
+        if 3 * per_op * ops > DEEP_CHAIN_BUDGET:  # (TensorFlow eager, JAX without jit)
+            notes[name] = (f"skipped: at ~{per_op * 1e6:.0f} us per op, three runs of "
+                           f"{ops:,} ops would take ~{3 * per_op * ops / 60:.0f} min")
+            continue
         for which in ("first", "gc off", "gc on"):
             gc.collect()
             before = _rss_bytes()
@@ -267,7 +277,6 @@ def deep_chain(contestants, repeats, quick):
             if which == "first":
                 peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
             del y, g
-    ops = steps * OPS_PER_STEP
     return {"rows": [_row(f"forward+backward per op ({ops:,} ops)", "us", times, 1e6 / ops),
                      _row(f"the same, garbage collector on ({ops:,} ops)", "us", times_gc,
                           1e6 / ops),
