@@ -29,7 +29,7 @@ def build():
     """)
 
     L.md("## Setup")
-    L.setup()
+    L.setup("import matplotlib.pyplot as plt")
 
     # ------------------------------------------------------------------ gradient tapes
     L.md("""
@@ -384,7 +384,7 @@ def build():
         return mt.reduce_mean(mt.nn.relu(a @ wa) ** 2)
 
     def step_on_tape():
-        with mt.GradientTape() as tape:
+        with mt.GradientTape():
             return step()
 
     n = 300

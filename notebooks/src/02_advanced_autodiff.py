@@ -26,8 +26,9 @@ def build():
       Hessian-vector product.
     """)
     L.md("## Setup")
-    L.setup("""
+    L.setup(imports="""
     import matplotlib as mpl
+    import matplotlib.pyplot as plt""", extra="""
     mpl.rcParams['figure.figsize'] = (8, 6)""")
 
     # ---------------------------------------------------------------- recording control

@@ -21,6 +21,7 @@ def build():
     """)
     L.md("## Setup")
     L.setup("""
+    import matplotlib.pyplot as plt
     from IPython.display import display""")
 
     L.md("""

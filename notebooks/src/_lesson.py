@@ -12,16 +12,17 @@ from textwrap import dedent
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-# The setup cell every lesson starts with (after its title).
-SETUP = '''\
+# The setup cell every lesson starts with (after its title): imports first (a lesson adds its
+# own, e.g. matplotlib), then the settings.
+SETUP_IMPORTS = """\
 %matplotlib inline
 import warnings
 
-import matplotlib.pyplot as plt
-import numpy as np
+{imports}import numpy as np
 
-import minitape as mt
+import minitape as mt"""
 
+SETUP_SETTINGS = '''\
 # NumPy 2 shows a bare scalar as `np.float32(6.0)`; the guides were written with NumPy 1,
 # which shows `6.0`. Ask NumPy for its 1.25 printing so outputs read like the guides.
 np.set_printoptions(legacy="1.25")
@@ -48,9 +49,12 @@ class Lesson:
     def code(self, text: str) -> None:
         self.cells.append(new_code_cell(_clean(text)))
 
-    def setup(self, extra: str = "") -> None:
-        """The shared setup cell, plus lesson-specific lines."""
-        self.code(SETUP + ("\n\n" + _clean(extra) if extra else ""))
+    def setup(self, imports: str = "", extra: str = "") -> None:
+        """The shared setup cell: the lesson's own ``imports`` (third-party, e.g. matplotlib)
+        with the shared ones, the shared settings, then lesson-specific lines."""
+        imports = _clean(imports) + "\n" if imports else ""
+        self.code(SETUP_IMPORTS.format(imports=imports) + "\n\n" + SETUP_SETTINGS
+                  + ("\n\n" + _clean(extra) if extra else ""))
 
     def exercise(self, question: str, answer: str) -> None:
         """A markdown exercise whose answer is hidden in a collapsible <details> block."""
