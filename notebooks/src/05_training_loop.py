@@ -154,10 +154,13 @@ def build():
     ## What the tape recorded for one step
 
     Each training step records the same short list of operations. Drawing one shows the forward
-    pass through the three layers and, after `gradient`, the gradient that reached every Variable:
+    pass through the three layers and, after `gradient`, the gradient that reached every Variable
+    and every intermediate tensor. (A plain tape keeps only the *small* intermediate gradients for
+    drawings: summarizing every large one would slow down every training step. This step is
+    recorded on a persistent tape, which keeps everything, so that the drawing can show them all.)
     """)
     L.code("""
-    with mt.GradientTape() as tape:
+    with mt.GradientTape(persistent=True) as tape:
         loss = loss_fn(model, x, y)
     grads = tape.gradient(loss, model.trainable_variables)
     print(len(tape._ops), 'operations recorded')
