@@ -187,7 +187,12 @@ def softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis=-1, name=Non
     * dy``, with ``dy`` (one entry per example) broadcast along ``axis``. Written with
     softmax, reduce_sum, expand_dims, multiply and subtract it would be six ops; as ReluGrad,
     this one op computes it in NumPy (``dy`` may carry the leading batch axes of a vectorized
-    Jacobian) and has its own gradient, so second derivatives still work.
+    Jacobian) and has its own gradient, so second derivatives still work. (An op of
+    minitape's own: TensorFlow's kernel computes this gradient in the forward pass, as a
+    second output of ``SoftmaxCrossEntropyWithLogits``.)
+
+    Shapes: ``labels`` and ``logits`` alike; ``dy`` as the loss (``logits`` without ``axis``),
+    possibly with leading batch axes; the result is ``dy``'s batch axes + ``logits.shape``.
     """
     dy = floating(dy, "SoftmaxCrossEntropyWithLogitsGrad")
     labels = floating(labels, "SoftmaxCrossEntropyWithLogitsGrad")
