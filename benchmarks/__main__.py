@@ -39,11 +39,11 @@ def run_worker(name, repeats, quick, contestants):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def run_workload(name, repeats, quick):
+def run_workload(name, repeats, quick, contestants=adapters.CONTESTANTS):
     if name not in ISOLATED:
-        return run_worker(name, repeats, quick, adapters.CONTESTANTS)
+        return run_worker(name, repeats, quick, contestants)
     merged = None
-    for contestant in adapters.CONTESTANTS:
+    for contestant in contestants:
         part = run_worker(name, repeats, quick, [contestant])
         if merged is None:
             merged = part
@@ -174,6 +174,9 @@ def main(argv=None):
     parser.add_argument("--only", action="append", metavar="NAME", choices=sorted(WORKLOADS),
                         help="run only this workload (repeatable)")
     parser.add_argument("--repeats", type=int, help="override every workload's repeat count")
+    parser.add_argument("--contestants", default=",".join(adapters.CONTESTANTS),
+                        help="comma-separated subset of " + ",".join(adapters.CONTESTANTS)
+                        + " (numpy and minitape are always needed)")
     parser.add_argument("--json", type=Path, help="where to write the results (default: "
                         "benchmarks/results/latest.json, or quick.json with --quick)")
     parser.add_argument("--report", action="store_true",
@@ -194,11 +197,17 @@ def main(argv=None):
     stored = {}
     if args.only and out_path.exists():
         stored = json.loads(out_path.read_text()).get("workloads", {})
+    contestants = args.contestants.split(",")
+    unknown = sorted(set(contestants) - set(adapters.CONTESTANTS))
+    if unknown or not {"numpy", "minitape"} <= set(contestants):
+        parser.error(f"--contestants {args.contestants!r}: expected a comma-separated subset "
+                     f"of {','.join(adapters.CONTESTANTS)} that includes numpy and minitape"
+                     + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
     results = {}
     for name in names:
         repeats = args.repeats or REPEATS[name][1 if args.quick else 0]
         print(f"running {name} ({repeats} repeats) ...", file=sys.stderr, flush=True)
-        results[name] = run_workload(name, repeats, args.quick)
+        results[name] = run_workload(name, repeats, args.quick, contestants)
         results[name]["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
         results[name]["repeats"] = repeats
 

@@ -64,3 +64,63 @@ def test_hand_written_mlp_matches_finite_differences():
     down = run()[0]
     w[1, 2] += eps
     assert abs((up - down) / (2 * eps) - grads[0][1, 2]) < 1e-7
+
+
+def test_make_bench_quick_prints_every_workload_and_writes_json(tmp_path):
+    # What `make bench` runs, end to end (subprocesses and all), on the two contestants every
+    # checkout has: every workload is printed, then the targets, and the JSON holds them.
+    import json
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "quick.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--repeats", "1",
+         "--contestants", "numpy,minitape", "--json", str(out)],
+        cwd=root, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    printed = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+    for name in workloads.WORKLOADS:
+        assert name in printed, f"{name} missing from the printed table"
+    assert "targets (issue 6):" in proc.stdout
+    stored = json.loads(out.read_text())
+    assert set(stored["workloads"]) == set(workloads.WORKLOADS)
+    assert {t["workload"] for t in stored["targets"]} >= {"mlp", "deep_chain", "import"}
+
+
+def test_bad_contestants_are_refused():
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--contestants", "numpy,pytorch"],
+                          cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "unknown: pytorch" in proc.stderr and "includes numpy and minitape" in proc.stderr
+
+
+def test_a_sample_is_a_batch_of_calls_reported_per_call(monkeypatch):
+    # A fake clock: every call of a contestant advances it by that contestant's cost, so the
+    # per-call medians must come out exactly, whatever the batch sizes.
+    now = [0.0]
+    calls = {"cheap": 0, "dear": 0}
+
+    def make(name, cost):
+        def run():
+            calls[name] += 1
+            now[0] += cost
+        return run
+
+    monkeypatch.setattr(workloads.time, "perf_counter", lambda: now[0])
+    medians, samples = workloads.time_side_by_side(
+        {"cheap": make("cheap", 1e-4), "dear": make("dear", 0.05)}, repeats=3)
+    assert medians == pytest.approx({"cheap": 1e-4, "dear": 0.05})
+    assert len(samples["cheap"]) == len(samples["dear"]) == 3
+    # 20 ms batches: 200 calls of 0.1 ms per sample; a 50 ms call runs once per sample.
+    assert calls["cheap"] == 2 + 3 * 200 and calls["dear"] == 2 + 3
+
+
+def test_deep_chain_skips_a_contestant_over_the_time_budget(monkeypatch):
+    monkeypatch.setattr(workloads, "DEEP_CHAIN_BUDGET", 0.0)
+    result = workloads.WORKLOADS["deep_chain"](["minitape"], repeats=1, quick=True)
+    assert result["notes"]["minitape"].startswith("skipped: at ~")
+    assert all("minitape" not in row["values"] for row in result["rows"])

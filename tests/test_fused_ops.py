@@ -66,3 +66,17 @@ def test_relu_second_derivative_is_recorded_as_relu_grad():
     np.testing.assert_allclose(g.numpy(), [0.0, 4.0, 6.0])
     # d/dx of 2 relu(x) relu'(x): 2 where x > 0, else 0
     np.testing.assert_allclose(outer.gradient(g, x).numpy(), [0.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int32])
+@pytest.mark.parametrize("axis", [None, 0, 1, [0, 2], -1, []])
+def test_reduce_mean_is_numpys_mean(dtype, axis):
+    # reduce_mean computes float32/float64 means as sum / count: the very same numbers as
+    # np.mean (the other dtypes go through np.mean itself).
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((3, 4, 5)) * 10).astype(dtype)
+    np_axis = tuple(axis) if isinstance(axis, list) else axis
+    expected = np.mean(x, axis=np_axis).astype(dtype)
+    got = mt.reduce_mean(mt.constant(x), axis=axis).numpy()
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, expected)
