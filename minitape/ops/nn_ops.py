@@ -98,6 +98,18 @@ def _axis(axis, ndim, op_type):
     return axis % ndim
 
 
+def _softmax_values(x, axis):
+    """Softmax of the ndarray ``x`` along ``axis``, shifted by the maximum (no overflow)."""
+    e = np.exp(x - np.maximum.reduce(x, axis=axis, keepdims=True))
+    return e / np.add.reduce(e, axis=axis, keepdims=True)
+
+
+def _log_softmax_values(x, axis):
+    """Log-softmax of the ndarray ``x`` along ``axis``, shifted by the maximum."""
+    shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
+
+
 def softmax(logits, axis=-1, name=None):
     """``exp(x) / sum(exp(x))`` along ``axis`` (op ``Softmax``); keeps its output.
 
@@ -105,8 +117,7 @@ def softmax(logits, axis=-1, name=None):
     """
     x = floating(logits, "Softmax")
     axis = _axis(axis, x.ndim, "Softmax")
-    e = np.exp(x._value - np.maximum.reduce(x._value, axis=axis, keepdims=True))
-    y = Tensor(e / np.add.reduce(e, axis=axis, keepdims=True), name=name)
+    y = Tensor(_softmax_values(x._value, axis), name=name)
     record("Softmax", (x,), (y,), attrs={"axis": axis}, keep_inputs=False, keep_outputs=True)
     return y
 
@@ -125,9 +136,7 @@ def log_softmax(logits, axis=-1, name=None):
     """
     x = floating(logits, "LogSoftmax")
     axis = _axis(axis, x.ndim, "LogSoftmax")
-    shifted = x._value - np.maximum.reduce(x._value, axis=axis, keepdims=True)
-    y = Tensor(shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)),
-               name=name)
+    y = Tensor(_log_softmax_values(x._value, axis), name=name)
     record("LogSoftmax", (x,), (y,), attrs={"axis": axis}, keep_inputs=False, keep_outputs=True)
     return y
 
@@ -159,9 +168,7 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
                          f"and logits of shape {logits.shape} must have the same shape")
     axis = _axis(axis, logits.ndim, "SoftmaxCrossEntropyWithLogits")
     # (``np.add.reduce`` is what ``ndarray.sum`` calls, without its Python wrapper.)
-    x = logits._value
-    shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
-    log_sm = shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
+    log_sm = _log_softmax_values(logits._value, axis)
     loss = Tensor(-np.add.reduce(labels._value * log_sm, axis=axis), name=name)
     record("SoftmaxCrossEntropyWithLogits", (labels, logits), (loss,), attrs={"axis": axis})
     return loss
@@ -197,13 +204,13 @@ def softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis=-1, name=Non
     dy = floating(dy, "SoftmaxCrossEntropyWithLogitsGrad")
     labels = floating(labels, "SoftmaxCrossEntropyWithLogitsGrad")
     logits = floating(logits, "SoftmaxCrossEntropyWithLogitsGrad")
-    x, dv = logits._value, dy._value
-    e = np.exp(x - np.maximum.reduce(x, axis=axis, keepdims=True))
-    softmax_ = e / np.add.reduce(e, axis=axis, keepdims=True)
+    axis = _axis(axis, logits.ndim, "SoftmaxCrossEntropyWithLogitsGrad")
     total = np.add.reduce(labels._value, axis=axis, keepdims=True)
-    at = axis % x.ndim + dv.ndim - x.ndim + 1  # where ``axis`` is, after dy's batch axes
+    dv = dy._value
+    at = _axis_after_batch(axis, logits.ndim, dv.ndim)
     dv = dv.reshape(dv.shape[:at] + (1,) + dv.shape[at:])
-    d_logits = Tensor((softmax_ * total - labels._value) * dv, name=name)
+    d_logits = Tensor((_softmax_values(logits._value, axis) * total - labels._value) * dv,
+                      name=name)
     record("SoftmaxCrossEntropyWithLogitsGrad", (dy, labels, logits), (d_logits,),
            attrs={"axis": axis})
     return d_logits
@@ -217,8 +224,8 @@ def _softmax_cross_entropy_grad_grad(op, g):
     #   labels: e * (sum(g * s, axis) - g)          (T grows by 1 with every label)
     #   logits: T * e * s * (g - sum(g * s, axis))  (softmax's own rule, for g * T * e)
     dy, labels, logits = op.inputs
-    axis = op.get_attr("axis") % len(op.input_shapes[2])
-    at = axis + len(op.input_shapes[0]) - len(op.input_shapes[2]) + 1  # axis, after dy's batch
+    axis = op.get_attr("axis")
+    at = _axis_after_batch(axis, len(op.input_shapes[2]), len(op.input_shapes[0]))
     s = softmax(logits, axis=axis)
     total = reduction_ops.reduce_sum(labels, axis=axis, keepdims=True)
     e = array_ops.expand_dims(dy, at)
@@ -230,3 +237,10 @@ def _softmax_cross_entropy_grad_grad(op, g):
     d_logits = unbroadcast(total * e * s * (g - gs), op.input_shapes[2]) \
         if math_ops.wanted(op, 2) else None
     return d_dy, d_labels, d_logits
+
+
+def _axis_after_batch(axis, logits_ndim, dy_ndim):
+    """Where the (non-negative) class ``axis`` of the logits lies in the gradient
+    ``dy_batch + logits.shape``: ``dy`` is the loss (logits without ``axis``) after its
+    leading batch axes, if any."""
+    return axis + dy_ndim - (logits_ndim - 1)
