@@ -248,7 +248,8 @@ def deep_chain(contestants, repeats, quick):
     small, _ = _prepare(contestants, "chain", x0, 100)
     ref_module, _ = adapters.load("numpy")
     y_ref, g_ref = ref_module.chain(x0, 100)()
-    times, times_gc, times_first, peaks = {}, {}, {}, {}
+    times = {"first": {}, "gc off": {}, "gc on": {}}  # run -> contestant -> seconds
+    peaks = {}
     ops = steps * OPS_PER_STEP
     for name, run in runs.items():
         y, g = small[name]()
@@ -273,16 +274,17 @@ def deep_chain(contestants, repeats, quick):
                 break
             finally:
                 gc.enable()
-            {"first": times_first, "gc off": times, "gc on": times_gc}[which][name] = \
-                time.perf_counter() - t0
+            times[which][name] = time.perf_counter() - t0
             if which == "first":
                 peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
             del y, g
-    return {"rows": [_row(f"forward+backward per op ({ops:,} ops)", "us", times, 1e6 / ops),
-                     _row(f"the same, garbage collector on ({ops:,} ops)", "us", times_gc,
-                          1e6 / ops),
+    per_op = 1e6 / ops
+    return {"rows": [_row(f"forward+backward per op ({ops:,} ops)", "us", times["gc off"],
+                          per_op),
+                     _row(f"the same, garbage collector on ({ops:,} ops)", "us",
+                          times["gc on"], per_op),
                      _row(f"the same, first run in a fresh process ({ops:,} ops)", "us",
-                          times_first, 1e6 / ops),
+                          times["first"], per_op),
                      _row(f"peak RSS growth ({ops:,} ops)", "MB", peaks, 1e-6)],
             "notes": notes}
 
