@@ -2,8 +2,10 @@
 
 Every workload runs in a fresh ``python -m benchmarks.worker`` process (deep_chain: one
 process per contestant, because it measures the process's peak memory). The table shows the
-median of each contestant, minitape's ratio to the floor (hand-written NumPy) and to PyTorch,
-all measured side by side in the same process, and the issue's target where there is one.
+median of each contestant (for a peer with several APIs for the job, the fastest of them),
+minitape's ratio to the floor (hand-written NumPy), to PyTorch and to the fastest peer, all
+measured side by side in the same process, then the API behind every number, and the issues'
+targets.
 """
 
 from __future__ import annotations
@@ -49,49 +51,55 @@ def run_workload(name, repeats, quick, contestants=adapters.CONTESTANTS):
             merged = part
             continue
         for row, new in zip(merged["rows"], part["rows"]):
-            row["values"].update(new["values"])
+            for field in ("values", "apis", "variants"):
+                row.setdefault(field, {}).update(new.get(field, {}))
         merged["notes"].update(part["notes"])
     return merged
 
 
-# -- targets (issue 6) ----------------------------------------------------------------------------
+# -- targets (issues 6 and 14) ------------------------------------------------------------------
 
 def targets(results):
-    """(workload, what, measured ratio or value, limit, met) for each target of the issue."""
+    """(workload, what, measured ratio or value, limit, met) for each target of the issues.
+
+    Ratios to a peer use its fastest API (e.g. ``torch.func.jacrev`` for the Jacobian); the
+    issue 14 targets replace issue 6's where both set one.
+    """
     out = []
 
-    def ratio(workload, row, num, den):
+    def value(workload, row, name):
         try:
-            values = results[workload]["rows"][row]["values"]
-            return values[num] / values[den]
-        except (KeyError, IndexError, ZeroDivisionError):
+            return results[workload]["rows"][row]["values"][name]
+        except (KeyError, IndexError):
             return None
 
-    def add(workload, what, value, limit):
-        out.append({"workload": workload, "target": what, "value": value, "limit": limit,
-                    "met": None if value is None else value <= limit})
+    def ratio(workload, row, num, den):
+        a, b = value(workload, row, num), value(workload, row, den)
+        return None if a is None or not b else a / b
 
-    add("scalar_chain", "minitape / torch per op",
-        ratio("scalar_chain", 0, "minitape", "torch"), 1.0)
-    add("small_ops", "minitape / torch per op", ratio("small_ops", 0, "minitape", "torch"), 1.0)
-    add("no_tape", "minitape / numpy (scalar)", ratio("no_tape", 0, "minitape", "numpy"), 2.0)
-    add("mlp", "minitape / numpy", ratio("mlp", 0, "minitape", "numpy"), 1.5)
-    add("mlp_large", "minitape / numpy", ratio("mlp_large", 0, "minitape", "numpy"), 1.05)
-    add("memory", "minitape / numpy peak (non-persistent)",
+    def add(issue, workload, what, value, limit):
+        out.append({"issue": issue, "workload": workload, "target": what, "value": value,
+                    "limit": limit, "met": None if value is None else value <= limit})
+
+    add(14, "scalar_chain", "minitape / torch per op",
+        ratio("scalar_chain", 0, "minitape", "torch"), 0.7)
+    add(14, "small_ops", "minitape / torch per op",
+        ratio("small_ops", 0, "minitape", "torch"), 0.9)
+    add(14, "mlp", "minitape / numpy", ratio("mlp", 0, "minitape", "numpy"), 1.3)
+    add(14, "mlp_large", "minitape / numpy", ratio("mlp_large", 0, "minitape", "numpy"), 1.05)
+    add(14, "jacobian_h64", "vectorized: minitape / torch (fastest API)",
+        ratio("jacobian_h64", 0, "minitape", "torch"), 0.9)
+    bj = value("jacobian", 2, "minitape")
+    add(14, "jacobian", "batch_jacobian (hidden 32), ms", bj, 2.0)
+    add(14, "hessian", "minitape / torch (fastest API)",
+        ratio("hessian", 0, "minitape", "torch"), 0.5)
+    add(6, "no_tape", "minitape / numpy (scalar)", ratio("no_tape", 0, "minitape", "numpy"), 2.0)
+    add(6, "memory", "minitape / numpy peak (non-persistent)",
         ratio("memory", 0, "minitape", "numpy"), 1.2)
-    deep = scalar = None
-    try:
-        deep = results["deep_chain"]["rows"][0]["values"]["minitape"]
-        scalar = results["scalar_chain"]["rows"][0]["values"]["minitape"]
-    except KeyError:
-        pass
-    add("deep_chain", "per op / scalar_chain per op",
+    deep, scalar = value("deep_chain", 0, "minitape"), value("scalar_chain", 0, "minitape")
+    add(6, "deep_chain", "per op / scalar_chain per op",
         None if deep is None or scalar is None else deep / scalar, 1.0)
-    try:
-        imp = results["import"]["rows"][0]["values"]["minitape"]
-    except KeyError:
-        imp = None
-    add("import", "seconds to import minitape", imp, 0.2)
+    add(6, "import", "seconds to import minitape", value("import", 0, "minitape"), 0.2)
     return out
 
 
@@ -109,19 +117,38 @@ def _fmt(v):
     return f"{v:.3f}"
 
 
+def _fastest_peer(values):
+    peers = {n: v for n, v in values.items() if n not in ("numpy", "minitape") and v}
+    return min(peers.items(), key=lambda kv: kv[1]) if peers else (None, None)
+
+
 def table(results, markdown=False):
+    """The wide table: one row per measured quantity, one column per contestant.
+
+    In Markdown every peer cell names the API that was timed (its fastest, where it has
+    several); the plain-text table leaves that to ``apis_table``.
+    """
     names = adapters.CONTESTANTS
-    head = ["workload", "measure", "unit"] + [SHORT[n] for n in names] + ["mt/numpy", "mt/torch"]
+    head = (["workload", "measure", "unit"] + [SHORT[n] for n in names]
+            + ["mt/numpy", "mt/torch", "mt/fastest peer"])
     lines = [head]
     for wname, res in results.items():
         for row in res["rows"]:
-            v = row["values"]
+            v, apis = row["values"], row.get("apis", {})
             cells = [wname, row["metric"], row["unit"]]
             for n in names:
-                cells.append(_fmt(v[n]) if n in v else ("skip" if n in res["notes"] else "-"))
+                if n not in v:
+                    cells.append("skip" if n in res["notes"] else "-")
+                elif markdown and n not in ("numpy", "minitape") and n in apis:
+                    cells.append(f"{_fmt(v[n])} (`{apis[n]}`)")
+                else:
+                    cells.append(_fmt(v[n]))
             for ref in ("numpy", "torch"):
                 ok = "minitape" in v and v.get(ref)
                 cells.append(f"{v['minitape'] / v[ref]:.2f}x" if ok else "-")
+            peer, best = _fastest_peer(v)
+            cells.append(f"{v['minitape'] / best:.2f}x {SHORT[peer]}"
+                         if peer and "minitape" in v else "-")
             lines.append(cells)
     if markdown:
         out = ["| " + " | ".join(lines[0]) + " |", "|" + "---|" * len(lines[0])]
@@ -131,11 +158,34 @@ def table(results, markdown=False):
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in lines)
 
 
+def apis_table(results, markdown=False):
+    """Which API each number is for: one line per (row, contestant), every variant timed."""
+    rows = [["workload", "measure", "contestant", "API timed", "median", "unit"]]
+    for wname, res in results.items():
+        for row in res["rows"]:
+            variants = row.get("variants", {})
+            for name in adapters.CONTESTANTS:
+                if name not in row["values"]:
+                    continue
+                timed = variants.get(name) or {row.get("apis", {}).get(name, "?"):
+                                              row["values"][name]}
+                for k, (api, v) in enumerate(sorted(timed.items(), key=lambda kv: kv[1])):
+                    fastest = " (fastest)" if len(timed) > 1 and k == 0 else ""
+                    api_cell = f"`{api}`{fastest}" if markdown else api + fastest
+                    rows.append([wname, row["metric"], name, api_cell, _fmt(v), row["unit"]])
+    if markdown:
+        out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows[1:]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+
+
 def targets_table(ts, markdown=False):
-    rows = [["workload", "target", "measured", "limit", "met"]]
+    rows = [["issue", "workload", "target", "measured", "limit", "met"]]
     for t in ts:
         met = "n/a" if t["met"] is None else ("yes" if t["met"] else "NO")
-        rows.append([t["workload"], t["target"], _fmt(t["value"]), _fmt(t["limit"]), met])
+        rows.append([f"#{t.get('issue', 6)}", t["workload"], t["target"], _fmt(t["value"]),
+                     _fmt(t["limit"]), met])
     if markdown:
         out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
         return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows[1:]])
@@ -189,6 +239,8 @@ def main(argv=None):
         print(table(stored["workloads"], markdown=True))
         print()
         print(targets_table(stored["targets"], markdown=True))
+        print()
+        print(apis_table(stored["workloads"], markdown=True))
         return
 
     names = args.only or list(WORKLOADS)
@@ -212,13 +264,15 @@ def main(argv=None):
         results[name]["repeats"] = repeats
 
     print(table(results))
+    print("\nAPIs timed (a peer with several: each one, the fastest in the table above):\n"
+          + apis_table(results))
     notes = sorted({f"{SHORT[c]}: {n}" for r in results.values() for c, n in r["notes"].items()})
     if notes:
         print("\nnotes:\n  " + "\n  ".join(notes))
     all_results = {**stored, **results}
     all_results = {k: all_results[k] for k in WORKLOADS if k in all_results}
     ts = targets(all_results)
-    print("\ntargets (issue 6):\n" + targets_table(ts))
+    print("\ntargets (issues 6 and 14):\n" + targets_table(ts))
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     command = "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -3,8 +3,10 @@
 Each workload is a function ``(contestants, repeats, quick) -> result dict`` that runs in its
 own process (see ``worker.py``). A result holds ``rows``: one per measured quantity, with a
 median per contestant, all measured side by side in this one process (the repeats go round
-the contestants in turn, so a noisy moment of the machine hits them all alike), and ``notes``:
-why a contestant has no number.
+the contestants in turn, so a noisy moment of the machine hits them all alike), the API each
+contestant's number is for (``apis``; where a peer has several APIs for the job, every one is
+timed, ``variants`` holds them all and ``values`` the fastest), and ``notes``: why a
+contestant has no number.
 
 Before anything is timed, every contestant's gradient is compared with the hand-written NumPy
 result; a contestant that disagrees fails the run (``AssertionError``), it is never timed.
@@ -45,7 +47,11 @@ def _assert_close(name, what, got, want, rtol):
 
 
 def _prepare(contestants, function, *args, **kwargs):
-    """``adapter.function(*args)`` of each contestant: ``({name: run}, {name: note})``."""
+    """``adapter.function(*args)`` of each contestant: ``({(name, API): run}, {name: note})``.
+
+    A contestant whose adapter offers several APIs for the job (see ``adapters``) has one
+    entry per API; each is checked and timed, and ``_row`` keeps the fastest.
+    """
     runs, notes = {}, {}
     for name in contestants:
         module, note = adapters.load(name)
@@ -55,10 +61,23 @@ def _prepare(contestants, function, *args, **kwargs):
             notes[name] = f"n/a: no {function} (no such API in the library)"
         else:
             try:
-                runs[name] = getattr(module, function)(*args, **kwargs)
+                made = getattr(module, function)(*args, **kwargs)
             except NotImplementedError as e:
                 notes[name] = f"n/a: {e}"
+                continue
+            for api, run in adapters.variants(module, function, made):
+                runs[(name, api)] = run
     return runs, notes
+
+
+def _floor(runs):
+    """The hand-written NumPy run of ``runs`` (what every contestant is checked against)."""
+    return next(run for (name, _), run in runs.items() if name == "numpy")
+
+
+def _who(key):
+    """``"torch (torch.func.jacrev)"``: a contestant and its API, for error messages."""
+    return f"{key[0]} ({key[1]})"
 
 
 BATCH_SECONDS = 0.02  # a timed sample runs a call enough times to last about this long
@@ -100,10 +119,26 @@ def time_side_by_side(runs, repeats, warmup=1):
 
 
 def _row(metric, unit, values, scale=1.0, samples=None):
+    """One table row from ``{(contestant, API): seconds}`` (or ``{contestant: value}``).
+
+    ``values`` holds each contestant's fastest variant (times ``scale``) and ``apis`` its
+    name; ``variants`` every API timed, for the contestants that have more than one.
+    """
+    best = {}
+    for key, v in values.items():
+        name = key[0] if isinstance(key, tuple) else key
+        if name not in best or v < values[best[name]]:
+            best[name] = key
     row = {"metric": metric, "unit": unit,
-           "values": {k: v * scale for k, v in values.items()}}
+           "values": {name: values[key] * scale for name, key in best.items()},
+           "apis": {name: key[1] for name, key in best.items() if isinstance(key, tuple)}}
+    variants = {}
+    for key, v in values.items():
+        if isinstance(key, tuple):
+            variants.setdefault(key[0], {})[key[1]] = v * scale
+    row["variants"] = {name: v for name, v in variants.items() if len(v) > 1}
     if samples is not None:
-        row["samples"] = {k: [s * scale for s in v] for k, v in samples.items()}
+        row["samples"] = {name: [s * scale for s in samples[key]] for name, key in best.items()}
     return row
 
 
@@ -117,11 +152,11 @@ def _chain_workload(vector):
     def workload(contestants, repeats, quick):
         x0 = _chain_x0(vector)
         runs, notes = _prepare(contestants, "chain", x0, CHAIN_STEPS)
-        y_ref, g_ref = runs["numpy"]()
-        for name, run in runs.items():
+        y_ref, g_ref = _floor(runs)()
+        for key, run in runs.items():
             y, g = run()
-            _assert_close(name, "y", y, y_ref, 1e-12)
-            _assert_close(name, "dy/dx", g, g_ref, 1e-9)
+            _assert_close(_who(key), "y", y, y_ref, 1e-12)
+            _assert_close(_who(key), "dy/dx", g, g_ref, 1e-9)
         medians, samples = time_side_by_side(runs, repeats)
         per_op = 1e6 / (CHAIN_STEPS * OPS_PER_STEP)
         return {"rows": [_row("forward+backward per op", "us", medians, per_op, samples)],
@@ -134,9 +169,9 @@ def no_tape(contestants, repeats, quick):
     for label, vector in (("scalar", False), ("(8,) vector", True)):
         x0 = _chain_x0(vector)
         runs, notes = _prepare(contestants, "chain_forward", x0, CHAIN_STEPS)
-        y_ref = runs["numpy"]()
-        for name, run in runs.items():
-            _assert_close(name, "y", run(), y_ref, 1e-12)
+        y_ref = _floor(runs)()
+        for key, run in runs.items():
+            _assert_close(_who(key), "y", run(), y_ref, 1e-12)
         medians, samples = time_side_by_side(runs, repeats)
         rows.append(_row(f"{label} forward per op, no tape", "us", medians,
                          1e6 / (CHAIN_STEPS * OPS_PER_STEP), samples))
@@ -159,8 +194,9 @@ def mlp_data(sizes, batch, seed=0):
 
 
 def _check_mlp(runs):
-    loss_ref, grads_ref = runs["numpy"]()
-    for name, run in runs.items():
+    loss_ref, grads_ref = _floor(runs)()
+    for key, run in runs.items():
+        name = _who(key)
         loss, grads = run()
         _assert_close(name, "loss", loss, loss_ref, 1e-5)
         if len(grads) != len(grads_ref):
@@ -192,31 +228,38 @@ def two_layer_data(n_in, hidden, n_out, batch, seed=1):
     return params, rng.standard_normal((batch, n_in)).astype(np.float32)
 
 
-def jacobian(contestants, repeats, quick):
-    params, x = two_layer_data(32, 32, 16, 64)
-    rows, notes = [], {}
-    for mode, label in (("vectorized", "jacobian (64,16,64,32), vectorized"),
-                        ("looped", "jacobian (64,16,64,32), looped"),
-                        ("batch", "batch_jacobian (64,16,32)")):
-        runs, mode_notes = _prepare(contestants, "jacobian", params, x, mode)
-        for name, note in mode_notes.items():
-            notes.setdefault(name, note)
-        ref = runs["numpy"]()
-        for name, run in runs.items():
-            _assert_close(name, label, run(), ref, 1e-4)
-        # The looped Jacobian runs 1,024 backward passes: fewer repeats keep the suite short.
-        n = max(1, repeats // 4) if mode == "looped" else repeats
-        medians, samples = time_side_by_side(runs, n)
-        rows.append(_row(label, "ms", medians, 1e3, samples))
-    return {"rows": rows, "notes": notes}
+def _jacobian_workload(hidden, modes):
+    """``elu(elu(x W1 + b1) W2 + b2)`` with ``x`` (64, 32), ``hidden`` units, ``y`` (64, 16):
+    one row per mode (``vectorized``, ``looped``: the full Jacobian; ``batch``)."""
+    labels = {"vectorized": "jacobian (64,16,64,32), vectorized",
+              "looped": "jacobian (64,16,64,32), looped",
+              "batch": "batch_jacobian (64,16,32)"}
+
+    def workload(contestants, repeats, quick):
+        params, x = two_layer_data(32, hidden, 16, 64)
+        rows, notes = [], {}
+        for mode in modes:
+            label = f"{labels[mode]}, hidden {hidden}"
+            runs, mode_notes = _prepare(contestants, "jacobian", params, x, mode)
+            for name, note in mode_notes.items():
+                notes.setdefault(name, note)
+            ref = _floor(runs)()
+            for key, run in runs.items():
+                _assert_close(_who(key), label, run(), ref, 1e-4)
+            # The looped Jacobian runs 1,024 backward passes: fewer repeats keep it short.
+            n = max(1, repeats // 4) if mode == "looped" else repeats
+            medians, samples = time_side_by_side(runs, n)
+            rows.append(_row(label, "ms", medians, 1e3, samples))
+        return {"rows": rows, "notes": notes}
+    return workload
 
 
 def hessian(contestants, repeats, quick):
     params, x = two_layer_data(5, 8, 6, 7, seed=2)
     runs, notes = _prepare(contestants, "hessian", params, x)
-    ref = runs["numpy"]()
-    for name, run in runs.items():
-        _assert_close(name, "hessian (5,8,5,8)", run(), ref, 1e-4)
+    ref = _floor(runs)()
+    for key, run in runs.items():
+        _assert_close(_who(key), "hessian (5,8,5,8)", run(), ref, 1e-4)
     medians, samples = time_side_by_side(runs, repeats)
     return {"rows": [_row("hessian of a 5x8 kernel (5,8,5,8)", "ms", medians, 1e3, samples)],
             "notes": notes}
@@ -248,14 +291,15 @@ def deep_chain(contestants, repeats, quick):
     small, _ = _prepare(contestants, "chain", x0, 100)
     ref_module, _ = adapters.load("numpy")
     y_ref, g_ref = ref_module.chain(x0, 100)()
-    times = {"first": {}, "gc off": {}, "gc on": {}}  # run -> contestant -> seconds
+    times = {"first": {}, "gc off": {}, "gc on": {}}  # run -> (contestant, API) -> seconds
     peaks = {}
     ops = steps * OPS_PER_STEP
-    for name, run in runs.items():
-        y, g = small[name]()
-        _assert_close(name, "dy/dx (100 steps)", g, g_ref, 1e-9)
+    for key, run in runs.items():
+        name = key[0]
+        y, g = small[key]()
+        _assert_close(_who(key), "dy/dx (100 steps)", g, g_ref, 1e-9)
         t0 = time.perf_counter()  # (a second call: the first one includes lazy set-ups)
-        small[name]()
+        small[key]()
         per_op = (time.perf_counter() - t0) / (100 * OPS_PER_STEP)
         if 3 * per_op * ops > DEEP_CHAIN_BUDGET:  # (TensorFlow eager, JAX without jit)
             notes[name] = (f"skipped: at ~{per_op * 1e6:.0f} us per op, three runs of "
@@ -274,9 +318,9 @@ def deep_chain(contestants, repeats, quick):
                 break
             finally:
                 gc.enable()
-            times[which][name] = time.perf_counter() - t0
+            times[which][key] = time.perf_counter() - t0
             if which == "first":
-                peaks[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+                peaks[key] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
             del y, g
     per_op = 1e6 / ops
     return {"rows": [_row(f"forward+backward per op ({ops:,} ops)", "us", times["gc off"],
@@ -299,11 +343,10 @@ def memory(contestants, repeats, quick):
             notes[name] = "n/a: tracemalloc does not see its allocator"
             continue
         module, note = adapters.load(name)
-        if name == "numpy":
-            variants["numpy"] = module.mlp(*data)
-        else:
-            variants["minitape"] = module.mlp(*data)
-            variants["minitape persistent"] = module.mlp(*data, persistent=True)
+        variants[(name, module.API["mlp"])] = module.mlp(*data)
+        if name == "minitape":
+            variants[("minitape persistent", "GradientTape(persistent=True).gradient")] = \
+                module.mlp(*data, persistent=True)
     _check_mlp(variants)
     peaks = {}
     for name, run in variants.items():
@@ -317,10 +360,12 @@ def memory(contestants, repeats, quick):
             tracemalloc.stop()
             del result
         peaks[name] = statistics.median(samples)
+    persistent = next(k for k in peaks if k[0] == "minitape persistent")
     rows = [_row("peak memory of one mlp_large step", "MB",
-                 {k: v for k, v in peaks.items() if k != "minitape persistent"}, 1e-6),
+                 {k: v for k, v in peaks.items() if k != persistent}, 1e-6),
             _row("peak memory, persistent tape", "MB",
-                 {"numpy": peaks["numpy"], "minitape": peaks["minitape persistent"]}, 1e-6)]
+                 {k: v for k, v in peaks.items() if k[0] == "numpy"}
+                 | {("minitape", persistent[1]): peaks[persistent]}, 1e-6)]
     return {"rows": rows, "notes": notes}
 
 
@@ -340,7 +385,7 @@ def import_time(contestants, repeats, quick):
                 break
             samples.append(float(proc.stdout.strip().splitlines()[-1]))
         if samples:
-            times[name] = statistics.median(samples)
+            times[(name, f"import {module}")] = statistics.median(samples)
     check = subprocess.run([sys.executable, "-c",
                             "import sys, minitape; print(sorted({'matplotlib', 'graphviz', "
                             "'ipywidgets'} & set(sys.modules)))"],
@@ -355,7 +400,8 @@ WORKLOADS = {
     "no_tape": no_tape,
     "mlp": _mlp_workload([784, 256, 10], 64),
     "mlp_large": _mlp_workload([1024, 1024, 1024, 10], 1024),
-    "jacobian": jacobian,
+    "jacobian": _jacobian_workload(32, ("vectorized", "looped", "batch")),
+    "jacobian_h64": _jacobian_workload(64, ("vectorized", "batch")),
     "hessian": hessian,
     "deep_chain": deep_chain,
     "memory": memory,
@@ -368,6 +414,6 @@ ISOLATED = {"deep_chain"}
 # How many timed repeats each workload gets (full run, quick run).
 REPEATS = {
     "scalar_chain": (21, 3), "small_ops": (21, 3), "no_tape": (21, 3), "mlp": (51, 3),
-    "mlp_large": (11, 2), "jacobian": (9, 1), "hessian": (21, 2), "deep_chain": (1, 1),
-    "memory": (3, 1), "import": (7, 3),
+    "mlp_large": (11, 2), "jacobian": (9, 1), "jacobian_h64": (9, 1), "hessian": (21, 2),
+    "deep_chain": (1, 1), "memory": (3, 1), "import": (7, 3),
 }

@@ -29,7 +29,14 @@ from .ops.array_ops import (
     einsum, broadcast_to, identity, stop_gradient, shape, size, linspace, range, eye, zeros,
     ones, zeros_like, ones_like, fill,
 )
+from .ops.linalg_ops import tensordot
+# (TensorFlow's top-level aliases of these tf.math functions: tf.sin is tf.math.sin.)
+from .ops.math_ops import (
+    sin, cos, tan, tanh, sigmoid, equal, not_equal, greater, greater_equal, less, less_equal,
+)
 from .ops.reduction_ops import reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, norm
+from .ops.reduction_ops import reduce_logsumexp, cumsum, argmax, argmin
+from .ops.array_ops import split, reverse, boolean_mask, one_hot
 from . import math, nn, linalg, random, image, autodiff
 from .functional import (
     gradients_function, value_and_gradients_function, implicit_gradients,
@@ -37,13 +44,25 @@ from .functional import (
 )
 from .module import Module
 from . import layers
+from . import optimizers
+from . import keras
+from . import data
+from . import errors, config, train, saved_model
+from .config import device
+from .function import function, TensorSpec
 
 __version__ = "0.1.0"
 
 
+# Submodules loaded on first use, so that ``import minitape`` stays light: ``mt.viz`` ...
+_LAZY_MODULES = ("viz", "testing", "keras")
+
+
 def __getattr__(name):
-    # ``mt.viz`` and ``mt.testing`` load on first use: ``import minitape`` stays light.
-    if name in ("viz", "testing"):
+    # Python calls this only for a name the module does not have: a lazy submodule, else an
+    # AttributeError that says whether TensorFlow has the name (see ``_tf_names``).
+    if name in _LAZY_MODULES:
         import importlib
         return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'minitape' has no attribute {name!r}")
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -14,8 +14,10 @@ import inspect
 
 import numpy as np
 
-from .tape import GradientTape, flatten, record
-from .tensor import Tensor, Variable, convert_to_tensor
+from .nest import flatten
+from .recording import record
+from .tape import GradientTape
+from .tensor import Tensor, Variable, _owned, _read_only_view, convert_to_tensor
 
 
 def custom_gradient(f):
@@ -94,7 +96,8 @@ def custom_gradient(f):
                     for g, t in zip(in_grads + var_grads, tensor_inputs + var_reads)]
 
         record("CustomGradient", tensor_inputs + var_reads, new_out,
-               attrs={"function": f.__name__}, grad_fn=op_grad)
+               attrs={"function": f.__name__, "variable_reads": len(var_reads)},
+               grad_fn=op_grad, forward=f)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(new_out)
         return new_out[0]
@@ -109,8 +112,9 @@ def _as_list(grads):
 def primitive(op_type):
     """Decorator: turn a NumPy function into a new recorded op type.
 
-    The function receives ndarrays (Tensor arguments converted) and keyword attributes, and
-    returns an ndarray or a tuple of them. Register its gradient with
+    The function receives ndarrays (Tensor arguments converted; read-only views, since a
+    Tensor never changes) and keyword attributes, and returns an ndarray or a tuple of them
+    (copied into the new Tensors). Register its gradient with
     ``@mt.RegisterGradient(op_type)``: there ``op.inputs`` / ``op.outputs`` are Tensors and
     ``op.get_attr(name)`` returns a keyword attribute. Until then, a gradient through it
     raises ``LookupError``.
@@ -137,10 +141,15 @@ def primitive(op_type):
         @functools.wraps(fn)
         def op(*args, **attrs):
             inputs = [convert_to_tensor(a, what=op_type) for a in args]
-            result = fn(*[t._value for t in inputs], **attrs)
+            # ``fn`` sees read-only views (writing into one would change a Tensor), and
+            # the Tensors made from its results own their arrays (``fn`` may keep them).
+            result = fn(*[_read_only_view(t._value) if type(t._value) is np.ndarray
+                          else t._value for t in inputs], **attrs)
             single = not isinstance(result, tuple)
-            outputs = [Tensor(np.asarray(r)) for r in ((result,) if single else result)]
-            record(op_type, inputs, outputs, attrs=attrs, keep_inputs=True, keep_outputs=True)
+            outputs = [Tensor(_owned(r) if type(r) is np.ndarray else np.array(r))
+                       for r in ((result,) if single else result)]
+            record(op_type, inputs, outputs, attrs=attrs, keep_inputs=True, keep_outputs=True,
+                   forward=fn)
             return outputs[0] if single else tuple(outputs)
 
         op.op_type = op_type

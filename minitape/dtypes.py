@@ -38,3 +38,21 @@ def as_dtype(dtype):
 def is_floating(dtype) -> bool:
     """True for float16, float32 and float64: the dtypes that carry gradients."""
     return dtype.kind == "f"
+
+
+def check_dtype(dtype, what, arg="dtype"):
+    """``as_dtype``, then check it is one minitape computes with: bool, integer or floating.
+
+    Strings, objects, complex numbers and dates are refused with a ``TypeError`` naming
+    ``what`` (the function) and ``arg`` (its argument); None stays None.
+
+    >>> check_dtype("float64", "cast")
+    dtype('float64')
+    """
+    dtype = as_dtype(dtype)
+    if dtype is not None and dtype.kind not in "biuf":
+        extra = "; minitape has no complex numbers" if dtype.kind == "c" else ""
+        raise TypeError(f"{what}: {arg}={dtype.name} is not supported: minitape Tensors hold "
+                        "bool, integer or floating values (mt.bool, mt.int32, mt.int64, "
+                        f"mt.float16, mt.float32, mt.float64){extra}")
+    return dtype

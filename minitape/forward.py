@@ -15,7 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry
-from .tape import (GradientTape, Operation, UnconnectedGradients, _state, flatten, pack_like)
+from .nest import flatten, pack_like
+from .recording import Operation
+from .recording import state as _state
+from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, convert_to_tensor
 
 

@@ -1,5 +1,7 @@
 """``mt.math``: elementwise functions, reductions and comparisons (as ``tf.math``)."""
 
+import numpy as np
+
 from .ops.math_ops import (  # noqa: F401
     add, subtract, multiply, divide, pow, negative, abs, sign, exp, log, sqrt, square, maximum,
     minimum, round, sin, cos, tan, tanh, sigmoid, softplus, log1p, expm1, erf, reciprocal,
@@ -8,3 +10,37 @@ from .ops.math_ops import (  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
     reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod,
 )
+from .ops.reduction_ops import (  # noqa: F401
+    reduce_logsumexp, reduce_variance, reduce_std, cumsum, argmax, argmin,
+)
+
+
+def _elementwise_test(op_type, fn, what):
+    from .ops.math_ops import floating
+    from .recording import record
+    from .registry import no_gradient
+    from .tensor import Tensor
+
+    def test(x, name=None):
+        x = floating(x, op_type)
+        z = Tensor(fn(x._value), name=name)
+        record(op_type, (x,), (z,), keep_inputs=False)
+        return z
+
+    test.__name__ = fn.__name__.replace("is", "is_")
+    test.__doc__ = (f"Elementwise: is ``x`` {what}? A bool Tensor of ``x``'s shape (op "
+                    f"``{op_type}``, as ``tf.math.{test.__name__}``); not differentiable.\n\n"
+                    f"    Raises:\n        TypeError: ``x`` is not floating (as TensorFlow).\n")
+    no_gradient(op_type)
+    return test
+
+
+is_nan = _elementwise_test("IsNan", np.isnan, "NaN")
+is_inf = _elementwise_test("IsInf", np.isinf, "+inf or -inf")
+is_finite = _elementwise_test("IsFinite", np.isfinite, "finite (not NaN, not infinite)")
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -1,8 +1,20 @@
-"""``Module``: a container that finds the Variables in its attributes, as ``tf.Module``."""
+"""``Module``: a container that finds the Variables in its attributes, as ``tf.Module``.
+
+It also holds the weights file: ``save_weights`` / ``load_weights`` write and read every
+Variable of a Module tree in one ``.npz`` file (a zip of ``.npy`` arrays, no pickle), keyed by
+the Variable's *object path*: the attribute names from the Module down to it, joined by ``/``
+(``layers/0/kernel``), each name escaped so that keys never collide (``%`` and ``/`` inside a
+name, and characters a zip name cannot hold, are written as ``%XX``). Loading checks every
+key, shape and dtype from the arrays' headers before it reads any data, and assigns only when
+everything matches: all or nothing.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+import zipfile
 
 import numpy as np
 
@@ -21,7 +33,9 @@ def _unique_name(cls):
 class Module:
     """Collects Variables and sub-Modules from its attributes (lists, tuples and dicts too).
 
-    Order is the order in which the attributes were assigned. As ``tf.Module``.
+    Order is the order in which the attributes were assigned. As ``tf.Module``. A Module
+    that contains itself (directly or through a child) is walked once: each Variable and
+    each sub-Module is listed once.
 
     Attributes:
         name: given, or made unique from the class name (``dense``, ``dense_1``, ...).
@@ -29,15 +43,22 @@ class Module:
         submodules: tuple of every Module inside, depth first.
     """
 
+    # Attributes that hold no state of this Module (subclasses extend it: a Keras model's
+    # optimizer, for one, is not part of the model's variables).
+    _walk_skip: tuple = ("name",)
+    # Attributes walked after all the others (a Keras layer's list of add_weight Variables).
+    _walk_last: tuple = ()
+
     def __init__(self, name=None):
         self.name = name if name is not None else _unique_name(type(self))
 
-    def _walk(self, prefix=""):
-        """Yield ``(path, item)`` for every Variable and Module below, in attribute order."""
-        for key, value in vars(self).items():
-            if key == "name" or key.startswith("__"):
-                continue
-            yield from _walk_value(f"{prefix}{key.lstrip('_')}", value)
+    def _walk(self):
+        """Yield ``(path, item)`` for every Variable and Module below, in attribute order.
+
+        ``path`` is a tuple of attribute names, dict keys and list indices. Each Module is
+        entered once, so a Module that contains itself does not loop.
+        """
+        yield from _walk_value((), self, {id(self)}, top=True)
 
     def _variables_with_paths(self):
         seen, out = set(), []
@@ -53,11 +74,18 @@ class Module:
 
     @property
     def trainable_variables(self):
-        return tuple(v for v in self.variables if v.trainable)
+        """The trainable Variables, less those of a sub-Module frozen with ``trainable = False``."""
+        frozen = {id(v) for m in self.submodules if getattr(m, "trainable", True) is False
+                  for v in m.variables}
+        return tuple(v for v in self.variables if v.trainable and id(v) not in frozen)
+
+    @property
+    def non_trainable_variables(self):
+        return tuple(v for v in self.variables if not v.trainable)
 
     @property
     def submodules(self):
-        seen, out = set(), []
+        seen, out = {id(self)}, []
         for _, item in self._walk():
             if isinstance(item, Module) and id(item) not in seen:
                 seen.add(id(item))
@@ -65,39 +93,217 @@ class Module:
         return tuple(out)
 
     def save_weights(self, path):
-        """Write every Variable to a ``.npz`` file, keyed by attribute path (``layer1/kernel``)."""
-        np.savez(path, **{p: v.numpy() for p, v in self._variables_with_paths()})
+        """Write every Variable to the ``.npz`` file ``path``, keyed by object path.
 
-    def load_weights(self, path):
-        """Read Variables saved by ``save_weights`` back with ``assign``.
+        Args:
+            path: a file name, with or without ``.npz`` (``"w"`` writes ``w.npz``;
+                ``load_weights("w")`` reads it back).
+
+        Returns:
+            The path written, as a string ending in ``.npz``.
 
         Raises:
-            ValueError: the file lacks one of this module's Variables, or a shape differs
-                (build the layers first by calling the module once).
+            ValueError: two Variables would get the same key (names both).
+
+        The file is written to a temporary name and then renamed, so a failed save never
+        leaves half a file. As ``tf.keras.Model.save_weights``, in NumPy's format.
+
+        >>> import minitape as mt, tempfile, os
+        >>> m = mt.Module(); m.scale = mt.Variable(2.0)
+        >>> path = m.save_weights(os.path.join(tempfile.mkdtemp(), "w"))
+        >>> path.endswith("w.npz")
+        True
         """
-        with np.load(path) as data:
-            for p, v in self._variables_with_paths():
-                if p not in data:
-                    raise ValueError(f"load_weights: {path} has no entry {p!r} (it has "
-                                     f"{sorted(data.files)}); was it saved from this module?")
-                if data[p].shape != v.shape:
-                    raise ValueError(f"load_weights: {p!r} has shape {data[p].shape} in {path} "
-                                     f"but {v.shape} here")
-                v.assign(data[p])
+        return save_variables(path, self._variables_with_paths(), "save_weights")
+
+    def load_weights(self, path):
+        """Read Variables saved by ``save_weights`` back into this Module, all or nothing.
+
+        Every key, shape and dtype is checked from the file's array headers first (no data
+        is read before that); only when all match are the Variables assigned.
+
+        Args:
+            path: the path given to ``save_weights`` (with or without ``.npz``).
+
+        Raises:
+            FileNotFoundError: no such file.
+            ValueError: keys missing or extra (both listed), a shape or dtype differs (build
+                lazily-built layers first by calling the model once), or the file is not a
+                weights file (an entry that is not a plain ``.npy`` array, or holds Python
+                objects: minitape never unpickles).
+        """
+        load_variables(path, self._variables_with_paths(), "load_weights")
 
     def __repr__(self):
         return f"<{type(self).__name__} '{self.name}' variables={len(self.variables)}>"
 
 
-def _walk_value(path, value):
+def _walk_value(path, value, entered, top=False):
     if isinstance(value, Variable):
         yield path, value
     elif isinstance(value, Module):
-        yield path, value
-        yield from value._walk(prefix=f"{path}/")
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _walk_value(f"{path}/{k}", v)
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            yield from _walk_value(f"{path}/{i}", v)
+        if not top:
+            yield path, value
+            if id(value) in entered:
+                return
+            entered.add(id(value))
+        skip, last = set(), set()
+        for cls in type(value).__mro__:
+            skip.update(getattr(cls, "_walk_skip", ()))
+            last.update(getattr(cls, "_walk_last", ()))
+        attrs = vars(value)
+        keys = [k for k in attrs if k not in last] + [k for k in attrs if k in last]
+        for key in keys:
+            if key in skip or key.startswith("__"):
+                continue
+            yield from _walk_value(path + (key,), attrs[key], entered)
+    elif isinstance(value, (dict, list, tuple)):
+        if id(value) in entered:   # a list that contains itself
+            return
+        entered.add(id(value))
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for k, v in items:
+            yield from _walk_value(path + (k,), v, entered)
+
+
+# -- the weights file -----------------------------------------------------------------------
+
+def weights_path(path) -> str:
+    """``path`` as a string ending in ``.npz`` (the file ``save_weights(path)`` writes)."""
+    path = os.fspath(path)
+    return path if path.endswith(".npz") else path + ".npz"
+
+
+def _escape(segment) -> str:
+    text = segment if isinstance(segment, str) else str(segment)
+    if text in ("", ".", ".."):
+        return "%" + text.replace(".", "%2E") + "%"  # never a real escape: unique
+    out = []
+    for ch in text:
+        if ch in "%/\\" or not ch.isprintable():
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def variable_key(path) -> str:
+    """The file key of an object path (a tuple of names): escaped names joined by ``/``."""
+    return "/".join(_escape(seg) for seg in path)
+
+
+def _show(path) -> str:
+    """An object path for a message: ``layers[0].kernel``, ``d['a/b']``."""
+    text = ""
+    for seg in path:
+        text += f".{seg}" if isinstance(seg, str) and seg.isidentifier() else f"[{seg!r}]"
+    return text.lstrip(".")
+
+
+def keyed_variables(items, what):
+    """``{key: Variable}`` from ``(path, Variable)`` pairs; two paths with one key is an error."""
+    out, where = {}, {}
+    for path, var in items:
+        key = variable_key(path)
+        if key in out:
+            raise ValueError(f"{what}: the Variables at {_show(where[key])} and {_show(path)} "
+                             f"would both be saved under the key {key!r}; rename one of the "
+                             "attributes (or dict keys) so that they differ")
+        out[key], where[key] = var, path
+    return out
+
+
+def save_variables(path, items, what="save_weights") -> str:
+    """Write ``(path, Variable)`` pairs (or a ``{key: Variable}`` dict) to a ``.npz`` file."""
+    variables = items if isinstance(items, dict) else keyed_variables(items, what)
+    target = weights_path(path)
+    folder = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(prefix=".minitape-", suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED,
+                                                       allowZip64=True) as zf:
+            for key, var in variables.items():
+                with zf.open(key + ".npy", "w", force_zip64=True) as entry:
+                    np.lib.format.write_array(entry, np.asarray(var._value), allow_pickle=False)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return target
+
+
+def read_headers(path, what="load_weights"):
+    """``{key: (shape, dtype)}`` of a weights file, from the array headers only."""
+    target = weights_path(path)
+    if not os.path.exists(target):
+        raise FileNotFoundError(f"{what}: no weights file {target!r} (from the path {path!r}); "
+                                "pass the path that was given to save_weights")
+    headers = {}
+    try:
+        with zipfile.ZipFile(target) as zf:
+            for info in zf.infolist():
+                headers[_key_of(info, target, what)] = _header(zf, info, target, what)
+    except zipfile.BadZipFile as e:
+        raise ValueError(f"{what}: {target!r} is not a weights file (.npz): {e}") from None
+    return headers
+
+
+def _key_of(info, target, what):
+    if not info.filename.endswith(".npy"):
+        raise ValueError(f"{what}: {target!r} holds {info.filename!r}, which is not a .npy array; "
+                         "is it a weights file written by save_weights?")
+    return info.filename[:-4]
+
+
+def _header(zf, info, target, what):
+    with zf.open(info) as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"unsupported .npy format version {version}")
+        except ValueError as e:
+            raise ValueError(f"{what}: the entry {info.filename!r} of {target!r} is not a "
+                             f"readable .npy array: {e}") from None
+    if dtype.hasobject:
+        raise ValueError(f"{what}: the entry {info.filename!r} of {target!r} holds Python "
+                         "objects; minitape loads numbers only and never unpickles")
+    return tuple(shape), dtype
+
+
+def load_variables(path, items, what="load_weights"):
+    """Check a weights file against ``(path, Variable)`` pairs (or a dict), then assign all."""
+    variables = items if isinstance(items, dict) else keyed_variables(items, what)
+    target = weights_path(path)
+    headers = read_headers(path, what)
+    missing = [k for k in variables if k not in headers]
+    extra = [k for k in headers if k not in variables]
+    problems = []
+    if missing:
+        entries = "entry" if len(missing) == 1 else "entries"
+        problems.append(f"{target} has no {entries} {', '.join(map(repr, missing))} (it has "
+                        f"{sorted(headers)}); was it saved from this module? A layer that builds "
+                        "on its first call must be called once before loading")
+    if extra:
+        problems.append(f"{target} has entries that this module lacks: {extra}")
+    for key, var in variables.items():
+        if key in headers:
+            shape, dtype = headers[key]
+            if shape != var.shape:
+                problems.append(f"{key!r} has shape {shape} in {target} but {var.shape} here")
+            elif dtype != var.dtype:
+                problems.append(f"{key!r} has dtype {dtype.name} in {target} but "
+                                f"{var.dtype.name} here")
+    if problems:
+        raise ValueError(f"{what}: nothing was loaded: " + "; ".join(problems))
+    values = {}
+    with zipfile.ZipFile(target) as zf:
+        for key in variables:
+            with zf.open(key + ".npy") as f:
+                values[key] = np.lib.format.read_array(f, allow_pickle=False)
+    for key, var in variables.items():   # everything checked and read: now assign
+        var.assign(values[key])

@@ -3,3 +3,11 @@
 from .ops.math_ops import sigmoid, softplus, tanh  # noqa: F401
 from .ops.nn_ops import relu, elu, leaky_relu, softmax, log_softmax  # noqa: F401
 from .ops.nn_ops import softmax_cross_entropy_with_logits  # noqa: F401
+from .ops.nn_ops import sparse_softmax_cross_entropy_with_logits, dropout  # noqa: F401
+from .ops.conv_ops import conv2d, max_pool2d  # noqa: F401
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

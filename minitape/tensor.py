@@ -47,12 +47,17 @@ class Tensor:
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([3., 6.], dtype=float32)>
     """
 
-    __slots__ = ("_value", "_id", "name", "__weakref__")
+    # ``_origin``: where the learner made a constant or Variable (``recording.learner_frame``),
+    # for the drawings' labels; set only by ``constant`` and ``Variable``, never on the hot path.
+    __slots__ = ("_value", "_id", "name", "_origin", "__weakref__")
     # Make ``ndarray + tensor`` and ``[[1., 2.]] @ tensor`` call our reflected operators.
     __array_priority__ = 1000
 
     def __init__(self, value, name=None, _id=None):
-        # ``value`` is an ndarray or a NumPy scalar; use mt.constant to build from Python data.
+        # ``value`` is an ndarray or a NumPy scalar that no one else holds (the Tensor owns
+        # it and never writes into it); use mt.constant to build from Python data or arrays.
+        if name is not None and type(name) is not str:
+            _check_name(name, "Tensor")
         self._value = value
         self._id = _next_id() if _id is None else _id
         self.name = name
@@ -75,17 +80,31 @@ class Tensor:
         return self._value.size
 
     def numpy(self):
-        """The value as NumPy: a NumPy scalar for a 0-d Tensor, else a read-only ndarray."""
+        """The value as NumPy: a NumPy scalar for a 0-d Tensor, else a **read-only view**.
+
+        No copy is made; writing into the result raises NumPy's ``ValueError: assignment
+        destination is read-only``. Use ``t.numpy().copy()`` for an array you can change.
+        """
         value = self._value
         if value.ndim == 0:
             return value[()]
-        view = value.view()
-        view.flags.writeable = False
-        return view
+        return _read_only_view(value)
 
     def __array__(self, dtype=None, copy=None):
-        value = np.asarray(self._value)
-        return value if dtype is None else value.astype(dtype)
+        """``np.asarray(t)``: a read-only view of the value (no copy), as ``numpy()``.
+
+        ``np.array(t)`` (``copy=True``) and a ``dtype`` other than the Tensor's give a new,
+        writable array; ``copy=False`` with another dtype raises ``ValueError``, as NumPy 2.
+        """
+        value = self._value
+        if copy or type(value) is not np.ndarray:  # (a NumPy scalar: asarray makes a new array)
+            return np.array(value, dtype=dtype, copy=True)
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            if copy is False:
+                raise ValueError(f"np.asarray(Tensor, dtype={np.dtype(dtype).name}, copy=False): "
+                                 f"the Tensor's dtype is {value.dtype.name}, so a copy is needed")
+            return value.astype(dtype)
+        return _read_only_view(value)
 
     def __len__(self):
         if self.ndim == 0:
@@ -114,6 +133,36 @@ class Tensor:
         if self._value.size != 1:
             raise TypeError(f"int() needs a one-element Tensor, got shape {self.shape}")
         return int(self._value.reshape(()))
+
+    def __format__(self, spec):
+        """``f"{t:.3f}"``: format a 0-d Tensor as its NumPy scalar does.
+
+        An empty spec (``f"{t}"``) gives ``str(t)``. A non-scalar with a spec raises
+        ``TypeError``, as an ndarray does.
+
+        >>> import minitape as mt
+        >>> f"{mt.constant(2.5):.2f}"
+        '2.50'
+        """
+        if not spec:
+            return str(self)
+        if self._value.ndim != 0:
+            raise TypeError(f"format spec {spec!r} needs a scalar (0-d) Tensor, got shape "
+                            f"{self.shape}; format single elements (f'{{t[0]:{spec}}}') or "
+                            f"reduce first (mt.reduce_mean)")
+        return format(self._value[()], spec)
+
+    def __round__(self, ndigits=None):
+        """``round(t)``: as the NumPy scalar of a 0-d Tensor (an int, or a scalar for digits)."""
+        if self._value.ndim != 0:
+            raise TypeError(f"round() needs a scalar (0-d) Tensor, got shape {self.shape}; "
+                            "use mt.round for elementwise rounding")
+        return round(self._value[()], ndigits)
+
+    def __complex__(self):
+        if self._value.size != 1:
+            raise TypeError(f"complex() needs a one-element Tensor, got shape {self.shape}")
+        return complex(self._value.reshape(()))
 
     def __index__(self):
         if self._value.dtype.kind not in "iu" or self._value.ndim != 0:
@@ -207,6 +256,26 @@ class Tensor:
     def __getitem__(self, key):
         return _array.getitem(self, key)
 
+    def __setitem__(self, key, value):
+        if isinstance(self, Variable):
+            raise TypeError(f"'Variable' object does not support item assignment; write "
+                            f"v[{_key_text(key)}].assign(value), as in TensorFlow")
+        raise TypeError(f"'{type(self).__name__}' object does not support item assignment: a "
+                        f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
+
+    def __getattr__(self, name):
+        # Python calls this only for an attribute a Tensor lacks. ``t[0].assign(1)`` on a
+        # plain Tensor gets an explanation (hasattr(t, "assign") stays False, as in TF).
+        if name in ("assign", "assign_add", "assign_sub"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}: a "
+                                 f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+
+_IMMUTABLE_FIX = ("To change values in place, keep them in a mt.Variable and assign into a slice "
+                  "of it, indexing the Variable itself in one step (v[1, 2].assign(9.0), "
+                  "v[0:2, :].assign(...)); or build a new Tensor (mt.where, mt.concat).")
+
 
 class Variable(Tensor):
     """A stateful value that the tape watches automatically, as ``tf.Variable``.
@@ -231,16 +300,22 @@ class Variable(Tensor):
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if isinstance(initial_value, Variable):
             initial_value = initial_value._value
+        _check_name(name, "Variable")
+        # (convert_to_tensor already copied a caller's ndarray: the array is the Variable's.)
         value = convert_to_tensor(initial_value, dtype=dtype, what="Variable")._value
-        super().__init__(np.array(value), name="Variable" if name is None else name)
+        super().__init__(value if type(value) is np.ndarray else np.array(value),
+                         name="Variable" if name is None else name)
         self.trainable = bool(trainable)
         self.path = self.name  # layers set e.g. "dense/kernel"
+        self._origin = _recording.learner_frame(1)
 
     def read_value(self) -> Tensor:
         """The current value as a Tensor (a read: a tape watches it like any other read)."""
         return convert_to_tensor(self)
 
     def numpy(self):
+        """The value as NumPy: a NumPy scalar for a 0-d Variable, else a **writable copy**
+        (as ``tf.Variable.numpy``): changing it does not change the Variable; use ``assign``."""
         value = self._value
         return value[()] if value.ndim == 0 else value.copy()
 
@@ -248,7 +323,8 @@ class Variable(Tensor):
         new = convert_to_tensor(value, dtype=self.dtype, what=f"Variable.{method}")._value
         self._check_shape(new.shape, method)
         # A new array, never an in-place write: what earlier operations saved stays valid.
-        self._value = np.array(new, dtype=self.dtype)
+        # (convert_to_tensor copied a caller's ndarray; a Tensor's array is never written.)
+        self._value = new if type(new) is np.ndarray else np.array(new, dtype=self.dtype)
         return self
 
     def _check_shape(self, shape, method, broadcast=False):
@@ -280,11 +356,134 @@ class Variable(Tensor):
         self._check_shape(delta.shape, "assign_sub", broadcast=True)
         return self._assign_value(self._value - delta._value, "assign_sub")
 
+    def __getitem__(self, key):
+        """``v[key]``: the slice's current value, a Tensor that can also write into ``v``.
+
+        As ``tf.Variable.__getitem__``: the result is a read of ``v`` (recorded like any
+        indexing, so gradients flow to ``v``) that also offers ``assign``, ``assign_add`` and
+        ``assign_sub``, which write into that slice of ``v`` and return ``v``. The writes
+        follow ``Variable.assign``'s rules (the slice's shape, ``v``'s dtype) and, like it, are
+        not recorded on any tape.
+
+        >>> import minitape as mt
+        >>> v = mt.Variable([[1., 2., 3.], [4., 5., 6.]])
+        >>> v[1, 2].assign(9)
+        <mt.Variable 'Variable' shape=(2, 3) dtype=float32, numpy=
+        array([[1., 2., 3.],
+               [4., 5., 9.]], dtype=float32)>
+        >>> v[0, :].assign_add([10., 10., 10.]).numpy()[0]
+        array([11., 12., 13.], dtype=float32)
+        """
+        read = _array.getitem(self, key)
+        return _VariableSlice(read, self, _array._index_key(key, "indexing"))
+
     def __repr__(self):
         return (f"<mt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
                 f"numpy={self._numpy_text()}>")
 
     __str__ = __repr__
+
+
+class _VariableSlice(Tensor):
+    """``v[key]`` for a Variable ``v``: a Tensor (the slice's value when it was read) whose
+    ``assign``, ``assign_add`` and ``assign_sub`` write into that slice of ``v``.
+
+    A write makes a new array for ``v`` (through ``Variable.assign``), never an in-place
+    write, so what a tape saved stays valid; nothing is recorded.
+    """
+
+    __slots__ = ("_variable", "_key")
+
+    def __init__(self, read, variable, key):
+        super().__init__(read._value, name=read.name, _id=read._id)
+        self._variable = variable
+        self._key = key
+
+    def _write(self, value, method, delta=0):
+        variable, key = self._variable, self._key
+        what = f"Variable[{_key_text(key)}].{method}"
+        new = convert_to_tensor(value, dtype=variable.dtype, what=what)._value
+        current = variable._value[key]  # the slice now (v may have changed since the read)
+        shape = np.shape(current)
+        if new.shape != shape:
+            ok = False
+            if delta:  # assign_add/assign_sub: a delta that broadcasts to the slice is fine
+                try:
+                    ok = np.broadcast_shapes(shape, new.shape) == shape
+                except ValueError:
+                    pass
+            if not ok:
+                raise ValueError(
+                    f"{what}: the value has shape {new.shape} but the slice "
+                    f"[{_key_text(key)}] of Variable '{variable.name}' (shape "
+                    f"{variable.shape}) has shape {shape}; pass a value of that shape")
+        full = variable._value.copy()
+        full[key] = current + delta * new if delta else new
+        return variable.assign(full)
+
+    def assign(self, value):
+        """Write ``value`` (the slice's shape, ``v``'s dtype) into the slice; returns ``v``."""
+        return self._write(value, "assign")
+
+    def assign_add(self, delta):
+        """Add ``delta`` (broadcast to the slice's shape) to the slice; returns ``v``."""
+        return self._write(delta, "assign_add", 1)
+
+    def assign_sub(self, delta):
+        """Subtract ``delta`` (broadcast to the slice's shape) from the slice; returns ``v``."""
+        return self._write(delta, "assign_sub", -1)
+
+
+def _key_text(key):
+    """An indexing key as written between brackets: ``(0, slice(None, 2))`` -> ``0, :2``."""
+    def one(k):
+        if isinstance(k, slice):
+            text = ("" if k.start is None else str(k.start)) + ":" + \
+                   ("" if k.stop is None else str(k.stop))
+            return text + ("" if k.step is None else f":{k.step}")
+        return "..." if k is Ellipsis else repr(k)
+    return ", ".join(one(k) for k in (key if isinstance(key, tuple) else (key,)))
+
+
+# -- who owns the data --------------------------------------------------------------------------
+#
+# A Tensor's array is never written, by minitape or anyone: every op makes a new array, and
+# ``Variable.assign`` replaces the array instead of writing into it. Two rules keep it so:
+# an array that comes *in* from the caller is copied (unless nobody can write into it any
+# more), and an array that goes *out* (``numpy()``, ``np.asarray(t)``) is a read-only view.
+
+
+def _check_name(name, what):
+    """Names are ``str`` or None (renderers and ``save_weights`` show and key by them)."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{what}: name must be a str or None, got {type(name).__name__} "
+                        f"{name!r:.40}; pass e.g. name='x' (or name=str(...))")
+
+
+def _owned(array):
+    """``array`` itself if nobody can write into it any more, else a copy the Tensor owns.
+
+    A read-only view of a read-only array (what ``t.numpy()`` hands out) is kept without a
+    copy; any other ndarray is copied (a read-only view may still see writes made through a
+    writable array it views).
+    """
+    if not array.flags.writeable:
+        base = array.base
+        if type(base) is np.ndarray and not base.flags.writeable:
+            return array
+    return array.copy()
+
+
+def _read_only_view(value):
+    """A read-only view of a Tensor's array. The array (and the array it views, if it is a
+    view: another Tensor's) is made read-only first, so that NumPy refuses to make the view
+    writable again (``flags.writeable = True`` needs a writable base)."""
+    if value.flags.writeable:
+        base = value.base
+        if type(base) is np.ndarray and base.flags.writeable:
+            base.flags.writeable = False
+        value.flags.writeable = False
+    return value.view()
 
 
 # -- conversion -------------------------------------------------------------------------------
@@ -360,12 +559,22 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
     Returns:
         A Tensor. A Tensor is returned as it is; a Variable gives a snapshot of its value
         that carries its id (and a tape that watches accessed variables watches it now).
+        An ndarray is copied (as TensorFlow does), so writing into it later cannot change
+        the Tensor; only a read-only view of a read-only array (``t.numpy()``) is kept as is.
 
     Raises:
         TypeError: for ``None``, strings and other non-numeric values, for a Tensor of
-            another dtype, and for a conversion that would lose information (2.5 to int32).
+            another dtype, for a conversion that would lose information (2.5 to int32), and
+            for a ``name`` that is not a str.
+
+    >>> import numpy as np, minitape as mt
+    >>> a = np.ones(2, np.float32)
+    >>> t = mt.convert_to_tensor(a)
+    >>> a[:] = 5.0                      # does not change t
+    >>> t
+    <mt.Tensor: shape=(2,), dtype=float32, numpy=array([1., 1.], dtype=float32)>
     """
-    if type(value) is Tensor:
+    if type(value) is Tensor or type(value) is _VariableSlice:
         if dtype is not None and value._value.dtype != dtype:
             raise TypeError(
                 f"{what}: expected dtype {np.dtype(dtype).name}, got a Tensor of dtype "
@@ -379,7 +588,7 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
                 f"{what}: expected dtype {np.dtype(dtype).name}, got Variable '{value.name}' of "
                 f"dtype {value.dtype.name}; use mt.cast"
             )
-        _tape.variable_accessed(value)
+        _recording.variable_accessed(value)
         return Tensor(value._value, name=value.name, _id=value._id)
     if isinstance(value, Tensor):  # a subclass
         return value
@@ -387,9 +596,14 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
     if isinstance(value, (np.ndarray, np.generic)):
         if value.dtype.kind not in "biuf":
             raise _kind_error(value, what)
-        array = np.asarray(value) if dtype is None else _cast_checked(np.asarray(value), dtype,
-                                                                       value, what)
-        return Tensor(array, name=name)
+        # The Tensor owns its data: the caller's array is copied (a cast copies anyway), so
+        # a later ``a[:] = 5`` cannot change the Tensor, nor a value a tape saved, as in
+        # TensorFlow. (``np.array`` also turns a NumPy scalar or an ndarray subclass into a
+        # new plain ndarray.)
+        array = value if type(value) is np.ndarray else np.array(value)
+        if dtype is not None:
+            array = _cast_checked(array, dtype, value, what)
+        return Tensor(_owned(array) if array is value else array, name=name)
     if isinstance(value, (numbers.Number, list, tuple)) and not isinstance(value, complex):
         return Tensor(_from_python(value, dtype, what), name=name)
     raise _kind_error(value, what)
@@ -410,7 +624,10 @@ def constant(value, dtype=None, name=None) -> Tensor:
     if isinstance(value, Tensor):
         value = value._value
     t = convert_to_tensor(value, dtype=dtype, name=name, what="constant")
-    return Tensor(np.array(t._value), name=name)
+    # (convert_to_tensor already copied an ndarray: the new Tensor owns its array.)
+    t = Tensor(t._value, name=name)
+    t._origin = _recording.learner_frame(1)
+    return t
 
 
 def convert_like(value, dtype, what) -> Tensor:
@@ -430,6 +647,6 @@ def convert_like(value, dtype, what) -> Tensor:
     return convert_to_tensor(value, dtype=dtype, what=what)
 
 
-from . import tape as _tape  # noqa: E402  (circular: tape and ops need Tensor defined first)
+from . import recording as _recording  # noqa: E402  (circular: it and ops need Tensor)
 from .ops import array_ops as _array  # noqa: E402
 from .ops import math_ops as _math  # noqa: E402

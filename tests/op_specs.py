@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import minitape as mt
-from minitape.ops import array_ops, nn_ops
+from minitape.ops import array_ops, conv_ops, nn_ops
 
 
 @dataclass(frozen=True)
@@ -369,6 +369,85 @@ SPECS = [
     S("Prod", "two_zeros_first_order", lambda x: mt.reduce_prod(x, axis=0),
       lambda rng: (np.array([[0.0, 2.0], [0.0, 3.0], [1.5, 0.0]]),), check={"order": 1}),
     S("Pow", "square_at_zero", lambda x: x ** 2.0, lambda rng: (np.array([0.0, 1.0]),)),
+    # issue #13: the ops learners reach for
+    S("Fill", "value", lambda v, x: mt.fill([2, 3], v) * x, args(normal(()), normal((2, 3)))),
+    S("Fill", "value_squared_scalar_dims", lambda v: mt.fill([], v * v) * v, args(normal(()))),
+    S("Cumsum", "axis1", lambda x: mt.math.cumsum(x, axis=1) ** 2, args(normal((2, 3)))),
+    S("Cumsum", "exclusive_reverse_negative_axis",
+      lambda x: mt.cumsum(x * x, axis=-2, exclusive=True, reverse=True),
+      args(normal((3, 2, 2)))),
+    S("Cumsum", "reverse", lambda x: mt.math.cumsum(x, reverse=True) * x, args(normal((4,)))),
+    S("ReverseV2", "two_axes", lambda x: mt.reverse(x, [0, -1]) * x, args(normal((2, 3, 2)))),
+    S("ReverseV2", "int_axis", lambda x: mt.reverse(x * x, 1), args(normal((2, 3)))),
+    S("Split", "equal", lambda x: tuple(p ** 2 for p in mt.split(x, 3, axis=1)),
+      args(normal((2, 6)))),
+    S("Split", "one_piece_used", lambda x: mt.split(x, 2)[1] ** 2, args(normal((4, 2)))),
+    S("SplitV", "sizes_minus_one", lambda x: tuple(p * p for p in mt.split(x, [1, -1, 2], -1)),
+      args(normal((2, 6)))),
+    S("OneHot", "on_off_values",
+      lambda on, off: mt.one_hot([0, 2, -1], 3, on_value=on, off_value=off) ** 2,
+      args(normal(()), normal(()))),
+    S("OneHot", "axis0_2d_indices",
+      lambda on, off: mt.one_hot([[1, 0], [3, 2]], 4, on_value=on * off, off_value=off, axis=0),
+      args(normal(()), normal(()))),
+    S("GatherV2", "boolean_mask", lambda x: mt.boolean_mask(
+        x, np.array([[True, False, True], [False, True, True]])) ** 2, args(normal((2, 3)))),
+    S("GatherV2", "boolean_mask_axis1", lambda x: mt.boolean_mask(
+        x, mt.constant([False, True, True]), axis=1) ** 2, args(normal((2, 3, 2)))),
+    S("Log", "reduce_logsumexp_axis1", lambda x: mt.math.reduce_logsumexp(x, axis=1),
+      args(normal((2, 3)))),
+    S("Exp", "reduce_logsumexp_all_keepdims",
+      lambda x: mt.reduce_logsumexp(x * x, keepdims=True), args(normal((2, 3)))),
+    S("Mean", "reduce_variance_axis0", lambda x: mt.math.reduce_variance(x, axis=0),
+      args(normal((4, 3)))),
+    S("Sqrt", "reduce_std_axis_list_keepdims",
+      lambda x: mt.math.reduce_std(x, axis=[0, 2], keepdims=True), args(normal((3, 2, 2)))),
+    S("Mul", "dropout_seeded", lambda x: mt.nn.dropout(x, 0.5, seed=3) * x, args(normal((3, 4)))),
+    S("Mul", "dropout_noise_shape", lambda x: mt.nn.dropout(x, 0.3, noise_shape=[3, 1], seed=1),
+      args(normal((3, 4)))),
+    S("SparseSoftmaxCrossEntropyWithLogits", "plain",
+      lambda logits: mt.nn.sparse_softmax_cross_entropy_with_logits([0, 2], logits),
+      args(normal((2, 3)))),
+    S("SparseSoftmaxCrossEntropyWithLogits", "rank3_logits",
+      lambda logits: mt.nn.sparse_softmax_cross_entropy_with_logits([[0, 1], [2, 2]], logits),
+      args(normal((2, 2, 3)))),
+    S("Conv2D", "valid", lambda x, w: mt.nn.conv2d(x, w, 1, "VALID"),
+      args(normal((2, 4, 4, 2)), normal((2, 2, 2, 3)))),
+    S("Conv2D", "same_stride2_odd", lambda x, w: mt.nn.conv2d(x, w, [2, 2], "SAME"),
+      args(normal((1, 5, 4, 2)), normal((3, 2, 2, 2)))),
+    S("Conv2D", "valid_stride_2x1_squared", lambda x, w: mt.nn.conv2d(x, w, [1, 2, 1, 1],
+                                                                     "VALID") ** 2,
+      args(normal((1, 5, 4, 1)), normal((2, 3, 1, 2)))),
+    S("Conv2DBackpropInput", "same_stride2",
+      lambda w, dy: conv_ops.conv2d_backprop_input((1, 4, 3, 2), w, dy, 2, "SAME") ** 2,
+      args(normal((3, 2, 2, 3)), normal((1, 2, 2, 3)))),
+    S("Conv2DBackpropFilter", "valid",
+      lambda x, dy: conv_ops.conv2d_backprop_filter(x, (2, 2, 2, 3), dy, 1, "VALID") ** 2,
+      args(normal((2, 3, 3, 2)), normal((2, 2, 2, 3)))),
+    S("MaxPool", "valid_2x2", lambda x: mt.nn.max_pool2d(x, 2, 2, "VALID") ** 2,
+      distinct((2, 4, 4, 2))),
+    S("MaxPool", "same_overlapping", lambda x: mt.nn.max_pool2d(x, 3, 2, "SAME") ** 2,
+      distinct((1, 5, 5, 1))),
+    S("LinSpace", "scalars", lambda a, b: mt.linspace(a, b * b, 5), args(normal(()), normal(()))),
+    S("LinSpace", "vectors_broadcast", lambda a, b: mt.linspace(a, b, 4) ** 2,
+      args(normal((3,)), normal(()))),
+    # issue #20: tensordot (one Einsum op) and matvec (ExpandDims, MatMul, Squeeze)
+    S("Einsum", "tensordot_dot_same_tensor", lambda x: 2 * mt.tensordot(x, x, axes=1),
+      args(normal((4,)))),
+    S("Einsum", "tensordot_axes2", lambda a, b: mt.tensordot(a, b, 2),
+      args(normal((2, 3, 4)), normal((3, 4, 2)))),
+    S("Einsum", "tensordot_axes0_outer", lambda a, b: mt.tensordot(a, b * b, axes=0),
+      args(normal((2,)), normal((3, 2)))),
+    S("Einsum", "tensordot_axis_lists_negative", lambda a, b: mt.tensordot(
+        a, b, axes=[[2, -3], [0, 1]]) ** 2, args(normal((2, 3, 4)), normal((4, 2, 3)))),
+    S("Einsum", "tensordot_int_pair", lambda a, b: mt.tensordot(a, b, axes=[0, 1]),
+      args(normal((3, 2)), normal((2, 3)))),
+    S("MatMul", "matvec", lambda a, b: mt.linalg.matvec(a, b) ** 2,
+      args(normal((3, 4)), normal((4,)))),
+    S("MatMul", "matvec_transpose_a", lambda a, b: mt.linalg.matvec(a, b, transpose_a=True),
+      args(normal((4, 3)), normal((4,)))),
+    S("BatchMatMulV2", "matvec_broadcast_batch", lambda a, b: mt.linalg.matvec(
+        a, b, adjoint_a=True) * b[..., :1], args(normal((2, 1, 3, 3)), normal((4, 3)))),
     # user-defined gradients
     S("CustomGradient", "log1pexp", log1pexp, args(normal((2, 3)))),
     S("CustomGradient", "two_in_two_out", scaled_product, args(normal((3,)), normal((3,)))),
@@ -384,6 +463,8 @@ NO_GRADIENT_SPECS = {
     "Equal": lambda x: mt.cast(mt.math.equal(x, x), x.dtype),
     "NotEqual": lambda x: mt.cast(mt.math.not_equal(x, 0.0), x.dtype),
     "StopGradient": lambda x: mt.stop_gradient(x * x),
+    "ArgMax": lambda x: mt.cast(mt.math.argmax(x), x.dtype),
+    "ArgMin": lambda x: mt.cast(mt.math.argmin(x * x), x.dtype),
 }
 
 # Ops whose gradient is deliberately not registered (a seed lesson).

@@ -82,10 +82,15 @@ def test_make_bench_quick_prints_every_workload_and_writes_json(tmp_path):
     printed = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
     for name in workloads.WORKLOADS:
         assert name in printed, f"{name} missing from the printed table"
-    assert "targets (issue 6):" in proc.stdout
+    assert "targets (issues 6 and 14):" in proc.stdout
+    assert "GradientTape.jacobian (experimental_use_pfor=True)" in proc.stdout  # APIs timed
     stored = json.loads(out.read_text())
     assert set(stored["workloads"]) == set(workloads.WORKLOADS)
-    assert {t["workload"] for t in stored["targets"]} >= {"mlp", "deep_chain", "import"}
+    assert {t["workload"] for t in stored["targets"]} >= {"mlp", "deep_chain", "import",
+                                                          "jacobian_h64", "hessian"}
+    for res in stored["workloads"].values():   # every number names the API it timed
+        for row in res["rows"]:
+            assert set(row["apis"]) == set(row["values"]), row["metric"]
 
 
 def test_bad_contestants_are_refused():
@@ -124,3 +129,56 @@ def test_deep_chain_skips_a_contestant_over_the_time_budget(monkeypatch):
     result = workloads.WORKLOADS["deep_chain"](["minitape"], repeats=1, quick=True)
     assert result["notes"]["minitape"].startswith("skipped: at ~")
     assert all("minitape" not in row["values"] for row in result["rows"])
+
+
+def test_a_peer_with_several_apis_is_reported_by_its_fastest_one(monkeypatch):
+    # A fake peer offers two APIs for the Jacobian (as PyTorch does: torch.func.jacrev and
+    # torch.autograd.functional.jacobian), both right, one slower: both are checked and
+    # timed, the row reports the faster under its name, and the variants keep both.
+    now = [0.0]
+    real_load = adapters.load
+
+    def timed(run, cost):
+        def timed_run():
+            now[0] += cost
+            return run()
+        return timed_run
+
+    def peer_jacobian(params, x, mode):
+        (run,) = real_load("minitape")[0].jacobian(params, x, mode).values()
+        return {"peer.slow_jacobian": timed(run, 0.03), "peer.fast_jacobian": timed(run, 0.01)}
+
+    def load(name):
+        if name == "torch":
+            return types.SimpleNamespace(jacobian=peer_jacobian), None
+        return real_load(name)
+
+    monkeypatch.setattr(adapters, "load", load)
+    monkeypatch.setattr(workloads.time, "perf_counter", lambda: now[0])
+    result = workloads.WORKLOADS["jacobian_h64"](SMALL + ["torch"], repeats=1, quick=True)
+    row = result["rows"][0]
+    assert row["values"]["torch"] == pytest.approx(10.0)   # ms: the fast API's cost
+    assert row["apis"]["torch"] == "peer.fast_jacobian"
+    assert row["apis"]["minitape"] == "GradientTape.jacobian (experimental_use_pfor=True)"
+    assert row["variants"]["torch"] == pytest.approx({"peer.slow_jacobian": 30.0,
+                                                      "peer.fast_jacobian": 10.0})
+    # The Markdown table names the API in the peer's cell; the APIs table lists both.
+    from benchmarks.__main__ import apis_table, table
+    md = table({"jacobian_h64": result}, markdown=True)
+    assert "10.0 (`peer.fast_jacobian`)" in md
+    listed = apis_table({"jacobian_h64": result})
+    assert "peer.fast_jacobian (fastest)" in listed and "peer.slow_jacobian" in listed
+
+
+def test_a_wrong_variant_fails_and_is_named(monkeypatch):
+    real_load = adapters.load
+
+    def peer_hessian(params, x):
+        good = real_load("minitape")[0].hessian(params, x)
+        return {"peer.hessian": good, "peer.wrong_hessian": lambda: good() * 1.01}
+
+    monkeypatch.setattr(adapters, "load", lambda name: (
+        (types.SimpleNamespace(hessian=peer_hessian), None) if name == "torch"
+        else real_load(name)))
+    with pytest.raises(AssertionError, match=r"torch \(peer.wrong_hessian\): hessian"):
+        workloads.WORKLOADS["hessian"](SMALL + ["torch"], repeats=1, quick=True)

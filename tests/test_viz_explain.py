@@ -38,7 +38,7 @@ def test_replaced_variable_with_a_tensor_001():
     (g0, r0, _), (g1, r1, text1) = results
     assert g0.numpy() == 1.0 and r0 == "connected"
     assert g1 is None and r1 == "tensor_not_watched"
-    assert "assign_add" in text1 and "x = x + 1" in text1
+    assert "assign_add" in text1 and "x = x + 1" in text1   # (x: the drawing has no name for it)
 
 
 def test_calculation_outside_minitape_numpy_001():

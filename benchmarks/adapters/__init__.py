@@ -17,7 +17,14 @@ check them against the hand-written NumPy floor before timing):
   respect to ``W1`` (the TensorFlow advanced-autodiff guide's example).
 
 An adapter may leave a function out (or raise ``NotImplementedError``): that cell of the table
-says ``n/a``. ``available()`` returns ``None`` when the library imports, else a short note.
+says ``n/a``.
+
+Every table cell names the API that was timed. An adapter's ``API`` dict maps each function
+name to the API its ``run`` calls (e.g. ``{"chain": "torch.autograd.grad"}``). Where a peer
+has several ways to do the same thing (PyTorch's ``torch.func.jacrev`` and
+``torch.autograd.functional.jacobian``), the function returns a dict ``{API name: run}``
+instead of one ``run``: every variant is checked and timed side by side, and the table
+reports the fastest one, under its name (``api_name`` and ``variants`` below).
 """
 
 from __future__ import annotations
@@ -51,3 +58,12 @@ def load(name):
     except ImportError as e:  # the adapter imports its library at the top
         return None, f"not installed ({e.name or e})"
     return module, None
+
+
+def variants(module, function, made):
+    """``[(API name, run)]`` of what ``module.function(...)`` returned (``made``): a dict of
+    variants as it is, a single ``run`` under the name in ``module.API`` (the function's own
+    name when the adapter has no ``API`` entry for it)."""
+    if isinstance(made, dict):
+        return list(made.items())
+    return [(getattr(module, "API", {}).get(function, function), made)]

@@ -6,6 +6,11 @@ import numpy as np
 
 import minitape as mt
 
+# The API each function's run() times (the table names it in every cell).
+API = {"chain": "GradientTape.gradient", "chain_forward": "mt ops, no tape",
+       "mlp": "GradientTape.gradient",
+       "hessian": "GradientTape.jacobian of GradientTape.gradient"}
+
 
 def chain(x0, steps):
     x = mt.constant(x0)
@@ -53,6 +58,9 @@ def mlp(layers, x, labels, onehot, persistent=False):
 def jacobian(params, x, mode):
     w1, b1, w2, b2 = [mt.Variable(a) for a in params]
     xs = mt.constant(x)
+    api = {"vectorized": "GradientTape.jacobian (experimental_use_pfor=True)",
+           "looped": "GradientTape.jacobian (experimental_use_pfor=False)",
+           "batch": "GradientTape.batch_jacobian"}[mode]
 
     def run():
         with mt.GradientTape(watch_accessed_variables=False) as tape:
@@ -61,7 +69,7 @@ def jacobian(params, x, mode):
         if mode == "batch":
             return tape.batch_jacobian(y, xs).numpy()
         return tape.jacobian(y, xs, experimental_use_pfor=(mode == "vectorized")).numpy()
-    return run
+    return {api: run}
 
 
 def hessian(params, x):

@@ -1,9 +1,20 @@
-"""PyTorch eager (CPU), with torch.autograd.grad so that no .grad fields accumulate."""
+"""PyTorch eager (CPU), with torch.autograd.grad so that no .grad fields accumulate.
+
+For Jacobians and Hessians PyTorch has two APIs, and both are timed (the table reports the
+faster, by name): ``torch.func`` (``jacrev``, ``hessian``, ``vmap``: functorch's transforms,
+PyTorch's fastest eager Jacobians) and ``torch.autograd.functional`` (``jacobian``,
+``hessian``; ``vectorize=True`` batches the backward passes with ``vmap`` too).
+"""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+# The API each function's run() times (the table names it in every cell); jacobian and
+# hessian return one run per API instead.
+API = {"chain": "torch.autograd.grad", "chain_forward": "torch ops, no grad",
+       "mlp": "torch.autograd.grad"}
 
 
 def chain(x0, steps):
@@ -54,12 +65,21 @@ def jacobian(params, x, mode):
     f = _two_layers(params)
     xs = torch.from_numpy(x)
     jac = torch.autograd.functional.jacobian
-
-    def run():
-        if mode == "batch":   # rows are independent: the Jacobian of the batch sum
-            return jac(lambda v: f(v).sum(0), xs, vectorize=True).permute(1, 0, 2).numpy()
-        return jac(f, xs, vectorize=(mode == "vectorized")).numpy()
-    return run
+    if mode == "looped":
+        return {"torch.autograd.functional.jacobian (vectorize=False)":
+                lambda: jac(f, xs).numpy()}
+    if mode == "vectorized":
+        jacrev = torch.func.jacrev(f)
+        return {"torch.func.jacrev": lambda: jacrev(xs).numpy(),
+                "torch.autograd.functional.jacobian (vectorize=True)":
+                lambda: jac(f, xs, vectorize=True).numpy()}
+    # batch: each row's Jacobian with vmap over the rows, or (rows being independent) the
+    # Jacobian of the batch sum.
+    per_row = torch.func.vmap(torch.func.jacrev(f))
+    return {"torch.func.vmap(torch.func.jacrev)":
+            lambda: per_row(xs[:, None, :])[:, 0, :, 0, :].numpy(),
+            "torch.autograd.functional.jacobian (vectorize=True) of the batch sum":
+            lambda: jac(lambda v: f(v).sum(0), xs, vectorize=True).permute(1, 0, 2).numpy()}
 
 
 def hessian(params, x):
@@ -69,6 +89,7 @@ def hessian(params, x):
     def loss(w):
         return (torch.relu(torch.relu(xs @ w + b1) @ w2 + b2) ** 2).mean()
 
-    def run():
-        return torch.autograd.functional.hessian(loss, w1, vectorize=True).numpy()
-    return run
+    hess = torch.func.hessian(loss)
+    return {"torch.func.hessian": lambda: hess(w1).numpy(),
+            "torch.autograd.functional.hessian (vectorize=True)":
+            lambda: torch.autograd.functional.hessian(loss, w1, vectorize=True).numpy()}

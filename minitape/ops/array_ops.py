@@ -13,9 +13,10 @@ import string
 import numpy as np
 
 from .. import dtypes
-from ..registry import RegisterGradient, no_gradient
-from ..tape import record
+from ..registry import RegisterGradient, no_gradient, register_forward
+from ..recording import record
 from ..tensor import Tensor, convert_to_tensor
+from .axes import check_axes, check_axis, check_perm
 
 
 def as_shape(shape, op_type="shape"):
@@ -37,11 +38,16 @@ def as_shape(shape, op_type="shape"):
     return tuple(out)
 
 
-def as_dims(shape, op_type):
-    """``as_shape`` for a shape to create (zeros, eye, random ...): no negative sizes."""
+def as_dims(shape, op_type, arg="shape"):
+    """``as_shape`` for a shape to create (zeros, eye, random ...): no negative sizes.
+
+    ``arg`` names the argument in the message; a one-entry list stands for one size then
+    (``as_dims([num], "linspace", "num")``) and the message shows that size alone.
+    """
     dims = as_shape(shape, op_type)
     if any(n < 0 for n in dims):
-        raise ValueError(f"{op_type}: sizes must be 0 or more, got shape {dims}; -1 (\"infer "
+        shown = dims[0] if arg != "shape" and arg != "dims" and len(dims) == 1 else dims
+        raise ValueError(f"{op_type}: sizes must be 0 or more, got {arg} {shown}; -1 (\"infer "
                          "this size\") only works in mt.reshape")
     return dims
 
@@ -57,6 +63,9 @@ def reshape(tensor, shape, name=None):
     """
     tensor = convert_to_tensor(tensor, what="reshape")
     shape = as_shape(shape, "reshape")
+    if builtins.min(shape, default=0) < -1 or shape.count(-1) > 1:
+        raise ValueError(f"reshape: shape={shape} is not a shape: sizes must be 0 or more, "
+                         "except for one -1 that stands for \"the rest\" (e.g. [-1, 4])")
     try:
         value = tensor._value.reshape(shape)
     except ValueError:
@@ -67,6 +76,9 @@ def reshape(tensor, shape, name=None):
     return y
 
 
+register_forward("Reshape", lambda op, x: reshape(x, op.output_shapes[0]))
+
+
 @RegisterGradient("Reshape", batched=True)
 def _reshape_grad(op, dy):
     return reshape(dy, dy.shape[:op.batch_ndim] + op.input_shapes[0])
@@ -75,11 +87,9 @@ def _reshape_grad(op, dy):
 def transpose(a, perm=None, name=None):
     """Permute axes (op ``Transpose``); ``perm`` defaults to reversing them, as ``tf.transpose``."""
     a = convert_to_tensor(a, what="transpose")
-    perm = tuple(builtins.range(a.ndim))[::-1] if perm is None else as_shape(perm, "transpose")
-    if sorted(p % a.ndim if a.ndim else p for p in perm) != list(builtins.range(a.ndim)):
-        raise ValueError(f"transpose: perm {perm} is not a permutation of the {a.ndim} axes of a "
-                         f"Tensor of shape {a.shape}")
-    return _transpose(a, tuple(p % a.ndim for p in perm), name)
+    perm = (tuple(builtins.range(a.ndim))[::-1] if perm is None
+            else check_perm(perm, a.ndim, "transpose", shape=a.shape))
+    return _transpose(a, perm, name)
 
 
 def _transpose(a, perm, name=None):
@@ -87,6 +97,9 @@ def _transpose(a, perm, name=None):
     y = Tensor(a._value.transpose(perm), name=name)
     record("Transpose", (a,), (y,), attrs={"perm": perm}, keep_inputs=False)
     return y
+
+
+register_forward("Transpose", lambda op, x: transpose(x, op.get_attr("perm")))
 
 
 @RegisterGradient("Transpose", batched=True)
@@ -109,10 +122,9 @@ def matrix_transpose(a, name=None):
 def expand_dims(input, axis, name=None):  # noqa: A002
     """Insert an axis of size 1 at ``axis`` (op ``ExpandDims``)."""
     input = convert_to_tensor(input, what="expand_dims")
-    if not -input.ndim - 1 <= axis <= input.ndim:
-        raise ValueError(f"expand_dims: axis {axis} out of range for rank {input.ndim}")
+    # (The new axis may go anywhere from before the first to after the last: rank + 1 places.)
+    axis = check_axis(axis, input.ndim + 1, "expand_dims", shape=input.shape)
     shape = input._value.shape
-    axis %= len(shape) + 1
     y = Tensor(input._value.reshape(shape[:axis] + (1,) + shape[axis:]), name=name)
     record("ExpandDims", (input,), (y,), keep_inputs=False)
     return y
@@ -122,17 +134,19 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
     """Remove axes of size 1 (all, or those in ``axis``) (op ``Squeeze``)."""
     input = convert_to_tensor(input, what="squeeze")
     if axis is not None:
-        axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        for a in axes:
-            if not -input.ndim <= a < input.ndim or input.shape[a] != 1:
-                raise ValueError(f"squeeze: axis {a} of shape {input.shape} is not of size 1")
-        axis = axes
+        axis = check_axes(axis, input.ndim, "squeeze", shape=input.shape)
+        for a in axis:
+            if input.shape[a] != 1:
+                raise ValueError(f"squeeze: axis={a} of shape {input.shape} has size "
+                                 f"{input.shape[a]}, not 1; only axes of size 1 can be removed")
     y = Tensor(np.squeeze(input._value, axis=axis), name=name)
     record("Squeeze", (input,), (y,), keep_inputs=False)
     return y
 
 
+register_forward("ExpandDims", lambda op, x: reshape(x, op.output_shapes[0]))
 RegisterGradient("ExpandDims", batched=True)(_reshape_grad)
+register_forward("Squeeze", lambda op, x: reshape(x, op.output_shapes[0]))
 RegisterGradient("Squeeze", batched=True)(_reshape_grad)
 
 
@@ -154,6 +168,9 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
     return y
 
 
+register_forward("BroadcastTo", lambda op, x: broadcast_to(x, op.output_shapes[0]))
+
+
 @RegisterGradient("BroadcastTo", batched=True)
 def _broadcast_to_grad(op, dy):
     from .math_ops import unbroadcast
@@ -171,8 +188,8 @@ def _index_key(key, op_type):
     for k in key:
         if isinstance(k, Tensor):
             k = k.numpy() if k.ndim else k.numpy().item()
-        elif isinstance(k, list):
-            k = np.asarray(k)
+        elif isinstance(k, (list, np.ndarray)):
+            k = np.array(k)  # a copy: the key is saved for the gradient; the caller may change k
         if isinstance(k, np.ndarray) and k.dtype.kind not in "biu":
             raise TypeError(f"{op_type}: index arrays must be integer or bool, got {k.dtype}")
         if not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice, np.ndarray))):
@@ -212,7 +229,7 @@ def gather(params, indices, axis=0, name=None):
     indices = np.asarray(convert_to_tensor(indices, what="gather indices").numpy())
     if indices.dtype.kind not in "iu":
         raise TypeError(f"gather: indices must be integers, got {indices.dtype}")
-    axis = axis % params.ndim
+    axis = check_axis(axis, params.ndim, "gather", shape=params.shape)
     size = params.shape[axis]
     if indices.size and (indices.max() >= size or indices.min() < -size):
         raise ValueError(f"gather: indices {indices.tolist()} out of range for axis {axis} of "
@@ -226,7 +243,9 @@ def _slice_grad(op, dy):
     return scatter_add(dy, op.get_attr("key"), op.input_shapes[0], op.batch_ndim)
 
 
+register_forward("StridedSlice", lambda op, x: getitem(x, op.get_attr("key")))
 RegisterGradient("StridedSlice", batched=True)(_slice_grad)
+register_forward("GatherV2", lambda op, x: getitem(x, op.get_attr("key")))
 RegisterGradient("GatherV2", batched=True)(_slice_grad)
 
 
@@ -248,6 +267,11 @@ def scatter_add(updates, key, shape, batch_ndim=0):
     record("StridedSliceGrad", (updates,), (y,), attrs={"key": key, "batch_ndim": batch_ndim},
            keep_inputs=False)
     return y
+
+
+register_forward("StridedSliceGrad", lambda op, u: scatter_add(
+    u, op.get_attr("key"), op.output_shapes[0][op.get_attr("batch_ndim"):],
+    op.get_attr("batch_ndim")))
 
 
 @RegisterGradient("StridedSliceGrad", batched=True)
@@ -276,14 +300,18 @@ def _tensors(values, op_type):
 def concat(values, axis, name=None):
     """Join Tensors along an existing ``axis`` (op ``ConcatV2``), as ``tf.concat``."""
     ts = _tensors(values, "concat")
+    axis = check_axis(axis, ts[0].ndim, "concat", shape=ts[0].shape)
     try:
         value = np.concatenate([t._value for t in ts], axis=axis)
     except (ValueError, np.exceptions.AxisError) as e:
         raise ValueError(f"concat: shapes {[t.shape for t in ts]} cannot be joined on axis "
                          f"{axis}: {e}") from None
     y = Tensor(value, name=name)
-    record("ConcatV2", ts, (y,), attrs={"axis": axis % ts[0].ndim}, keep_inputs=False)
+    record("ConcatV2", ts, (y,), attrs={"axis": axis}, keep_inputs=False)
     return y
+
+
+register_forward("ConcatV2", lambda op, *xs: concat(list(xs), op.get_attr("axis")))
 
 
 @RegisterGradient("ConcatV2", batched=True)
@@ -300,13 +328,17 @@ def _concat_grad(op, dy):
 def stack(values, axis=0, name=None):
     """Stack Tensors of one shape along a new ``axis`` (op ``Pack``), as ``tf.stack``."""
     ts = _tensors(values, "stack")
+    axis = check_axis(axis, ts[0].ndim + 1, "stack", shape=ts[0].shape)  # (a new axis)
     try:
         value = np.stack([t._value for t in ts], axis=axis)
     except ValueError as e:
         raise ValueError(f"stack: shapes {[t.shape for t in ts]} cannot be stacked: {e}") from None
     y = Tensor(value, name=name)
-    record("Pack", ts, (y,), attrs={"axis": axis % value.ndim}, keep_inputs=False)
+    record("Pack", ts, (y,), attrs={"axis": axis}, keep_inputs=False)
     return y
+
+
+register_forward("Pack", lambda op, *xs: stack(list(xs), op.get_attr("axis")))
 
 
 @RegisterGradient("Pack", batched=True)
@@ -319,7 +351,7 @@ def _stack_grad(op, dy):
 def unstack(value, axis=0):
     """Split along ``axis`` into a list of Tensors, as ``tf.unstack`` (recorded slices)."""
     value = convert_to_tensor(value, what="unstack")
-    axis = axis % value.ndim
+    axis = check_axis(axis, value.ndim, "unstack", shape=value.shape)
     return [getitem(value, (slice(None),) * axis + (i,)) for i in builtins.range(value.shape[axis])]
 
 
@@ -346,6 +378,9 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     return y
 
 
+register_forward("PadV2", lambda op, x, c: pad(x, op.get_attr("paddings"), constant_values=c))
+
+
 @RegisterGradient("PadV2", batched=True)
 def _pad_grad(op, dy):
     from .reduction_ops import reduce_sum
@@ -368,6 +403,9 @@ def tile(input, multiples, name=None):  # noqa: A002
     y = Tensor(np.tile(input._value, multiples), name=name)
     record("Tile", (input,), (y,), attrs={"multiples": multiples}, keep_inputs=False)
     return y
+
+
+register_forward("Tile", lambda op, x: tile(x, op.get_attr("multiples")))
 
 
 @RegisterGradient("Tile", batched=True)
@@ -410,6 +448,9 @@ def where(condition, x=None, y=None, name=None):
     return z
 
 
+register_forward("SelectV2", lambda op, c, x, y: where(c, x, y))
+
+
 @RegisterGradient("SelectV2", batched=True)
 def _where_grad(op, dy):
     from .math_ops import unbroadcast
@@ -426,6 +467,9 @@ def identity(input, name=None):  # noqa: A002
     y = Tensor(input._value, name=name)
     record("Identity", (input,), (y,), keep_inputs=False)
     return y
+
+
+register_forward("Identity", lambda op, x: identity(x))
 
 
 @RegisterGradient("Identity", batched=True)
@@ -510,6 +554,9 @@ def einsum(equation, *inputs, name=None):
     return y
 
 
+register_forward("Einsum", lambda op, *xs: einsum(op.get_attr("equation"), *xs))
+
+
 @RegisterGradient("Einsum", batched=True)
 def _einsum_grad(op, dy):
     lhs, out = op.get_attr("equation").split("->")
@@ -548,53 +595,118 @@ def _einsum_grad(op, dy):
 
 def zeros(shape, dtype=dtypes.float32, name=None):
     """Zeros of ``shape`` (float32 by default), as ``tf.zeros``."""
-    return Tensor(np.zeros(as_dims(shape, "zeros"), dtypes.as_dtype(dtype)), name=name)
+    return Tensor(np.zeros(as_dims(shape, "zeros"), dtypes.check_dtype(dtype, "zeros")),
+                  name=name)
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
     """Ones of ``shape`` (float32 by default), as ``tf.ones``."""
-    return Tensor(np.ones(as_dims(shape, "ones"), dtypes.as_dtype(dtype)), name=name)
+    return Tensor(np.ones(as_dims(shape, "ones"), dtypes.check_dtype(dtype, "ones")), name=name)
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002
     """Zeros with ``input``'s shape and dtype (not connected to ``input``)."""
     input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="zeros_like")
-    return Tensor(np.zeros(input.shape, dtype or input.dtype), name=name)
+    return Tensor(np.zeros(input.shape, dtypes.check_dtype(dtype, "zeros_like") or input.dtype),
+                  name=name)
 
 
 def ones_like(input, dtype=None, name=None):  # noqa: A002
     """Ones with ``input``'s shape and dtype (not connected to ``input``)."""
     input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="ones_like")
-    return Tensor(np.ones(input.shape, dtype or input.dtype), name=name)
+    return Tensor(np.ones(input.shape, dtypes.check_dtype(dtype, "ones_like") or input.dtype),
+                  name=name)
 
 
 def fill(dims, value, name=None):
-    """A Tensor of shape ``dims`` filled with ``value`` (its dtype), as ``tf.fill``."""
+    """A Tensor of shape ``dims`` filled with the scalar ``value`` (its dtype), as ``tf.fill``.
+
+    Recorded (op ``Fill``): every element is ``value``, so the gradient with respect to
+    ``value`` is the sum of the incoming gradient, as in TensorFlow.
+
+    Raises:
+        ValueError: ``value`` is not a scalar, or ``dims`` has a negative size.
+
+    >>> import minitape as mt
+    >>> v = mt.Variable(2.0)
+    >>> with mt.GradientTape() as tape:
+    ...     y = mt.reduce_sum(mt.fill([2, 3], v) * mt.constant([1., 2., 3.]))
+    >>> tape.gradient(y, v).numpy()   # (1 + 2 + 3) * 2 rows
+    np.float32(12.0)
+    """
     value = convert_to_tensor(value, what="fill")
-    return Tensor(np.full(as_dims(dims, "fill"), value._value), name=name)
+    if value.ndim != 0:
+        raise ValueError(f"fill: value must be a scalar (0-d), got shape {value.shape}; use "
+                         "mt.broadcast_to to repeat a Tensor")
+    dims = as_dims(dims, "fill", "dims")
+    y = Tensor(np.full(dims, value._value), name=name)
+    record("Fill", (value,), (y,), attrs={"dims": dims}, keep_inputs=False)
+    return y
+
+
+register_forward("Fill", lambda op, v: fill(op.get_attr("dims"), v))
+
+
+@RegisterGradient("Fill", batched=True)
+def _fill_grad(op, dy):
+    from .reduction_ops import reduce_sum
+    return reduce_sum(dy, axis=list(builtins.range(op.batch_ndim, dy.ndim)))
 
 
 def eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
     """Identity matrix ``(num_rows, num_columns)``, as ``tf.eye``."""
-    n = as_dims([num_rows], "eye")[0]
-    m = n if num_columns is None else as_dims([num_columns], "eye")[0]
-    return Tensor(np.eye(n, m, dtype=dtypes.as_dtype(dtype)), name=name)
+    n = as_dims([num_rows], "eye", "num_rows")[0]
+    m = n if num_columns is None else as_dims([num_columns], "eye", "num_columns")[0]
+    return Tensor(np.eye(n, m, dtype=dtypes.check_dtype(dtype, "eye")), name=name)
 
 
 def linspace(start, stop, num, name=None):
-    """``num`` evenly spaced values from ``start`` to ``stop`` inclusive, as ``tf.linspace``."""
+    """``num`` evenly spaced values from ``start`` to ``stop`` inclusive, as ``tf.linspace``.
+
+    Raises:
+        TypeError: ``num`` is not an int. ValueError: ``num`` is negative.
+    """
     start = convert_to_tensor(start, what="linspace")
     stop = convert_to_tensor(stop, dtype=start.dtype, what="linspace")
-    return Tensor(np.linspace(start._value, stop._value, int(num)).astype(start.dtype), name=name)
+    (num,) = as_dims([num], "linspace", "num")
+    y = Tensor(np.linspace(start._value, stop._value, num).astype(start.dtype), name=name)
+    if y.dtype.kind == "f":  # differentiable in start and stop (op ``LinSpace``), as TensorFlow
+        record("LinSpace", (start, stop), (y,), keep_inputs=False)
+    return y
+
+
+register_forward("LinSpace", lambda op, a, b: linspace(a, b, op.output_shapes[0][0]))
+
+
+@RegisterGradient("LinSpace", batched=True)
+def _linspace_grad(op, dy):
+    # y[k] = start + (stop - start) * f[k] with f[k] = k / (num - 1): linear in start and stop.
+    from .math_ops import unbroadcast
+    from .reduction_ops import reduce_sum
+    shape = op.output_shapes[0]
+    f = np.linspace(0.0, 1.0, shape[0]).reshape((shape[0],) + (1,) * (len(shape) - 1))
+    f = Tensor(f.astype(dy.dtype))
+    nb = op.batch_ndim
+    return (unbroadcast(reduce_sum(dy * (1.0 - f), axis=nb), op.input_shapes[0], nb),
+            unbroadcast(reduce_sum(dy * f, axis=nb), op.input_shapes[1], nb))
 
 
 def range(start, limit=None, delta=1, dtype=None, name=None):  # noqa: A001
-    """``[start, start+delta, ...)`` up to ``limit``, as ``tf.range`` (int32 for ints)."""
+    """``[start, start+delta, ...)`` up to ``limit``, as ``tf.range`` (int32 for ints).
+
+    Raises:
+        ValueError: ``delta`` is 0 (the range would never reach ``limit``), as TensorFlow.
+        TypeError: a non-numeric argument or ``dtype``.
+    """
     if limit is None:
         start, limit = 0, start
+    dtype = dtypes.check_dtype(dtype, "range")
     first = convert_to_tensor(start, dtype=dtype, what="range")
-    value = np.arange(first._value, convert_to_tensor(limit, what="range")._value,
-                      convert_to_tensor(delta, what="range")._value)
+    step = convert_to_tensor(delta, what="range")._value
+    if step == 0:
+        raise ValueError(f"range: delta={delta!r} would never reach limit={limit!r}; delta must "
+                         "not be 0 (e.g. delta=1, or a negative delta to count down)")
+    value = np.arange(first._value, convert_to_tensor(limit, what="range")._value, step)
     return Tensor(value.astype(dtype or first.dtype), name=name)
 
 
@@ -608,3 +720,205 @@ def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
     """The number of elements as a 0-d int32 Tensor, as ``tf.size``."""
     input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="size")
     return Tensor(np.array(input.size, dtype=out_type), name=name)
+
+
+# -- split, reverse, boolean_mask, one_hot --------------------------------------------------------
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+    """Split ``value`` along ``axis`` into a list of Tensors, as ``tf.split``.
+
+    ``num_or_size_splits``: an int ``n`` (``n`` equal pieces; op ``Split``) or a list of sizes
+    that add up to the axis length, one of which may be -1 for "the rest" (op ``SplitV``).
+    One op with several outputs; its gradient concatenates the pieces' gradients (zeros for a
+    piece that got none), as TensorFlow's.
+
+    Raises:
+        ValueError: an axis out of range, a length not divisible by ``n``, sizes that do not
+            add up, or more than one -1.
+        TypeError: ``num_or_size_splits`` is neither an int nor a list of ints.
+
+    >>> import minitape as mt
+    >>> a, b = mt.split(mt.constant([1., 2., 3., 4., 5.]), [2, -1])
+    >>> b.numpy()
+    array([3., 4., 5.], dtype=float32)
+    """
+    from .axes import check_axis
+    value = convert_to_tensor(value, what="split")
+    axis = check_axis(axis, value.ndim, "split", shape=value.shape)
+    length = value.shape[axis]
+    if isinstance(num_or_size_splits, (int, np.integer)) and not isinstance(num_or_size_splits,
+                                                                           bool):
+        n = int(num_or_size_splits)
+        if n <= 0 or length % n:
+            raise ValueError(f"split: cannot split axis {axis} of length {length} (shape "
+                             f"{value.shape}) into {n} equal pieces; give a number that divides "
+                             f"{length}, or a list of sizes such as [{length // 2}, -1]")
+        sizes, op_type = [length // n] * n, "Split"
+    else:
+        sizes, op_type = list(as_shape(num_or_size_splits, "split")), "SplitV"
+        if sizes.count(-1) > 1 or any(s < -1 for s in sizes):
+            raise ValueError(f"split: size_splits {sizes} may hold one -1 (\"the rest\") and "
+                             "otherwise sizes of 0 or more")
+        if -1 in sizes:
+            rest = length - (sum(sizes) + 1)
+            if rest < 0:
+                raise ValueError(f"split: sizes {sizes} already exceed the length {length} of "
+                                 f"axis {axis}")
+            sizes[sizes.index(-1)] = rest
+        if sum(sizes) != length:
+            raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, but axis {axis} of "
+                             f"shape {value.shape} has length {length}; make them add up, or "
+                             "use -1 for one of them")
+        if not sizes:
+            raise ValueError("split: size_splits must not be empty")
+    if num is not None and int(num) != len(sizes):
+        raise ValueError(f"split: num={num} but the split gives {len(sizes)} pieces")
+    cuts = np.cumsum(sizes)[:-1]
+    pieces = [Tensor(p) for p in np.split(value._value, cuts, axis=axis)]
+    record(op_type, (value,), tuple(pieces), attrs={"axis": axis, "sizes": tuple(sizes)},
+           keep_inputs=False)
+    return pieces
+
+
+register_forward("Split", lambda op, x: tuple(split(x, list(op.get_attr("sizes")),
+                                                       op.get_attr("axis"))))
+
+
+@RegisterGradient("Split", batched=True)
+def _split_grad(op, *dys):
+    return concat(list(dys), axis=op.get_attr("axis") + op.batch_ndim)
+
+
+register_forward("SplitV", lambda op, x: tuple(split(x, list(op.get_attr("sizes")),
+                                                       op.get_attr("axis"))))
+RegisterGradient("SplitV", batched=True)(_split_grad)
+
+
+def reverse(tensor, axis, name=None):
+    """Reverse the order of the elements along each axis in ``axis`` (op ``ReverseV2``), as
+    ``tf.reverse``. ``axis`` is a list of ints (an int is accepted too); the gradient is
+    ``dy`` reversed along the same axes.
+
+    Raises:
+        ValueError: an axis out of range or named twice.
+
+    >>> import minitape as mt
+    >>> mt.reverse(mt.constant([[1., 2., 3.]]), axis=[1]).numpy()
+    array([[3., 2., 1.]], dtype=float32)
+    """
+    from .axes import check_axes
+    tensor = convert_to_tensor(tensor, what="reverse")
+    axes = check_axes(axis, tensor.ndim, "reverse", shape=tensor.shape)
+    y = Tensor(np.flip(tensor._value, axes).copy(), name=name)
+    record("ReverseV2", (tensor,), (y,), attrs={"axis": axes}, keep_inputs=False)
+    return y
+
+
+register_forward("ReverseV2", lambda op, x: reverse(x, list(op.get_attr("axis"))))
+
+
+@RegisterGradient("ReverseV2", batched=True)
+def _reverse_grad(op, dy):
+    return reverse(dy, [a + op.batch_ndim for a in op.get_attr("axis")])
+
+
+def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
+    """The entries of ``tensor`` where ``mask`` is True, as ``tf.boolean_mask``.
+
+    ``mask`` (bool, rank ``k`` >= 1) must have the shape of ``tensor``'s axes ``axis`` to
+    ``axis + k`` (``axis`` defaults to 0); those axes become one axis holding the selected
+    entries, in row-major order. As in TensorFlow this is a ``Reshape`` then a ``GatherV2``
+    (so the gradient scatters ``dy`` back to the selected places, zeros elsewhere).
+
+    Raises:
+        TypeError: a mask that is not bool.
+        ValueError: a scalar mask, or a mask whose shape does not match ``tensor``'s.
+
+    >>> import minitape as mt
+    >>> x = mt.constant([[1., 2.], [3., 4.]])
+    >>> mt.boolean_mask(x, [[True, False], [False, True]]).numpy()
+    array([1., 4.], dtype=float32)
+    """
+    from .axes import check_axis
+    tensor = convert_to_tensor(tensor, what="boolean_mask")
+    m = mask._value if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise TypeError(f"boolean_mask: mask must be bool, got {m.dtype}; compare first, e.g. "
+                        "mt.math.greater(x, 0.0)")
+    if m.ndim == 0:
+        raise ValueError("boolean_mask: mask must have rank 1 or more, got a scalar")
+    axis = check_axis(0 if axis is None else axis, tensor.ndim, "boolean_mask",
+                      shape=tensor.shape)
+    covered = tensor.shape[axis:axis + m.ndim]
+    if covered != m.shape:
+        raise ValueError(f"boolean_mask: a mask of shape {m.shape} does not match axes {axis} "
+                         f"to {axis + m.ndim - 1} of a Tensor of shape {tensor.shape} "
+                         f"(they have shape {covered})")
+    flat_shape = tensor.shape[:axis] + (m.size,) + tensor.shape[axis + m.ndim:]
+    flat = reshape(tensor, flat_shape)
+    return gather(flat, np.flatnonzero(m), axis=axis, name=name)
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """One-hot vectors (op ``OneHot``), as ``tf.one_hot``.
+
+    The result has ``indices``' shape with a new axis of size ``depth`` at ``axis`` (the last
+    by default): ``on_value`` (1) where the position equals the index, else ``off_value`` (0).
+    An index outside ``[0, depth)`` gives a vector of ``off_value`` (TensorFlow's rule, used
+    for "no label"). ``dtype`` is float32 unless given or taken from ``on_value``.
+
+    ``on_value`` and ``off_value`` may be floating Tensors, and their gradients are the sums of
+    ``dy`` over the on and off places (TensorFlow returns None there; a silent None teaches
+    nothing). ``indices`` gets no gradient: they are integers.
+
+    Raises:
+        TypeError: non-integer indices, or on/off values of different dtypes.
+        ValueError: a negative depth or an axis out of range.
+
+    >>> import minitape as mt
+    >>> mt.one_hot([0, 2], 3).numpy()
+    array([[1., 0., 0.],
+           [0., 0., 1.]], dtype=float32)
+    """
+    from .axes import check_axis
+    indices = convert_to_tensor(indices, what="one_hot indices")
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: indices must be integers, got {indices.dtype.name}; use "
+                        "mt.cast(indices, mt.int32)")
+    depth = as_dims([depth], "one_hot depth")[0]
+    axis = check_axis(-1 if axis is None else axis, indices.ndim + 1, "one_hot",
+                      shape=indices.shape)
+    given = [v for v in (on_value, off_value) if isinstance(v, Tensor)]
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else (
+        given[0].dtype if given else np.dtype(np.float32))
+    on = convert_to_tensor(1 if on_value is None else on_value, dtype=dtype, what="one_hot")
+    off = convert_to_tensor(0 if off_value is None else off_value, dtype=dtype, what="one_hot")
+    if on.ndim or off.ndim:
+        raise ValueError(f"one_hot: on_value and off_value must be scalars, got shapes "
+                         f"{on.shape} and {off.shape}")
+    mask = _one_hot_mask(indices._value, depth, axis)
+    y = Tensor(np.where(mask, on._value, off._value).astype(dtype), name=name)
+    record("OneHot", (indices, on, off), (y,), attrs={"depth": depth, "axis": axis},
+           keep_inputs={0})
+    return y
+
+
+def _one_hot_mask(indices, depth, axis):
+    """Bool array: ``indices`` with a new axis of ``depth`` at ``axis``, True at each index."""
+    positions = np.arange(depth).reshape((depth,) + (1,) * (indices.ndim - axis))
+    return np.expand_dims(indices, axis) == positions
+
+
+register_forward("OneHot", lambda op, i, on, off: one_hot(i, op.get_attr("depth"), on, off,
+                                                           op.get_attr("axis")))
+
+
+@RegisterGradient("OneHot", batched=True)
+def _one_hot_grad(op, dy):
+    from .reduction_ops import reduce_sum
+    indices = op.inputs[0]
+    mask = _one_hot_mask(indices._value, op.get_attr("depth"), op.get_attr("axis"))
+    on = Tensor(mask.astype(dy.dtype))
+    axes = list(builtins.range(op.batch_ndim, dy.ndim))
+    return None, reduce_sum(dy * on, axis=axes), reduce_sum(dy * (1.0 - on), axis=axes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tape import record
+from ..recording import record
 from ..tensor import Tensor, convert_like
 from .math_ops import floating
 

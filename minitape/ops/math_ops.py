@@ -17,8 +17,8 @@ import math as _pymath
 
 import numpy as np
 
-from ..registry import RegisterGradient, no_gradient
-from ..tape import record
+from ..registry import RegisterGradient, no_gradient, register_forward
+from ..recording import record
 from ..tensor import Tensor, convert_like, convert_to_tensor
 from . import array_ops, reduction_ops
 
@@ -85,6 +85,23 @@ def elementwise_operands(x, y, op_type):
     return x, y
 
 
+def _no_bool(x, op_type):
+    """Arithmetic on bool Tensors is refused, as in TensorFlow (NumPy would compute a logical
+    or, or raise its own TypeError for ``-``)."""
+    raise TypeError(f"{op_type}: arithmetic needs numeric Tensors (float or int), got x of dtype "
+                    f"bool; cast it first, e.g. mt.cast(x, mt.float32)")
+
+
+def numeric(x, op_type):
+    """Convert ``x`` and check it is numeric (float or int): no arithmetic on bools."""
+    if type(x) is Tensor and x._value.dtype.kind in "fiu":
+        return x  # the hot path: nothing to convert or check
+    x = convert_to_tensor(x, what=op_type)
+    if x._value.dtype.kind not in "fiu":
+        _no_bool(x, op_type)
+    return x
+
+
 def floating(x, op_type):
     """Convert ``x`` and check it is floating (sin, exp, ... are defined for floats only)."""
     if type(x) is Tensor and x._value.dtype.kind == "f":
@@ -139,9 +156,14 @@ _out = Tensor
 def add(x, y, name=None):
     """``x + y`` elementwise with broadcasting (op ``AddV2``), as ``tf.add``."""
     x, y = elementwise_operands(x, y, "AddV2")
+    if x._value.dtype.kind == "b":
+        _no_bool(x, "AddV2")
     z = _out(x._value + y._value, name)
     record("AddV2", (x, y), (z,), keep_inputs=False)
     return z
+
+
+register_forward("AddV2", lambda op, x, y: add(x, y))
 
 
 @RegisterGradient("AddV2", batched=True)
@@ -154,9 +176,14 @@ def _add_grad(op, dy):
 def subtract(x, y, name=None):
     """``x - y`` elementwise with broadcasting (op ``Sub``)."""
     x, y = elementwise_operands(x, y, "Sub")
+    if x._value.dtype.kind == "b":
+        _no_bool(x, "Sub")
     z = _out(x._value - y._value, name)
     record("Sub", (x, y), (z,), keep_inputs=False)
     return z
+
+
+register_forward("Sub", lambda op, x, y: subtract(x, y))
 
 
 @RegisterGradient("Sub", batched=True)
@@ -169,9 +196,14 @@ def _sub_grad(op, dy):
 def multiply(x, y, name=None):
     """``x * y`` elementwise with broadcasting (op ``Mul``)."""
     x, y = elementwise_operands(x, y, "Mul")
+    if x._value.dtype.kind == "b":
+        _no_bool(x, "Mul")
     z = _out(x._value * y._value, name)
     record("Mul", (x, y), (z,))
     return z
+
+
+register_forward("Mul", lambda op, x, y: multiply(x, y))
 
 
 @RegisterGradient("Mul", batched=True)
@@ -185,11 +217,16 @@ def _mul_grad(op, dy):
 def divide(x, y, name=None):
     """``x / y`` (op ``RealDiv``). Integer operands are cast to float64 first, as TF's truediv."""
     x, y = elementwise_operands(x, y, "RealDiv")
+    if x._value.dtype.kind == "b":
+        _no_bool(x, "RealDiv")
     if x._value.dtype.kind != "f":
         x, y = cast(x, np.float64), cast(y, np.float64)
     z = _out(x._value / y._value, name)
     record("RealDiv", (x, y), (z,))
     return z
+
+
+register_forward("RealDiv", lambda op, x, y: divide(x, y))
 
 
 @RegisterGradient("RealDiv", batched=True)
@@ -202,10 +239,13 @@ def _div_grad(op, dy):
 
 def negative(x, name=None):
     """``-x`` (op ``Neg``)."""
-    x = convert_to_tensor(x, what="Neg")
+    x = numeric(x, "Neg")
     y = _out(-x._value, name)
     record("Neg", (x,), (y,), keep_inputs=False)
     return y
+
+
+register_forward("Neg", lambda op, x: negative(x))
 
 
 @RegisterGradient("Neg", batched=True)
@@ -222,9 +262,14 @@ def pow(x, y, name=None):  # noqa: A001 (TensorFlow's name)
     Gradient: ``d/dx = y * x**(y-1)``; ``d/dy = x**y * log(x)`` where ``x > 0``, else 0 (as TF).
     """
     x, y = elementwise_operands(x, y, "Pow")
+    if x._value.dtype.kind == "b":
+        _no_bool(x, "Pow")
     z = _out(np.power(x._value, y._value), name)
     record("Pow", (x, y), (z,), keep_outputs=True)
     return z
+
+
+register_forward("Pow", lambda op, x, y: pow(x, y))
 
 
 @RegisterGradient("Pow", batched=True)
@@ -245,10 +290,13 @@ def _pow_grad(op, dy):
 
 def square(x, name=None):
     """``x * x`` (op ``Square``)."""
-    x = convert_to_tensor(x, what="Square")
+    x = numeric(x, "Square")
     y = _out(np.square(x._value), name)
     record("Square", (x,), (y,))
     return y
+
+
+register_forward("Square", lambda op, x: square(x))
 
 
 @RegisterGradient("Square", batched=True)
@@ -265,6 +313,9 @@ def sqrt(x, name=None):
     return y
 
 
+register_forward("Sqrt", lambda op, x: sqrt(x))
+
+
 @RegisterGradient("Sqrt", batched=True)
 def _sqrt_grad(op, dy):
     (y,) = op.outputs
@@ -277,6 +328,9 @@ def exp(x, name=None):
     y = _out(np.exp(x._value), name)
     record("Exp", (x,), (y,), keep_inputs=False, keep_outputs=True)
     return y
+
+
+register_forward("Exp", lambda op, x: exp(x))
 
 
 @RegisterGradient("Exp", batched=True)
@@ -293,6 +347,9 @@ def expm1(x, name=None):
     return y
 
 
+register_forward("Expm1", lambda op, x: expm1(x))
+
+
 @RegisterGradient("Expm1", batched=True)
 def _expm1_grad(op, dy):
     (y,) = op.outputs
@@ -305,6 +362,9 @@ def log(x, name=None):
     y = _out(np.log(x._value), name)
     record("Log", (x,), (y,))
     return y
+
+
+register_forward("Log", lambda op, x: log(x))
 
 
 @RegisterGradient("Log", batched=True)
@@ -321,6 +381,9 @@ def log1p(x, name=None):
     return y
 
 
+register_forward("Log1p", lambda op, x: log1p(x))
+
+
 @RegisterGradient("Log1p", batched=True)
 def _log1p_grad(op, dy):
     (x,) = op.inputs
@@ -333,6 +396,9 @@ def reciprocal(x, name=None):
     y = _out(np.reciprocal(x._value), name)
     record("Reciprocal", (x,), (y,), keep_inputs=False, keep_outputs=True)
     return y
+
+
+register_forward("Reciprocal", lambda op, x: reciprocal(x))
 
 
 @RegisterGradient("Reciprocal", batched=True)
@@ -352,6 +418,9 @@ def sin(x, name=None):
     return y
 
 
+register_forward("Sin", lambda op, x: sin(x))
+
+
 @RegisterGradient("Sin", batched=True)
 def _sin_grad(op, dy):
     (x,) = op.inputs
@@ -364,6 +433,9 @@ def cos(x, name=None):
     y = _out(np.cos(x._value), name)
     record("Cos", (x,), (y,))
     return y
+
+
+register_forward("Cos", lambda op, x: cos(x))
 
 
 @RegisterGradient("Cos", batched=True)
@@ -380,6 +452,9 @@ def tan(x, name=None):
     return y
 
 
+register_forward("Tan", lambda op, x: tan(x))
+
+
 @RegisterGradient("Tan", batched=True)
 def _tan_grad(op, dy):
     (y,) = op.outputs
@@ -392,6 +467,9 @@ def tanh(x, name=None):
     y = _out(np.tanh(x._value), name)
     record("Tanh", (x,), (y,), keep_inputs=False, keep_outputs=True)
     return y
+
+
+register_forward("Tanh", lambda op, x: tanh(x))
 
 
 @RegisterGradient("Tanh", batched=True)
@@ -411,6 +489,9 @@ def sigmoid(x, name=None):
     return y
 
 
+register_forward("Sigmoid", lambda op, x: sigmoid(x))
+
+
 @RegisterGradient("Sigmoid", batched=True)
 def _sigmoid_grad(op, dy):
     (y,) = op.outputs
@@ -424,6 +505,9 @@ def softplus(x, name=None):
     y = _out(np.logaddexp(0, v.astype(np.float64)).astype(v.dtype)[()], name)
     record("Softplus", (x,), (y,))
     return y
+
+
+register_forward("Softplus", lambda op, x: softplus(x))
 
 
 @RegisterGradient("Softplus", batched=True)
@@ -443,6 +527,9 @@ def erf(x, name=None):
     return y
 
 
+register_forward("Erf", lambda op, x: erf(x))
+
+
 @RegisterGradient("Erf", batched=True)
 def _erf_grad(op, dy):
     (x,) = op.inputs
@@ -454,10 +541,13 @@ def _erf_grad(op, dy):
 
 def abs(x, name=None):  # noqa: A001
     """``|x|`` (op ``Abs``): ``d/dx = sign(x)``."""
-    x = convert_to_tensor(x, what="Abs")
+    x = numeric(x, "Abs")
     y = _out(np.abs(x._value), name)
     record("Abs", (x,), (y,))
     return y
+
+
+register_forward("Abs", lambda op, x: abs(x))
 
 
 @RegisterGradient("Abs", batched=True)
@@ -468,10 +558,13 @@ def _abs_grad(op, dy):
 
 def sign(x, name=None):
     """-1, 0 or 1 (op ``Sign``); its gradient is zero."""
-    x = convert_to_tensor(x, what="Sign")
+    x = numeric(x, "Sign")
     y = _out(np.sign(x._value), name)
     record("Sign", (x,), (y,), keep_inputs=False)
     return y
+
+
+register_forward("Sign", lambda op, x: sign(x))
 
 
 @RegisterGradient("Sign", batched=True)
@@ -481,7 +574,7 @@ def _sign_grad(op, dy):
 
 def round(x, name=None):  # noqa: A001
     """Round half to even (op ``Round``); not differentiable (gradient ``None``)."""
-    x = convert_to_tensor(x, what="Round")
+    x = numeric(x, "Round")
     y = _out(np.round(x._value), name)
     record("Round", (x,), (y,), keep_inputs=False)
     return y
@@ -493,6 +586,8 @@ no_gradient("Round")
 def maximum(x, y, name=None):
     """Elementwise max with broadcasting (op ``Maximum``); ties send the gradient to ``x``."""
     x, y = elementwise_operands(x, y, "Maximum")
+    if x._value.dtype.kind == "b":
+        _no_bool(x, "Maximum")
     z = _out(np.maximum(x._value, y._value), name)
     record("Maximum", (x, y), (z,))
     return z
@@ -501,6 +596,8 @@ def maximum(x, y, name=None):
 def minimum(x, y, name=None):
     """Elementwise min with broadcasting (op ``Minimum``); ties send the gradient to ``x``."""
     x, y = elementwise_operands(x, y, "Minimum")
+    if x._value.dtype.kind == "b":
+        _no_bool(x, "Minimum")
     z = _out(np.minimum(x._value, y._value), name)
     record("Minimum", (x, y), (z,))
     return z
@@ -514,10 +611,16 @@ def _select_grad(op, dy, x_wins):
     return unbroadcast(gx, op.input_shapes[0], nb), unbroadcast(gy, op.input_shapes[1], nb)
 
 
+register_forward("Maximum", lambda op, x, y: maximum(x, y))
+
+
 @RegisterGradient("Maximum", batched=True)
 def _maximum_grad(op, dy):
     x, y = op.inputs
     return _select_grad(op, dy, greater_equal(x, y))
+
+
+register_forward("Minimum", lambda op, x, y: minimum(x, y))
 
 
 @RegisterGradient("Minimum", batched=True)
@@ -553,16 +656,24 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
 def cast(x, dtype, name=None):
     """Convert ``x`` to ``dtype`` (op ``Cast``), as ``tf.cast``.
 
-    The gradient flows between floating dtypes (cast back); to or from an integer it is None.
+    The gradient flows between floating dtypes (cast back); to or from an integer or bool it
+    is None.
+
+    Raises:
+        TypeError: a ``dtype`` minitape does not compute with (``str``, ``object``, complex):
+            only bool, integer and floating dtypes.
     """
-    from ..dtypes import as_dtype
-    dtype = as_dtype(dtype)
-    x = convert_to_tensor(x, what="Cast")
+    from ..dtypes import check_dtype
+    dtype = check_dtype(dtype, "cast")
+    x = convert_to_tensor(x, what="cast")
     if x._value.dtype == dtype:
         return x
     y = _out(np.asarray(x._value).astype(dtype)[()], name)
     record("Cast", (x,), (y,), attrs={"dtype": dtype}, keep_inputs=False)
     return y
+
+
+register_forward("Cast", lambda op, x: cast(x, op.get_attr("dtype")))
 
 
 @RegisterGradient("Cast", batched=True)
@@ -611,6 +722,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
         ValueError: rank below 2, or inner dimensions that differ.
     """
     a, b = binary_operands(a, b, "MatMul")
+    if a._value.dtype.kind == "b":
+        _no_bool(a, "MatMul")
     av, bv = a._value, b._value
     if av.ndim < 2 or bv.ndim < 2:
         raise ValueError(
@@ -659,7 +772,11 @@ def _matmul_grad(op, dy):
     return da, db
 
 
+register_forward("MatMul", lambda op, a, b: matmul(a, b, op.get_attr("transpose_a"),
+                                                     op.get_attr("transpose_b")))
 RegisterGradient("MatMul", batched=True)(_matmul_grad)
+register_forward("BatchMatMulV2", lambda op, a, b: matmul(a, b, op.get_attr("transpose_a"),
+                                                           op.get_attr("transpose_b")))
 RegisterGradient("BatchMatMulV2", batched=True)(_matmul_grad)
 
 _ = builtins

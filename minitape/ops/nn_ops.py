@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import RegisterGradient
-from ..tape import record
-from ..tensor import Tensor, convert_like
+from ..registry import RegisterGradient, register_forward
+from ..recording import record
+from ..tensor import Tensor, convert_like, convert_to_tensor
 from . import array_ops, math_ops, reduction_ops
+from .axes import check_axis
 from .math_ops import floating
 
 
@@ -22,6 +23,9 @@ def relu(features, name=None):
     y = Tensor(np.maximum(x._value, 0).astype(x.dtype, copy=False), name=name)
     record("Relu", (x,), (y,), keep_inputs=False, keep_outputs=True)
     return y
+
+
+register_forward("Relu", lambda op, x: relu(x))
 
 
 @RegisterGradient("Relu", batched=True)
@@ -47,6 +51,9 @@ def relu_grad(gradients, features, name=None):
     return dx
 
 
+register_forward("ReluGrad", lambda op, dy, y: relu_grad(dy, y))
+
+
 @RegisterGradient("ReluGrad", batched=True)
 def _relu_grad_grad(op, ddx):
     # ReluGrad is linear in ``gradients``: its gradient is ReluGrad again. With respect to
@@ -69,6 +76,9 @@ def elu(features, name=None):
     return y
 
 
+register_forward("Elu", lambda op, x: elu(x))
+
+
 @RegisterGradient("Elu", batched=True)
 def _elu_grad(op, dy):
     (y,) = op.outputs
@@ -84,6 +94,9 @@ def leaky_relu(features, alpha=0.2, name=None):
     return y
 
 
+register_forward("LeakyRelu", lambda op, x: leaky_relu(x, op.get_attr("alpha")))
+
+
 @RegisterGradient("LeakyRelu", batched=True)
 def _leaky_relu_grad(op, dy):
     (x,) = op.inputs
@@ -92,10 +105,16 @@ def _leaky_relu_grad(op, dy):
     return dy * slope
 
 
+# The public function of each op, for messages ("softmax: axis=1 is out of range ...").
+_PUBLIC = {"Softmax": "softmax", "LogSoftmax": "log_softmax",
+           "SoftmaxCrossEntropyWithLogits": "softmax_cross_entropy_with_logits",
+           "SoftmaxCrossEntropyWithLogitsGrad": "softmax_cross_entropy_with_logits_grad"}
+
+
 def _axis(axis, ndim, op_type):
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{op_type}: axis {axis} out of range for rank {ndim}")
-    return axis % ndim
+    if type(axis) is int and -ndim <= axis < ndim:  # the common case: axis=-1
+        return axis % ndim
+    return check_axis(axis, ndim, _PUBLIC.get(op_type, op_type))
 
 
 def _softmax_values(x, axis):
@@ -122,6 +141,9 @@ def softmax(logits, axis=-1, name=None):
     return y
 
 
+register_forward("Softmax", lambda op, x: softmax(x, op.get_attr("axis")))
+
+
 @RegisterGradient("Softmax", batched=True)
 def _softmax_grad(op, dy):
     (y,) = op.outputs
@@ -139,6 +161,9 @@ def log_softmax(logits, axis=-1, name=None):
     y = Tensor(_log_softmax_values(x._value, axis), name=name)
     record("LogSoftmax", (x,), (y,), attrs={"axis": axis}, keep_inputs=False, keep_outputs=True)
     return y
+
+
+register_forward("LogSoftmax", lambda op, x: log_softmax(x, op.get_attr("axis")))
 
 
 @RegisterGradient("LogSoftmax", batched=True)
@@ -172,6 +197,10 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     loss = Tensor(-np.add.reduce(labels._value * log_sm, axis=axis), name=name)
     record("SoftmaxCrossEntropyWithLogits", (labels, logits), (loss,), attrs={"axis": axis})
     return loss
+
+
+register_forward("SoftmaxCrossEntropyWithLogits", lambda op, labels, logits: (
+    softmax_cross_entropy_with_logits(labels, logits, op.get_attr("axis"))))
 
 
 @RegisterGradient("SoftmaxCrossEntropyWithLogits", batched=True)
@@ -216,6 +245,10 @@ def softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis=-1, name=Non
     return d_logits
 
 
+register_forward("SoftmaxCrossEntropyWithLogitsGrad", lambda op, dy, labels, logits: (
+    softmax_cross_entropy_with_logits_grad(dy, labels, logits, op.get_attr("axis"))))
+
+
 @RegisterGradient("SoftmaxCrossEntropyWithLogitsGrad")
 def _softmax_cross_entropy_grad_grad(op, g):
     # With s = softmax(logits), T = sum(labels, axis) and e = dy broadcast along axis, the op
@@ -244,3 +277,112 @@ def _axis_after_batch(axis, logits_ndim, dy_ndim):
     ``dy_batch + logits.shape``: ``dy`` is the loss (logits without ``axis``) after its
     leading batch axes, if any."""
     return axis + dy_ndim - (logits_ndim - 1)
+
+
+# -- sparse softmax cross-entropy, dropout --------------------------------------------------------
+
+
+def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
+    """``-log_softmax(logits)[..., labels]`` as one op, as TensorFlow's function.
+
+    Op ``SparseSoftmaxCrossEntropyWithLogits``. ``labels`` are class indices (integers, shape
+    ``logits.shape[:-1]``, each in ``[0, classes)``), ``logits`` floating ``(..., classes)``;
+    the result has ``labels``' shape, one loss per example. The same loss as
+    ``softmax_cross_entropy_with_logits`` with one-hot labels, without building them.
+
+    Gradient with respect to the logits: ``(softmax(logits) - one_hot(labels)) * dy``, written
+    with recorded ops (so it can be differentiated again); none for the integer labels.
+
+    Raises:
+        TypeError: non-integer labels or non-floating logits.
+        ValueError: a shape mismatch, or a label outside ``[0, classes)`` (TensorFlow raises
+            ``InvalidArgumentError`` on the CPU too).
+
+    >>> import minitape as mt
+    >>> loss = mt.nn.sparse_softmax_cross_entropy_with_logits(
+    ...     mt.constant([0, 1]), mt.constant([[2.0, 0.0], [0.0, 0.0]]))
+    >>> loss.numpy().round(4)
+    array([0.1269, 0.6931], dtype=float32)
+    """
+    what = "SparseSoftmaxCrossEntropyWithLogits"
+    logits = floating(logits, what)
+    labels = convert_to_tensor(labels, what=f"{what} labels")
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"sparse_softmax_cross_entropy_with_logits: labels must be integer class "
+                        f"indices, got {labels.dtype.name}; for one-hot or probability labels "
+                        "use softmax_cross_entropy_with_logits")
+    if logits.ndim < 1 or labels.shape != logits.shape[:-1]:
+        raise ValueError(f"sparse_softmax_cross_entropy_with_logits: labels of shape "
+                         f"{labels.shape} need logits of shape {labels.shape} + (classes,), got "
+                         f"{logits.shape}")
+    classes = logits.shape[-1]
+    lv = labels._value
+    if lv.size and (lv.min() < 0 or lv.max() >= classes):
+        bad = lv[(lv < 0) | (lv >= classes)].ravel()[0]
+        raise ValueError(f"sparse_softmax_cross_entropy_with_logits: received a label value of "
+                         f"{bad} which is outside the valid range of [0, {classes})")
+    log_sm = _log_softmax_values(logits._value, -1)
+    loss = -np.take_along_axis(log_sm, lv[..., None].astype(np.intp), axis=-1)[..., 0]
+    y = Tensor(loss, name=name)
+    record(what, (labels, logits), (y,))
+    return y
+
+
+register_forward("SparseSoftmaxCrossEntropyWithLogits", lambda op, labels, logits: (
+    sparse_softmax_cross_entropy_with_logits(labels, logits)))
+
+
+@RegisterGradient("SparseSoftmaxCrossEntropyWithLogits", batched=True)
+def _sparse_softmax_cross_entropy_grad(op, dy):
+    labels, logits = op.inputs
+    hot = Tensor(array_ops._one_hot_mask(labels._value, logits.shape[-1], labels.ndim)
+                 .astype(logits.dtype))
+    return None, (softmax(logits) - hot) * array_ops.expand_dims(dy, -1)
+
+
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    """Inverted dropout, as ``tf.nn.dropout``: each element is zeroed with probability
+    ``rate`` and the survivors are scaled by ``1 / (1 - rate)``, so the expected value of
+    every element is unchanged (and nothing needs rescaling at test time).
+
+    Recorded as one ``Mul`` by a constant mask of ``0`` and ``1 / (1 - rate)``: the gradient
+    flows through the kept elements only, scaled the same way.
+
+    Args:
+        x: a floating Tensor.
+        rate: the probability of dropping an element, in ``[0, 1)``.
+        noise_shape: optional shape of the mask, broadcast against ``x`` (e.g. ``[n, 1]``
+            drops whole rows).
+        seed: an int for a repeatable mask; else the global generator (``mt.random.set_seed``).
+
+    Raises:
+        ValueError: ``rate`` outside ``[0, 1)``, or a ``noise_shape`` that does not broadcast.
+        TypeError: a non-floating ``x`` or a ``rate`` that is not a number.
+
+    >>> import minitape as mt
+    >>> y = mt.nn.dropout(mt.ones([2, 4]), rate=0.5, seed=1)
+    >>> sorted(set(y.numpy().ravel().tolist()))   # dropped, or kept and doubled
+    [0.0, 2.0]
+    """
+    from . import random_ops
+    x = floating(x, "dropout")
+    if isinstance(rate, Tensor):
+        rate = float(rate)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)):
+        raise TypeError(f"dropout: rate must be a number in [0, 1), got {rate!r:.40}")
+    if not 0.0 <= float(rate) < 1.0:
+        raise ValueError(f"dropout: rate is the probability of dropping an element and must be "
+                         f"in [0, 1), got {rate}; rate=0 keeps everything (rate is *not* the "
+                         "keep probability)")
+    shape = x.shape if noise_shape is None else array_ops.as_shape(noise_shape, "dropout")
+    try:
+        fits = np.broadcast_shapes(shape, x.shape) == x.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"dropout: noise_shape {shape} does not broadcast to the shape "
+                         f"{x.shape} of x")
+    keep = random_ops._rng(seed).random(shape) >= float(rate)
+    mask = Tensor((keep / (1.0 - float(rate))).astype(x.dtype))
+    y = math_ops.multiply(x, mask, name=name)
+    return y

@@ -10,34 +10,28 @@ import math as _pymath
 
 import numpy as np
 
-from ..registry import RegisterGradient
-from ..tape import record
+from ..registry import RegisterGradient, no_gradient, register_forward
+from ..recording import record
 from ..tensor import Tensor, convert_to_tensor
 from . import array_ops, math_ops
+from .axes import check_axes, check_axis
 
 
-def normalize_axes(axis, ndim, op_type):
-    """``axis`` (None, int, negative int, list or 1-D int Tensor) -> sorted tuple of axes."""
-    if axis is None:
-        return tuple(range(ndim))
-    if type(axis) is int and -ndim <= axis < ndim:  # the common case, checked at once
-        return (axis % ndim,)
-    if isinstance(axis, Tensor):
-        axis = axis.numpy().tolist()
-    axes = axis if isinstance(axis, (list, tuple)) else [axis]
-    out = []
-    for a in axes:
-        if isinstance(a, Tensor):
-            a = int(a)
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"{op_type}: axis must be an int or a list of ints, got {axis!r}")
-        if not -ndim <= a < max(ndim, 1):
-            raise ValueError(f"{op_type}: axis {a} is out of range for a Tensor of rank {ndim} "
-                             f"(valid: {-ndim} to {ndim - 1})")
-        out.append(int(a) % ndim if ndim else 0)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{op_type}: axis {axis!r} repeats an axis")
-    return tuple(sorted(out))
+# The public name of each reduction op, for messages ("reduce_sum: axis=2 is out of range ...").
+_PUBLIC = {"Sum": "reduce_sum", "Mean": "reduce_mean", "Max": "reduce_max",
+           "Min": "reduce_min", "Prod": "reduce_prod"}
+
+
+def numeric(x, what):
+    """Convert ``x`` and check its dtype is numeric (float or int): sums, means, products and
+    extrema of bool Tensors are refused, as TensorFlow does."""
+    x = convert_to_tensor(x, what=what)
+    if x._value.dtype.kind not in "iuf":
+        hint = (f"; to count the True entries use {what}(mt.cast(x, mt.int32))"
+                if x._value.dtype.kind == "b" else "")
+        raise TypeError(f"{what} expects a numeric Tensor (float or int), got "
+                        f"{x.dtype.name}{hint}")
+    return x
 
 
 def _kept_shape(op):
@@ -45,12 +39,18 @@ def _kept_shape(op):
     return tuple(1 if i in axes else n for i, n in enumerate(op.input_shapes[0]))
 
 
-def _reduce(op_type, fn, x, axis, keepdims, name, keep_inputs, keep_outputs, float_only=False):
-    x = math_ops.floating(x, op_type) if float_only else convert_to_tensor(x, what=op_type)
-    axes = normalize_axes(axis, x._value.ndim, op_type)
+def _reduce(op_type, fn, x, axis, keepdims, name, keep_inputs, keep_outputs):
+    what = _PUBLIC[op_type]
+    if type(x) is not Tensor or x._value.dtype.kind not in "iuf":  # (a float Tensor: as is)
+        x = numeric(x, what)
+    v = x._value
+    axes = check_axes(axis, v.ndim, what, shape=v.shape)
     # ``fn`` is a ufunc's reduce (``np.add.reduce`` is what ``np.sum`` calls, without its
-    # Python wrappers) or ``np.mean``. A reduction over every axis gives a NumPy scalar.
-    value = fn(x._value, axis=axes, keepdims=keepdims)
+    # Python wrappers) or ``_mean``. A reduction over every axis gives a NumPy scalar.
+    if v.size == 0 and fn in _EMPTY:  # max/min of nothing: TensorFlow's identity, not an error
+        value = fn(v, axis=axes, keepdims=keepdims, initial=_EMPTY[fn](v.dtype))
+    else:
+        value = fn(v, axis=axes, keepdims=keepdims)
     if value.dtype != x._value.dtype:  # an integer sum comes back as int64, a mean as float64
         value = value.astype(x._value.dtype)
     y = Tensor(value, name=name)
@@ -80,6 +80,9 @@ def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce("Sum", np.add.reduce, input_tensor, axis, keepdims, name, False, False)
 
 
+register_forward("Sum", lambda op, x: reduce_sum(x, op.get_attr("axis"), op.get_attr("keepdims")))
+
+
 @RegisterGradient("Sum", batched=True)
 def _sum_grad(op, dy):
     g = _spread(op, dy)
@@ -93,11 +96,21 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
 
 def _mean(x, axis, keepdims):
     """``np.mean``; for float32/float64 as ``sum / count`` (the same number, without
-    ``np.mean``'s Python layers; narrower types keep ``np.mean``, which sums them wider)."""
+    ``np.mean``'s Python layers; narrower types keep ``np.mean``, which sums them wider).
+    The mean of nothing is NaN, as in TensorFlow (an int Tensor has no NaN: ValueError)."""
     count = _pymath.prod([x.shape[a] for a in axis])
+    if count == 0:
+        if x.dtype.kind != "f":
+            raise ValueError(f"reduce_mean: the mean over axis={axis} of a {x.dtype.name} "
+                             f"Tensor of shape {x.shape} is a mean of no values (NaN), which "
+                             "an integer cannot hold; cast it first: mt.cast(x, mt.float32)")
+        return np.full_like(np.add.reduce(x, axis=axis, keepdims=keepdims), np.nan)[()]
     if x.dtype.kind != "f" or x.dtype.itemsize < 4 or not 0 < count <= 2**24:
         return np.mean(x, axis=axis, keepdims=keepdims)  # (a count exact in float32 only)
     return np.add.reduce(x, axis=axis, keepdims=keepdims) / x.dtype.type(count)
+
+
+register_forward("Mean", lambda op, x: reduce_mean(x, op.get_attr("axis"), op.get_attr("keepdims")))
 
 
 @RegisterGradient("Mean", batched=True)
@@ -105,6 +118,19 @@ def _mean_grad(op, dy):
     shape = op.input_shapes[0]
     count = _pymath.prod([shape[a] for a in op.get_attr("axis")])
     return _sum_grad(op, dy / float(max(count, 1)))  # (divide first: fewer elements)
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+# The maximum of no values is -inf (the lowest int for ints), the minimum +inf, as in
+# TensorFlow; NumPy raises instead, so these are given as ``initial``.
+_EMPTY = {np.maximum.reduce: _lowest, np.minimum.reduce: _highest}
 
 
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
@@ -126,40 +152,71 @@ def _extremum_grad(op, dy):
     return _spread(op, dy) * (hits / count)
 
 
+register_forward("Max", lambda op, x: reduce_max(x, op.get_attr("axis"), op.get_attr("keepdims")))
 RegisterGradient("Max", batched=True)(_extremum_grad)
+register_forward("Min", lambda op, x: reduce_min(x, op.get_attr("axis"), op.get_attr("keepdims")))
 RegisterGradient("Min", batched=True)(_extremum_grad)
 
 
 def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
-    """Product over ``axis`` (op ``Prod``), as ``tf.reduce_prod``.
+    """Product over ``axis`` (op ``Prod``), as ``tf.reduce_prod``; the product of no values is 1.
 
-    Gradient: the product of the *other* elements. Where an element is 0 that product is
-    computed directly, so zeros give exact first derivatives; second derivatives there are
-    treated as constants.
+    Gradient: for each element, the product of the *other* elements of its slice, computed
+    without dividing (``y / x`` fails at zeros) as TensorFlow does: the exclusive cumulative
+    product from the left times the one from the right. Both are written with minitape ops
+    (slices, ``concat`` and ``Mul``), so the gradient is exact at zeros to every order and
+    symmetric second derivatives come out symmetric.
+
+    Raises:
+        TypeError: a bool (or other non-numeric) Tensor. ValueError: an axis out of range.
+
+    >>> import minitape as mt
+    >>> x = mt.Variable([0.0, 2.0, 3.0])
+    >>> with mt.GradientTape() as tape:
+    ...     y = mt.reduce_prod(x)
+    >>> tape.gradient(y, x).numpy()      # the products of the others: 2*3, 0*3, 0*2
+    array([6., 0., 0.], dtype=float32)
     """
-    return _reduce("Prod", np.multiply.reduce, input_tensor, axis, keepdims, name, True, True)
+    return _reduce("Prod", np.multiply.reduce, input_tensor, axis, keepdims, name, True, False)
+
+
+def _exclusive_cumprod(x):
+    """``[1, x0, x0*x1, ..., x0*...*x(n-2)]`` along the last axis, with minitape ops only.
+
+    A scan by doubling (Hillis and Steele): after the step with shift ``d``, each entry holds
+    the product of up to ``2d`` entries ending at it; ``log2(n)`` steps of a slice, a
+    ``concat`` and a ``Mul``, so every derivative of it is exact (no division anywhere).
+    """
+    n = x.shape[-1]
+    lead = x.shape[:-1]
+    p = array_ops.concat([array_ops.ones(lead + (1,), x.dtype), x[..., :n - 1]], axis=-1)
+    d = 1
+    while d < n:
+        p = p * array_ops.concat([array_ops.ones(lead + (d,), x.dtype), p[..., :n - d]],
+                                 axis=-1)
+        d *= 2
+    return p
+
+
+register_forward("Prod", lambda op, x: reduce_prod(x, op.get_attr("axis"), op.get_attr("keepdims")))
 
 
 @RegisterGradient("Prod", batched=True)
 def _prod_grad(op, dy):
     (x,) = op.inputs
-    (y,) = op.outputs
     axes = op.get_attr("axis")
-    y = array_ops.reshape(y, _kept_shape(op))
-    zero = math_ops.equal(x, 0)
-    safe_x = array_ops.where(zero, array_ops.ones_like(x), x)
-    # Product of the others where x == 0: product with that one element replaced by 1.
-    v = x._value
-    others_at_zero = np.zeros_like(v)
-    if np.any(v == 0):
-        moved = np.moveaxis(v, axes, list(range(len(axes))))
-        flat = moved.reshape((-1,) + moved.shape[len(axes):])
-        out = np.zeros_like(flat)
-        for k in range(flat.shape[0]):
-            rest = np.delete(flat, k, axis=0)
-            out[k] = np.prod(rest, axis=0)
-        others_at_zero = np.moveaxis(out.reshape(moved.shape), list(range(len(axes))), axes)
-    others = array_ops.where(zero, Tensor(others_at_zero), y / safe_x)
+    shape = op.input_shapes[0]
+    if not axes or not x.size:
+        return _spread(op, dy) * array_ops.ones(shape, x.dtype)
+    # The reduced axes moved last and made one axis of length n: each row is one product.
+    rest = [i for i in range(len(shape)) if i not in axes]
+    perm = tuple(rest) + tuple(axes)
+    rows = array_ops.reshape(array_ops.transpose(x, perm),
+                             [shape[i] for i in rest] + [_pymath.prod(shape[a] for a in axes)])
+    left = _exclusive_cumprod(rows)                       # product of the elements before
+    right = _exclusive_cumprod(rows[..., ::-1])[..., ::-1]  # product of the elements after
+    others = array_ops.reshape(left * right, [shape[i] for i in perm])
+    others = array_ops.transpose(others, tuple(int(i) for i in np.argsort(perm)))
     return _spread(op, dy) * others
 
 
@@ -177,3 +234,168 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=False, name=None):  # noqa
     if ord == np.inf:
         return reduce_max(math_ops.abs(tensor), axis=axis, keepdims=keepdims, name=name)
     raise ValueError(f"norm: ord must be 'euclidean', 'fro', 1, 2 or np.inf, got {ord!r}")
+
+
+# -- composed reductions: logsumexp, variance, std ----------------------------------------------
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """``log(sum(exp(x), axis))`` without overflow, as ``tf.math.reduce_logsumexp``.
+
+    Computed as ``m + log(sum(exp(x - m)))`` where ``m`` is the maximum over ``axis`` taken
+    as a constant (TensorFlow stops the gradient there too; the result does not depend on
+    ``m``, so its gradient is the same: ``softmax(x)`` along ``axis``). An all ``-inf`` slice
+    gives ``-inf``, as TensorFlow. Composed of recorded ops (``Sub``, ``Exp``, ``Sum``, ``Log``,
+    ``AddV2``), so every order of derivative and forward mode come for free.
+
+    Args:
+        input_tensor: a floating Tensor.
+        axis: None (all axes), an int or a list of ints; negative counts from the end.
+        keepdims: keep the reduced axes with size 1.
+
+    Raises:
+        TypeError: a non-floating input. ValueError: an axis out of range.
+
+    >>> import minitape as mt
+    >>> mt.math.reduce_logsumexp(mt.constant([1000.0, 1000.0])).numpy()   # no overflow
+    np.float32(1000.6932)
+    """
+    x = math_ops.floating(input_tensor, "reduce_logsumexp")
+    axes = check_axes(axis, x.ndim, "reduce_logsumexp", shape=x.shape)
+    peak = np.maximum.reduce(x._value, axis=axes, keepdims=True) if x.size else \
+        np.zeros([1 if i in axes else n for i, n in enumerate(x.shape)], x.dtype)
+    peak = Tensor(np.where(np.isfinite(peak), peak, 0).astype(x.dtype))  # a constant
+    total = reduce_sum(math_ops.exp(x - peak), axis=axes, keepdims=True)
+    result = math_ops.log(total) + peak
+    if not keepdims:
+        result = array_ops.reshape(result, [n for i, n in enumerate(x.shape) if i not in axes])
+    if name is not None:
+        result.name = name
+    return result
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """The (biased) variance ``mean((x - mean(x))**2)`` over ``axis``, as
+    ``tf.math.reduce_variance``, composed of recorded ops (``Mean``, ``Sub``, ``Square``).
+
+    Raises:
+        TypeError: a non-floating input (TensorFlow refuses integers too).
+        ValueError: an axis out of range.
+
+    >>> import minitape as mt
+    >>> mt.math.reduce_variance(mt.constant([1.0, 2.0, 3.0, 4.0])).numpy()
+    np.float32(1.25)
+    """
+    x = math_ops.floating(input_tensor, "reduce_variance")
+    axes = check_axes(axis, x.ndim, "reduce_variance", shape=x.shape)
+    mean = reduce_mean(x, axis=axes, keepdims=True)
+    return reduce_mean(math_ops.square(x - mean), axis=axes, keepdims=keepdims, name=name)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """``sqrt(reduce_variance(x))``, as ``tf.math.reduce_std``.
+
+    Its gradient is infinite (NaN) where every value of a slice is equal (the square root at
+    0), as in TensorFlow.
+
+    >>> import minitape as mt
+    >>> mt.math.reduce_std(mt.constant([[1.0, 3.0], [2.0, 2.0]]), axis=1).numpy()
+    array([1., 0.], dtype=float32)
+    """
+    variance = reduce_variance(input_tensor, axis=axis, keepdims=keepdims)
+    return math_ops.sqrt(variance, name=name)
+
+
+# -- cumsum: a scan whose gradient is the scan the other way ---------------------------------------
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative sum along ``axis`` (op ``Cumsum``), as ``tf.math.cumsum``.
+
+    ``exclusive=True`` leaves each element out of its own sum (the first is 0);
+    ``reverse=True`` sums from the end. The gradient of a cumulative sum is the cumulative sum
+    of ``dy`` in the opposite direction (same ``exclusive``), a Cumsum again, so every order
+    of derivative works.
+
+    Raises:
+        TypeError: a non-numeric input, or an axis that is not an int.
+        ValueError: an axis out of range (a 0-d input has no axis: TensorFlow refuses it too).
+
+    >>> import minitape as mt
+    >>> mt.math.cumsum(mt.constant([1.0, 2.0, 3.0])).numpy()
+    array([1., 3., 6.], dtype=float32)
+    >>> mt.math.cumsum(mt.constant([1.0, 2.0, 3.0]), exclusive=True, reverse=True).numpy()
+    array([5., 3., 0.], dtype=float32)
+    """
+    x = convert_to_tensor(x, what="cumsum")
+    if x.dtype.kind not in "iuf":
+        raise TypeError(f"cumsum expects a numeric Tensor, got {x.dtype.name}")
+    axis = check_axis(axis, x.ndim, "cumsum", shape=x.shape)
+    y = Tensor(_cumsum_values(x._value, axis, bool(exclusive), bool(reverse)), name=name)
+    record("Cumsum", (x,), (y,), attrs={"axis": axis, "exclusive": bool(exclusive),
+                                        "reverse": bool(reverse)}, keep_inputs=False)
+    return y
+
+
+def _cumsum_values(v, axis, exclusive, reverse):
+    if reverse:
+        v = np.flip(v, axis)
+    out = np.cumsum(v, axis=axis, dtype=v.dtype)
+    if exclusive:  # shift by one: [0, x0, x0 + x1, ...]
+        out = out - v
+    return np.flip(out, axis).copy() if reverse else out
+
+
+register_forward("Cumsum", lambda op, x: cumsum(x, op.get_attr("axis"), op.get_attr("exclusive"),
+                                          op.get_attr("reverse")))
+
+
+@RegisterGradient("Cumsum", batched=True)
+def _cumsum_grad(op, dy):
+    return cumsum(dy, axis=op.get_attr("axis") + op.batch_ndim,
+                  exclusive=op.get_attr("exclusive"), reverse=not op.get_attr("reverse"))
+
+
+# -- argmax, argmin: integer results, no gradient --------------------------------------------------
+
+
+def _arg_extremum(op_type, fn, input, axis, output_type, name):  # noqa: A002
+    from .. import dtypes
+    x = convert_to_tensor(input, what=op_type)
+    if x.dtype.kind not in "iuf":
+        raise TypeError(f"{op_type} expects a numeric Tensor, got {x.dtype.name}")
+    if x.ndim == 0:
+        raise ValueError(f"{op_type} needs a Tensor of rank 1 or more, got a scalar")
+    axis = check_axis(0 if axis is None else axis, x.ndim, op_type.lower(), shape=x.shape)
+    output_type = dtypes.as_dtype(output_type)
+    if output_type not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise TypeError(f"{op_type}: output_type must be mt.int32 or mt.int64, got "
+                        f"{output_type.name}")
+    y = Tensor(fn(x._value, axis=axis).astype(output_type), name=name)
+    record(op_type, (x,), (y,), attrs={"axis": axis}, keep_inputs=False)
+    return y
+
+
+def argmax(input, axis=None, output_type=np.int64, name=None):  # noqa: A002
+    """Index of the largest value along ``axis`` (op ``ArgMax``), as ``tf.math.argmax``.
+
+    ``axis`` defaults to 0, as TensorFlow. Returns int64 (or ``output_type``); the first index
+    wins a tie. Not differentiable: an index does not change smoothly with the values.
+
+    >>> import minitape as mt
+    >>> mt.math.argmax(mt.constant([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]]), axis=1)
+    <mt.Tensor: shape=(2,), dtype=int64, numpy=array([1, 0])>
+    """
+    return _arg_extremum("ArgMax", np.argmax, input, axis, output_type, name)
+
+
+def argmin(input, axis=None, output_type=np.int64, name=None):  # noqa: A002
+    """Index of the smallest value along ``axis`` (op ``ArgMin``), as ``tf.math.argmin``.
+
+    ``axis`` defaults to 0; returns int64 (or ``output_type``); not differentiable.
+    """
+    return _arg_extremum("ArgMin", np.argmin, input, axis, output_type, name)
+
+
+no_gradient("ArgMax")
+no_gradient("ArgMin")

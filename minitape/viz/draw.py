@@ -6,16 +6,24 @@ The picture is made from ``tape_graph``'s plain data in three steps:
    target are kept. Long chains of elementwise ops (``y = y * 1.01`` a thousand times) are
    collapsed into one node (``collapse=True``, chains of at least ``min_run`` ops). If the
    picture still has more than ``max_nodes`` nodes, the depth is reduced until it fits.
-2. **Style the nodes.** Ops are boxes (coloured per tape when several tapes are drawn),
-   tensors are ellipses with their shape, dtype, value and, after ``gradient``, the gradient
-   that reached them (in red). Variables have a double border, watched tensors a green one,
-   the target a bold one. ``StopGradient`` is an octagon, an op with no registered gradient
-   is red. Whatever does not connect the target to the sources is grey.
+2. **Style the nodes.** Ops are boxes numbered ``#1``, ``#2``, ... in the order they ran
+   (coloured per tape when several tapes are drawn), tensors are ellipses labelled in the
+   learner's words (``y`` for ``y = x * x``) with their shape, dtype, value and, after
+   ``gradient``, the gradient that reached them (in red). Tensors the tape saved for the
+   backward pass are orange, as ``torchviz`` draws them. Variables have a double border,
+   watched tensors a green one, the target a bold one. ``StopGradient`` is an octagon, an op
+   with no registered gradient is red. Whatever does not connect the target to the sources
+   is grey. Red dashed arrows show the gradient going back, only out of the ops the last
+   backward pass went through (with ``contributions=True``, labelled with the contribution
+   each carried, and a tensor that received several shows their sum).
 3. **Add notes.** ``stop_recording`` blocks and ``reset`` calls appear as notes; a source whose
    gradient is ``None`` gets a "why" note from ``explain``.
 
-Node names in the DOT source are the graph's ids (``op12``, ``t7``), so the text is
-deterministic and tests compare it instead of pixels.
+Node names in the DOT source are the graph's ids, counted per drawing (``op1``, ``t1``), so
+the same program drawn twice gives the same text, and tests compare it instead of pixels.
+The drawing has an opaque white background (it reads on a dark theme too), is scaled down to
+fit a notebook column, and shows in a notebook as SVG with a PNG copy next to it (shown
+where SVG is not, e.g. in an untrusted notebook).
 
 >>> import minitape as mt
 >>> from minitape.viz import draw_tape
@@ -47,8 +55,10 @@ ELEMENTWISE = frozenset({
 
 TAPE_COLOURS = ("#dbe9f6", "#fde2c8", "#d9f0d3", "#eadcf0", "#fff2b3", "#f6d5da")
 GREY_FILL, GREY_LINE, GREY_TEXT = "#f4f4f4", "gray70", "gray55"
-HIGHLIGHT = "#e66100"
+HIGHLIGHT = "#1f5fbf"        # the player's current step (blue: orange means "saved")
 GRADIENT_COLOUR = "#c0392b"
+SAVED_FILL = "#fdd9a8"       # tensors the tape holds for the backward pass (torchviz's orange)
+MAX_WIDTH_INCHES = 9.5       # a JupyterLab notebook column is about 950 px wide
 
 
 # -- step 1: what to show -----------------------------------------------------------------------
@@ -58,7 +68,7 @@ class View:
 
     Attributes:
         ops: the visible OpNodes (not collapsed), in order.
-        runs: lists of OpNodes drawn as one node each (``"run<first seq>"``).
+        runs: lists of OpNodes drawn as one node each (``"run<first number>"``).
         tensors: ids of the visible TensorNodes.
         hidden_ops: how many ops the depth limit left out.
     """
@@ -209,11 +219,19 @@ def _float_text(v, digits) -> str:
     return text if any(c in text for c in ".eni") else text + ".0"
 
 
+def printable(text) -> str:
+    """``text`` with control characters shown as escapes (``a\\x00b``): graphviz rejects them."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _table(lines) -> str:
     """An HTML-like graphviz label: one row per ``(text, colour or None, bold)``."""
     rows = []
     for text, colour, bold in lines:
-        cell = html.escape(text)
+        cell = html.escape(printable(text))
         if bold:
             cell = f"<B>{cell}</B>"
         if colour:
@@ -222,8 +240,8 @@ def _table(lines) -> str:
     return "<" + "<BR/>".join(rows) + ">"
 
 
-def _tensor_label(t, grey):
-    title = t.name if t.name and t.name != "Variable" else (t.label or f"t{t.tensor_id}")
+def _tensor_label(t, grey, received=()):
+    title = t.label or t.id
     kind = ("Variable" if t.trainable else "Variable (not trainable)") if t.variable else ""
     constant = not (t.variable or t.watched or t.produced_by)
     marks = [m for m in (kind, "constant to the tape" if constant else "",
@@ -238,14 +256,17 @@ def _tensor_label(t, grey):
     if value:
         lines.append((f"= {value}", None, False))
     if t.gradient is not None:
-        lines.append((f"grad {format_value(t.gradient)}", None if grey else GRADIENT_COLOUR,
-                      False))
+        total = format_value(t.gradient)
+        if len(received) > 1 and all(r is not None for r in received):
+            total = " + ".join(format_value(r) for r in received) + " = " + total
+        lines.append((f"grad {total}", None if grey else GRADIENT_COLOUR, False))
     return _table([(textwrap.shorten(s, 60), c, b) for s, c, b in lines])
 
 
-def _tensor_attrs(t, highlighted):
+def _tensor_attrs(t, highlighted, received=()):
     grey = not t.connected
-    attrs = {"shape": "ellipse", "style": "filled", "fillcolor": "white", "color": "black"}
+    attrs = {"shape": "ellipse", "style": "filled", "color": "black",
+             "fillcolor": SAVED_FILL if t.saved else "white"}
     if t.variable:
         attrs["peripheries"] = "2"
         if not t.trainable:
@@ -258,16 +279,22 @@ def _tensor_attrs(t, highlighted):
         attrs.update(fillcolor=GREY_FILL, color=GREY_LINE, fontcolor=GREY_TEXT)
     if highlighted:
         attrs.update(color=HIGHLIGHT, penwidth="3")
-    attrs["label"] = _tensor_label(t, grey)
+    attrs["label"] = _tensor_label(t, grey, received)
+    if t.saved:
+        attrs["tooltip"] = "saved by the tape for the backward pass"
     return attrs
 
 
-def _op_attrs(op, n_tapes, highlighted):
-    lines = [(op.type, None, True), (f"#{op.seq}", None, False)]
+def _op_attrs(op, n_tapes, highlighted, show_source=False):
+    lines = [(op.type, None, True), (f"#{op.number}", None, False)]
     attrs = {"shape": "box", "style": "rounded,filled"}
+    if op.source:
+        attrs["tooltip"] = printable(f"{op.location}: {op.source}")
+        if show_source:
+            lines.append((textwrap.shorten(op.source, 40), "gray30", False))
     colours = [TAPE_COLOURS[k % len(TAPE_COLOURS)] for k in op.tapes]
     if n_tapes > 1:
-        lines.append(("tape " + ", ".join(str(k) for k in op.tapes), None, False))
+        lines.append(("tape " + ", ".join(str(k + 1) for k in op.tapes), None, False))
     if len(colours) > 1:
         attrs.update(style="filled,striped", fillcolor=":".join(colours))
     else:
@@ -298,7 +325,7 @@ def _run_attrs(run, n_tapes, highlighted):
     kinds = ", ".join(f"{t} x{n}" for t, n in counts.items())
     lines = [(f"{len(run)} elementwise ops", None, True),
              (textwrap.shorten(kinds, 50), None, False),
-             (f"#{run[0].seq} ... #{run[-1].seq}", None, False)]
+             (f"#{run[0].number} ... #{run[-1].number}", None, False)]
     attrs = _op_attrs(run[0], n_tapes, highlighted)
     attrs.update(shape="box3d", style="filled", label=_table(lines))
     if not run[0].connected:
@@ -323,11 +350,20 @@ def _drawing_class():
             nodes = sum(1 for line in self.body if "[" in line and "->" not in line)
             return f"<minitape tape drawing: {nodes} nodes; graphviz.Digraph>"
 
+        def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+            # SVG for a live notebook, and a PNG copy: JupyterLab shows no SVG in an
+            # untrusted notebook (a fresh clone), and static viewers may not either.
+            bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
+            if "image/svg+xml" in bundle and (exclude is None or "image/png" not in exclude):
+                bundle["image/png"] = self.pipe(format="png")
+            return bundle
+
     return TapeDrawing
 
 
 def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nodes=300,
-              depth=None, highlight=None, why=True, rankdir="TB", graph=None):
+              depth=None, highlight=None, why=True, rankdir="TB", graph=None,
+              contributions=False, source=False, node_styles=None):
     """Draw a tape (or a list of tapes) as a ``graphviz.Digraph``.
 
     Args:
@@ -342,31 +378,50 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
         why: add a note saying why a source's gradient is None (needs one tape and a target).
         rankdir: graphviz direction, ``"TB"`` (top to bottom) or ``"LR"``.
         graph: a ``TapeGraph`` already built from these arguments (skips ``tape_graph``).
+        contributions: label each gradient arrow with the contribution it carried back; a
+            tensor that received several shows their sum (``3.0 + 3.0 = 6.0``).
+        source: write the learner's source line under each op (it is always the tooltip).
+        node_styles: optional ``{node id: {graphviz attribute: value}}`` applied last (e.g.
+            ``check_tape`` draws failing ops in red).
 
     Returns:
-        A ``graphviz.Digraph``; in a notebook it shows as SVG. ``.source`` is the DOT text.
+        A ``graphviz.Digraph``; in a notebook it shows as SVG (and PNG). ``.source`` is the
+        DOT text, the same for the same program.
+
+    Raises:
+        TypeError: ``tape`` is not a GradientTape (or a list of them).
     """
     tapes = as_tape_list(tape)
     if graph is None:
         graph = tape_graph(tapes, target, sources)
     view = choose_view(graph, depth, collapse, min_run, max_nodes,
                        keep=(highlight,) if highlight else ())
-    dot = _drawing_class()("tape", graph_attr={"rankdir": rankdir, "fontname": "Helvetica"},
+    dot = _drawing_class()("tape", graph_attr={"rankdir": rankdir, "fontname": "Helvetica",
+                                               "bgcolor": "white", "pad": "0.1",
+                                               "size": f"{MAX_WIDTH_INCHES},100"},
                            node_attr={"fontname": "Helvetica", "fontsize": "11"},
                            edge_attr={"arrowsize": "0.7"})
     tensors = {t.id: t for t in graph.tensors}
+    received = {}
+    for e in graph.edges:
+        if e.kind == "input" and e.carried:
+            received.setdefault(e.tail, []).append(e.gradient)
+    styles = node_styles or {}
     for tid in view.tensors:
-        dot.node(tid, **_tensor_attrs(tensors[tid], tid == highlight))
+        attrs = _tensor_attrs(tensors[tid], tid == highlight,
+                              received.get(tid, ()) if contributions else ())
+        dot.node(tid, **{**attrs, **styles.get(tid, {})})
     run_of = {}
     for run in view.runs:
-        run_id = f"run{run[0].seq}"
+        run_id = f"run{run[0].number}"
         for op in run:
             run_of[op.id] = run_id
         dot.node(run_id, **_run_attrs(run, graph.n_tapes, highlight in run_of and
                                       run_of[highlight] == run_id))
     for op in view.ops:
-        dot.node(op.id, **_op_attrs(op, graph.n_tapes, op.id == highlight))
-    _draw_edges(dot, graph, view, run_of, tensors)
+        attrs = _op_attrs(op, graph.n_tapes, op.id == highlight, source)
+        dot.node(op.id, **{**attrs, **styles.get(op.id, {})})
+    _draw_edges(dot, graph, view, run_of, contributions)
     _draw_events(dot, graph, view, run_of)
     if view.hidden_ops:
         dot.node("hidden", f"{view.hidden_ops} earlier ops not shown\n(depth / max_nodes limit)",
@@ -378,10 +433,11 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
     return dot
 
 
-def _draw_edges(dot, graph, view, run_of, tensors):
-    """Forward edges (black, grey when disconnected) and, where a gradient came back, a red
-    dashed edge from the op to each of its inputs that received one."""
+def _draw_edges(dot, graph, view, run_of, contributions):
+    """Forward edges (black, grey when disconnected) and, where the last backward pass sent a
+    gradient back along an edge, a red dashed edge from the op to that input."""
     shown = set(view.tensors) | {op.id for op in view.ops} | set(run_of.values())
+    visited = {op.id for op in graph.ops if op.visited}
     done = set()
     for e in graph.edges:
         tail, head = run_of.get(e.tail, e.tail), run_of.get(e.head, e.head)
@@ -392,19 +448,24 @@ def _draw_edges(dot, graph, view, run_of, tensors):
         done.add((tail, head, e.index))
         attrs = {} if e.connected else {"color": GREY_LINE}
         dot.edge(tail, head, **attrs)
-        if e.kind == "input" and e.connected and tensors[e.tail].gradient is not None \
-                and (head, tail) not in done:
+        if e.kind == "input" and e.carried and e.head in visited:
+            back = {"color": GRADIENT_COLOUR, "style": "dashed", "constraint": "false",
+                    "arrowsize": "0.5"}
+            if contributions and e.gradient is not None:
+                back.update(label=printable(format_value(e.gradient)),
+                            fontcolor=GRADIENT_COLOUR, fontsize="9")
+            elif (head, tail) in done:
+                continue   # one unlabelled arrow is enough for ``x * x``
             done.add((head, tail))
-            dot.edge(head, tail, color=GRADIENT_COLOUR, style="dashed", constraint="false",
-                     arrowsize="0.5")
+            dot.edge(head, tail, **back)
 
 
 def _draw_events(dot, graph, view, run_of):
     visible = {op.id for op in view.ops} | set(run_of)
-    for e in graph.events:
+    for k, e in enumerate(graph.events, start=1):
         if e.after is not None and e.after not in visible:
             continue
-        node_id = f"{e.kind}{e.seq}"
+        node_id = f"{e.kind}{k}"
         if e.kind == "stop_recording":
             text = "stop_recording():\noperations here were not recorded"
         else:
@@ -420,23 +481,27 @@ def _draw_events(dot, graph, view, run_of):
 
 def _draw_why(dot, tape, graph, target, sources):
     """A note next to each source whose gradient is None, saying why (``explain``)."""
-    from ..tape import flatten
+    from ..nest import flatten
     from .explain import diagnose
     if sources is None:
-        sources = list(tape._watched.values())
+        sources = list(tape.watched)
     for s in flatten(sources):
         code, sentence = diagnose(tape, target, s)
         if code in ("connected", "missing_gradient") or not hasattr(s, "_id"):
             continue
-        note = f"why{s._id}"
-        dot.node(note, "why None: " + textwrap.fill(sentence, 48), shape="note",
+        try:
+            node = graph.tensor(s).id
+        except KeyError:
+            continue
+        note = f"why_{node}"
+        dot.node(note, printable("why None: " + textwrap.fill(sentence, 48)), shape="note",
                  style="filled", fillcolor="#fdecea", color=GRADIENT_COLOUR, fontsize="10")
-        dot.edge(note, f"t{s._id}", style="dotted", arrowhead="none", color=GRADIENT_COLOUR)
+        dot.edge(note, node, style="dotted", arrowhead="none", color=GRADIENT_COLOUR)
 
 
 def _draw_legend(dot, n_tapes):
     with dot.subgraph(name="cluster_legend") as legend:
         legend.attr(label="tapes", fontname="Helvetica", color="gray70")
         for k in range(n_tapes):
-            legend.node(f"legend{k}", f"tape {k}", shape="box", style="rounded,filled",
+            legend.node(f"legend{k}", f"tape {k + 1}", shape="box", style="rounded,filled",
                         fillcolor=TAPE_COLOURS[k % len(TAPE_COLOURS)])

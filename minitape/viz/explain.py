@@ -24,16 +24,20 @@ which the tests and the drawing use.
 >>> with mt.GradientTape() as tape:
 ...     y = x * x
 >>> print(explain(tape, y, x).split(" (")[0])
-the source is a plain Tensor, not a Variable, and the tape never watched it
+the source x is a plain Tensor, not a Variable, and the tape never watched it
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-from ..tape import GradientTape, flatten
+from ..nest import flatten
+from ..tape import GradientTape
 from ..tensor import Tensor, Variable
-from .graph import gradient_kind
+from .graph import gradient_kind, stop_recording_spans
+from .labels import tensor_labels
 
 
 def explain(tape, target, source) -> str:
@@ -66,7 +70,9 @@ def diagnose(tape, target, source) -> tuple:
         return ("source_not_tensor",
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "
                 "so no tape can follow it: create it with mt.Variable(...) or mt.constant(...)")
-    src = _describe(source, "source")
+    label = _name_of(tape, source)
+    name = label if not re.fullmatch(r"t\d+", label) else None   # a name from the code
+    src = _describe(source, "source", label)
     if source.dtype.kind != "f":
         return ("integer_source",
                 f"{src} has the integer dtype {source.dtype.name}, and integers are not "
@@ -88,12 +94,13 @@ def diagnose(tape, target, source) -> tuple:
     if target._id == source._id:
         return ("connected", f"{src} is the target itself: its gradient is ones, not None")
 
-    ops = tape._ops
+    ops = list(tape.operations)
+    watched = {w._id for w in tape.watched}
     produced = {i: op for op in ops for i in op.output_ids}
-    tracked = source._id in tape._watched or source._id in produced
+    tracked = source._id in watched or source._id in produced
     if not tracked:
-        return _not_watched(tape, target, source, src, ops, produced)
-    if target._id not in produced and target._id not in tape._watched:
+        return _not_watched(tape, target, source, src, ops, produced, name)
+    if target._id not in produced and target._id not in watched:
         return _target_not_recorded(tape, target, source, src, ops, produced)
 
     upstream = _upstream(ops, target._id)           # everything the target depends on
@@ -115,36 +122,56 @@ def diagnose(tape, target, source) -> tuple:
             "unconnected_gradients=mt.UnconnectedGradients.ZERO to get zeros")
 
 
-def _describe(t, role):
-    """'the source (Variable 'x')' and the like, for sentences."""
+def _code(name, fallback):
+    """``name`` for advice written as code, or ``fallback`` when the learner gave none."""
+    return name if name is not None else fallback
+
+
+def _name_of(tape, t):
+    """The learner's name for ``t`` (``x``), as the drawings label it (``labels.py``)."""
+    ops = list(tape.operations)
+    ids = [i for op in ops for i in op.input_ids + op.output_ids] + [t._id]
+    labels = tensor_labels(ops, list(dict.fromkeys(ids)), {t._id: t}, {t._id: t.name})
+    return labels[t._id]
+
+
+def _describe(t, role, name):
+    """'the source x (a Variable)' and the like, for sentences."""
     if isinstance(t, Variable):
-        named = f" '{t.name}'" if t.name and t.name != "Variable" else ""
-        kind = "Variable" if t.trainable else "non-trainable Variable"
-        return f"the {role} ({kind}{named})"
-    return f"the {role} ('{t.name}')" if t.name else f"the {role}"
+        kind = "a Variable" if t.trainable else "a non-trainable Variable"
+        return f"the {role} {name} ({kind})"
+    return f"the {role} {name}"
 
 
-def _not_watched(tape, target, source, src, ops, produced):
+def _op_number(ops, op):
+    """The op's number on its tape, as drawn: ``#1`` for the first op recorded."""
+    return next(k for k, o in enumerate(ops, start=1) if o is op)
+
+
+def _not_watched(tape, target, source, src, ops, produced, name):
     """The tape never watched the source: say why that happened."""
     if not isinstance(source, Variable):
         return ("tensor_not_watched",
-                "the source is a plain Tensor, not a Variable, and the tape never watched it "
-                "(a tape watches only trainable Variables by itself): call tape.watch(x) inside "
-                "the tape; or, if x used to be a Variable that a line like `x = x + 1` replaced "
-                "with a Tensor, update the Variable in place with x.assign_add(1) instead")
+                f"{src} is a plain Tensor, not a Variable, and the tape never watched it "
+                "(a tape watches only trainable Variables by itself): call "
+                f"tape.watch({_code(name, 'x')}) inside the tape; or, if it used to be a "
+                f"Variable that a line like `{_code(name, 'x')} = {_code(name, 'x')} + 1` "
+                "replaced with a Tensor, update the Variable in place with "
+                f"{_code(name, 'x')}.assign_add(1) instead")
     if not source.trainable:
         return ("non_trainable",
                 f"{src} was created with trainable=False, and a tape watches only trainable "
-                "Variables by itself: call tape.watch(v) inside the tape, or make it trainable")
-    if not tape._watch_accessed_variables:
+                "Variables by itself: call "
+                f"tape.watch({_code(name, 'v')}) inside the tape, or make it trainable")
+    if not tape.watch_accessed_variables:
         return ("watch_accessed_false",
                 f"the tape was created with watch_accessed_variables=False, so it watches only "
-                f"what you pass to tape.watch, and {src} was not: call tape.watch(v) inside the "
-                "tape")
+                f"what you pass to tape.watch, and {src} was not: call "
+                f"tape.watch({_code(name, 'v')}) inside the tape")
     pause = _broken_by_pause(tape, ops, produced, _upstream(ops, target._id))
     if pause:
         return pause
-    if tape._resets:
+    if any(e.kind == "reset" for e in tape.events):
         return _reset_sentence()
     return ("not_read",
             f"{src} was never read while the tape was recording (the code that uses it ran "
@@ -180,25 +207,26 @@ def _blocked_path(ops, target_id, source, src, upstream):
         if not on_path:
             continue
         kind = gradient_kind(op)
+        number = _op_number(ops, op)
         if op.type == "StopGradient":
             return ("stop_gradient",
                     f"the only path from {src} to the target goes through stop_gradient "
-                    f"(op #{op.seq}), which blocks gradients on purpose: remove the "
+                    f"(op #{number}), which blocks gradients on purpose: remove the "
                     "mt.stop_gradient call if the gradient should flow there")
         if kind == "none":
             return ("not_differentiable",
-                    f"the path from {src} to the target goes through {op.type} (op #{op.seq}), "
+                    f"the path from {src} to the target goes through {op.type} (op #{number}), "
                     "which has no gradient by design: use a differentiable op instead, or "
                     "mt.custom_gradient to define one")
         if any(dt.kind != "f" for dt in op.output_dtypes):
             return ("integer_path",
-                    f"the path from {src} to the target goes through {op.type} (op #{op.seq}), "
+                    f"the path from {src} to the target goes through {op.type} (op #{number}), "
                     "whose output is an integer tensor, and integers carry no gradient: keep "
                     "the path in floating point")
         if kind == "missing":
             return ("missing_gradient",
                     f"the gradient is not None: tape.gradient raises LookupError because "
-                    f"{op.type} (op #{op.seq}) has no registered gradient; register one with "
+                    f"{op.type} (op #{number}) has no registered gradient; register one with "
                     f"mt.RegisterGradient('{op.type}') or rewrite it with other ops")
     return ("connected",
             f"{src} is connected to the target through the recorded operations, so its "
@@ -216,9 +244,10 @@ def _upstream(ops, target_id) -> set:
 
 def _broken_by_pause(tape, ops, produced, upstream):
     """If a leaf the target depends on was made in a stop_recording block or before a reset."""
+    watched = {w._id for w in tape.watched}
     for op in ops:
         for i in op.input_ids:
-            if i in upstream and i not in produced and i not in tape._watched:
+            if i in upstream and i not in produced and i not in watched:
                 pause = _pause_around(tape, ops, i, op.seq)
                 if pause:
                     return pause
@@ -234,13 +263,13 @@ def _pause_around(tape, ops, tensor_id, consumer_seq):
     earlier = [op.seq for op in ops if op.output_ids and max(op.output_ids) < tensor_id]
     after = earlier[-1] if earlier else -1
     before = consumer_seq if consumer_seq is not None else float("inf")
-    for start, end in tape._gaps:
-        if after < start and end < before:
+    for start, end in stop_recording_spans(tape.events):
+        if after < start and (end is None or end < before):
             return ("stop_recording",
                     "a value on the path to the target was computed inside a "
                     "tape.stop_recording() block, which the tape does not record, so the "
                     "gradient cannot flow back through it: compute it outside that block")
-    if any(after < seq < before for seq in tape._resets):
+    if any(after < e.seq < before for e in tape.events if e.kind == "reset"):
         return _reset_sentence()
     return None
 

@@ -2,22 +2,26 @@
 
 ``tape_graph(tape, target, sources)`` reads what the tape recorded and returns a ``TapeGraph``:
 
-- one ``OpNode`` per recorded operation (op type, sequence number, which tape recorded it,
-  whether its gradient is registered),
+- one ``OpNode`` per recorded operation (op type, its number ``#1``, ``#2``, ... in this
+  drawing, which tape recorded it, whether its gradient is registered, whether the last
+  backward pass went through it, the learner's source line that made it),
 - one ``TensorNode`` per tensor the operations read or produced (name, shape, dtype, the value
   if it is small or ``(min, mean, max)`` if it is large and still saved, Variable / watched
   marks, and after ``gradient`` the gradient that reached it: small ones always, large ones as
   ``(min, mean, max)`` for the sources, and for intermediate tensors on a persistent tape),
-- ``Edge``s from each input tensor to its op and from each op to its outputs,
-- ``Event``s for the ``stop_recording`` blocks and ``reset`` calls.
+- ``Edge``s from each input tensor to its op and from each op to its outputs; after
+  ``gradient``, an input edge carries the *contribution* the backward pass sent along it,
+- ``Event``s for the ``stop_recording`` blocks and ``reset`` calls, and each tape's whole
+  event log (``TapeGraph.tape_events``).
 
 Given a ``target`` (and ``sources``, by default the watched tensors) it also marks what connects
 them: a node is *connected* when a gradient can flow from the target down to a source through
 it. ``StopGradient`` and other ops declared not differentiable cut the flow; integer tensors too.
 
-Everything is computed by walking the op list forwards and backwards, never recursively, and
-node ids come from the tape's sequence numbers (``"op12"``) and tensor ids (``"t7"``), so the
-same program always gives the same graph.
+Everything is computed by walking the op list forwards and backwards, never recursively.
+Node ids are counted per drawing (``"op1"`` for the first op, ``"t1"`` for the first tensor
+to appear), and tensors are labelled in the learner's words (``labels.py``), so the same
+program always gives the same graph, whatever ran before it.
 
 >>> import minitape as mt
 >>> from minitape.viz import tape_graph
@@ -25,8 +29,8 @@ same program always gives the same graph.
 >>> with mt.GradientTape() as tape:
 ...     y = x * x
 >>> g = tape_graph(tape, y, x)
->>> [op.type for op in g.ops]
-['Mul']
+>>> [(op.type, op.number, op.visited) for op in g.ops]
+[('Mul', 1, False)]
 >>> g.tensor(x).name, float(g.tensor(y).value)
 ('x', 9.0)
 """
@@ -38,7 +42,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import registry
-from ..tape import GradientTape, flatten, summarize
+from ..nest import flatten
+from ..recording import source_line, summarize
+from ..tape import GradientTape
+from .labels import tensor_labels
 from ..tensor import Tensor, Variable
 
 
@@ -47,15 +54,21 @@ class OpNode:
     """One recorded operation.
 
     Attributes:
-        id: ``"op<seq>"``, the node id.
+        id: ``"op<number>"``, the node id.
         type: the op type, e.g. ``"Mul"``.
-        seq: the sequence number the tape gave it (execution order).
+        seq: the engine's global stamp of the op (ordering only; never shown).
+        number: the op's number in this drawing, 1, 2, ... in execution order (``#1``): the
+            same in the drawing, ``explain``, the player and ``check_tape``.
         tapes: indices (into the list of tapes drawn) of the tapes that recorded it.
         inputs, outputs: tensor node ids, in argument order (an input may repeat: ``x * x``).
         gradient: ``"registered"``, ``"custom"`` (``custom_gradient``), ``"none"`` (declared
             not differentiable: ``StopGradient``, ``Round``, comparisons) or ``"missing"`` (no
             registry entry: ``gradient`` through it raises ``LookupError``).
         connected: True when the gradient of the target flows through this op to a source.
+        visited: True when the last backward pass went through it (its gradient ran).
+        source: the learner's source line that made it (stripped), or None.
+        location: ``"file.py:12"`` or ``"cell 3:2"`` of that line, or None.
+        backward_of: the number of the tape whose backward pass ran this op, else None.
     """
 
     id: str
@@ -67,6 +80,12 @@ class OpNode:
     gradient: str
     connected: bool = True
     label: str = ""
+    number: int = 0
+    seqs: tuple = ()
+    visited: bool = False
+    source: str | None = None
+    location: str | None = None
+    backward_of: int | None = None
 
     @property
     def stop_gradient(self) -> bool:
@@ -78,7 +97,7 @@ class TensorNode:
     """One tensor seen by the tape.
 
     Attributes:
-        id: ``"t<tensor id>"``, the node id.
+        id: ``"t<k>"``, the node id (k counts tensors in order of first appearance).
         tensor_id: the Tensor's ``_id`` (a Variable and every read of it share one id).
         name: the Tensor's name, or None.
         shape, dtype: as recorded (dtype as a string, e.g. ``"float32"``).
@@ -94,8 +113,10 @@ class TensorNode:
             gradient of a non-persistent tape (not kept, as its large values: summarizing
             every one would cost the backward pass three extra passes over each array).
         connected: True when the gradient of the target flows through it to a source.
-        label: what drawings call it: its name, else ``t1``, ``t2``, ... in order of first
-            appearance on this tape (short, and the same however much ran before).
+        label: what drawings call it, in the learner's words: its ``name=``, else the
+            variable it was assigned to or its short source text, else ``t1``, ``t2``, ...
+            (see ``labels.py``).
+        saved: True when a tape holds it for the backward pass (an op saved it).
     """
 
     id: str
@@ -113,6 +134,8 @@ class TensorNode:
     produced_by: str | None = None
     gradient: object = None
     connected: bool = True
+    label: str = ""
+    saved: bool = False
 
     @property
     def gradient_reached(self) -> bool:
@@ -122,13 +145,19 @@ class TensorNode:
 @dataclass
 class Edge:
     """A forward edge: tensor -> op (``kind="input"``, ``index`` = argument position) or
-    op -> tensor (``kind="output"``)."""
+    op -> tensor (``kind="output"``). ``gradient``: for an input edge the last backward pass
+    went through, the contribution it carried back to the tensor (an ndarray if small, else
+    ``(min, mean, max)`` or None when a large value was not kept); ``carried`` is True for
+    every input edge the last backward pass sent a gradient along. A tensor used twice gets
+    two contributions, and its gradient is their sum."""
 
     tail: str
     head: str
     kind: str
     index: int
     connected: bool = True
+    gradient: object = None
+    carried: bool = False
 
 
 @dataclass
@@ -155,35 +184,44 @@ class TapeGraph:
     target_ids: tuple = ()
     source_ids: tuple = ()
     n_tapes: int = 1
+    tape_events: dict = field(default_factory=dict)   # tape index -> tuple of TapeEvents
+    tape_numbers: tuple = ()                          # the tapes' ``number``s, in order
+    backward_visited: bool = False                    # a backward pass was recorded
 
     def node(self, node_id):
         """The OpNode or TensorNode with this id (KeyError if there is none)."""
         return self._index()[node_id]
 
     def tensor(self, t):
-        """The TensorNode of a Tensor/Variable (or of a tensor id)."""
+        """The TensorNode of a Tensor/Variable (or of a tensor's ``_id``)."""
         tid = t._id if isinstance(t, Tensor) else int(t)
-        return self.node(f"t{tid}")
+        for node in self.tensors:
+            if node.tensor_id == tid:
+                return node
+        raise KeyError(f"no tensor with id {tid} in this graph")
 
     def op_of(self, seq):
-        """The OpNode with this sequence number."""
-        return self.node(f"op{seq}")
+        """The OpNode of the Operation with this ``seq`` (any of the tapes' copies)."""
+        for node in self.ops:
+            if node.seq == seq or seq in node.seqs:
+                return node
+        raise KeyError(f"no op with seq {seq} in this graph")
+
+    def op_number(self, number):
+        """The OpNode ``#number``."""
+        return self.node(f"op{number}")
+
+    def label(self, t):
+        """The label of a Tensor/Variable in this graph (``"y"``, ``"t3"``)."""
+        return self.tensor(t).label
 
     def _index(self):
         return {n.id: n for n in self.ops} | {n.id: n for n in self.tensors}
 
 
-def tensor_node_id(tensor_id) -> str:
-    return f"t{tensor_id}"
-
-
-def op_node_id(seq) -> str:
-    return f"op{seq}"
-
-
 def gradient_kind(op) -> str:
     """How the backward pass treats ``op``: registered, custom, none or missing."""
-    if op.grad_fn is not None:
+    if op.custom:
         return "custom"
     try:
         fn = registry.lookup(op.type)
@@ -215,7 +253,9 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
             tensors when ``target`` is given.
 
     Returns:
-        A ``TapeGraph``. Without ``target`` every node is marked connected.
+        A ``TapeGraph``. Without ``target`` every node is marked connected. Ops the last
+        backward pass went through are ``visited``, and their input edges carry the
+        contributions it sent back.
 
     Raises:
         TypeError: ``tape`` is not a GradientTape.
@@ -223,39 +263,56 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
     tapes = as_tape_list(tape)
     targets = [t for t in flatten(target) if isinstance(t, Tensor)] if target is not None else []
     if sources is None:
-        source_list = [w for t in tapes for w in t._watched.values()] if target is not None else []
+        source_list = [w for t in tapes for w in t.watched] if target is not None else []
     else:
         source_list = [s for s in flatten(sources) if isinstance(s, Tensor)]
 
     graph = TapeGraph(n_tapes=len(tapes))
-    ops = _merged_ops(tapes)
-    tensors = {}   # node id -> TensorNode, in order of first appearance
-    for op, tape_ids in ops:
-        node = OpNode(op_node_id(op.seq), op.type, op.seq, tape_ids,
-                      tuple(tensor_node_id(i) for i in op.input_ids),
-                      tuple(tensor_node_id(i) for i in op.output_ids), gradient_kind(op))
+    graph.tape_numbers = tuple(t.number for t in tapes)
+    graph.tape_events = {k: t.events for k, t in enumerate(tapes)}
+    merged = _merged_ops(tapes)
+    passes = [t.last_pass for t in tapes if t.last_pass is not None]
+    visited = set().union(*(p.visited for p in passes)) if passes else set()
+    graph.backward_visited = bool(visited)
+    node_of = {}     # tensor _id -> node id ("t1", ...), in order of first appearance
+    tensors = {}     # node id -> TensorNode
+    for number, (op, tape_ids, copies) in enumerate(merged, start=1):
+        for i, shape, dtype in zip(op.input_ids + op.output_ids,
+                                   op.input_shapes + op.output_shapes,
+                                   op.input_dtypes + op.output_dtypes):
+            if i not in node_of:
+                node_of[i] = f"t{len(node_of) + 1}"
+                tensors[node_of[i]] = _new_tensor_node(node_of[i], i, shape, dtype)
+        seqs = tuple(c.seq for c in copies)
+        location, text = source_line(op)
+        node = OpNode(f"op{number}", op.type, op.seq, tape_ids,
+                      tuple(node_of[i] for i in op.input_ids),
+                      tuple(node_of[i] for i in op.output_ids), gradient_kind(op),
+                      number=number, seqs=seqs, visited=not visited.isdisjoint(seqs),
+                      source=text, location=location, backward_of=op.backward_of)
         graph.ops.append(node)
-        _add_tensors(tensors, op, node)
+        _add_tensors(tensors, op, node, copies)
         for k, i in enumerate(node.inputs):
-            graph.edges.append(Edge(i, node.id, "input", k))
+            carried, value = _contribution(passes, seqs, k)
+            graph.edges.append(Edge(i, node.id, "input", k, gradient=value, carried=carried))
         for k, o in enumerate(node.outputs):
             graph.edges.append(Edge(node.id, o, "output", k))
 
     live = _live_tensors(tapes, targets, source_list)
     for t in live.values():   # given or watched tensors the ops never touched still appear
-        tensors.setdefault(tensor_node_id(t._id), _new_tensor_node(t._id, t.shape, t.dtype))
+        if t._id not in node_of:
+            node_of[t._id] = f"t{len(node_of) + 1}"
+            tensors[node_of[t._id]] = _new_tensor_node(node_of[t._id], t._id, t.shape, t.dtype)
     for node in tensors.values():
-        _describe(node, live.get(node.tensor_id), tapes)
+        _describe(node, live.get(node.tensor_id), tapes, passes)
     graph.tensors = list(tensors.values())
-    unnamed = 0
+    labels = tensor_labels([op for op, _, _ in merged], list(node_of), live,
+                           {n.tensor_id: n.name for n in graph.tensors})
     for node in graph.tensors:
-        if node.name and node.name != "Variable":   # "Variable" is only the default name
-            node.label = node.name
-        else:
-            unnamed += 1
-            node.label = f"t{unnamed}"
-    graph.target_ids = tuple(dict.fromkeys(tensor_node_id(t._id) for t in targets))
-    graph.source_ids = tuple(dict.fromkeys(tensor_node_id(s._id) for s in source_list))
+        node.label = labels[node.tensor_id]
+    graph.target_ids = tuple(dict.fromkeys(node_of[t._id] for t in targets if t._id in node_of))
+    graph.source_ids = tuple(dict.fromkeys(node_of[s._id] for s in source_list
+                                           if s._id in node_of))
     for nid in graph.target_ids:
         tensors[nid].is_target = True
     for nid in graph.source_ids:
@@ -267,40 +324,53 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
 
 
 def _merged_ops(tapes):
-    """All recorded ops in execution order, as ``(op, tape indices)``.
+    """All recorded ops in execution order, as ``(op, tape indices, every tape's copy)``.
 
     Nested tapes each record their own Operation for one executed op; they share the output
     ids, which identifies them as one op.
     """
     by_outputs = {}
     for k, t in enumerate(tapes):
-        for op in t._ops:
+        for op in t.operations:
             key = op.output_ids
             if key in by_outputs:
-                first, ks = by_outputs[key]
-                by_outputs[key] = (first if first.seq < op.seq else op, ks + (k,))
+                first, ks, copies = by_outputs[key]
+                by_outputs[key] = (first if first.seq < op.seq else op, ks + (k,),
+                                   copies + (op,))
             else:
-                by_outputs[key] = (op, (k,))
+                by_outputs[key] = (op, (k,), (op,))
     return sorted(by_outputs.values(), key=lambda item: item[0].seq)
 
 
-def _new_tensor_node(tensor_id, shape, dtype) -> TensorNode:
-    return TensorNode(tensor_node_id(tensor_id), tensor_id, None, tuple(shape),
-                      np.dtype(dtype).name)
+def _contribution(passes, seqs, k):
+    """``(carried, value)`` of input edge ``k`` of an op (any tape's copy) in the last pass."""
+    for p in passes:
+        for seq in seqs:
+            if (seq, k) in p.contributions:
+                return True, p.contributions[(seq, k)]
+    return False, None
 
 
-def _add_tensors(tensors, op, node):
-    """Create the TensorNodes of ``op``'s inputs and outputs (first appearance wins)."""
-    saved_in, saved_out = op._inputs or (), op._outputs or ()
-    for k, i in enumerate(op.input_ids):
-        tn = tensors.setdefault(node.inputs[k], _new_tensor_node(i, op.input_shapes[k],
-                                                                 op.input_dtypes[k]))
-        _fill_value(tn, op.input_values[k], saved_in[k] if k < len(saved_in) else None)
-    for k, i in enumerate(op.output_ids):
-        tn = tensors.setdefault(node.outputs[k], _new_tensor_node(i, op.output_shapes[k],
-                                                                  op.output_dtypes[k]))
+def _new_tensor_node(node_id, tensor_id, shape, dtype) -> TensorNode:
+    return TensorNode(node_id, tensor_id, None, tuple(shape), np.dtype(dtype).name)
+
+
+def _add_tensors(tensors, op, node, copies):
+    """Fill in the TensorNodes of ``op``'s inputs and outputs (first appearance wins), and
+    mark those a tape still holds for its backward pass as ``saved``."""
+    for k in range(len(op.input_ids)):
+        tn = tensors[node.inputs[k]]
+        saved = [c._inputs[k] for c in copies if c._inputs is not None]
+        kept = next((t for t in saved if t is not None), None)
+        tn.saved = tn.saved or kept is not None
+        _fill_value(tn, op.input_values[k], kept)
+    for k in range(len(op.output_ids)):
+        tn = tensors[node.outputs[k]]
         tn.produced_by = tn.produced_by or node.id
-        _fill_value(tn, op.output_values[k], saved_out[k] if k < len(saved_out) else None)
+        saved = [c._outputs[k] for c in copies if c._outputs is not None]
+        kept = next((t for t in saved if t is not None), None)
+        tn.saved = tn.saved or kept is not None
+        _fill_value(tn, op.output_values[k], kept)
 
 
 def _fill_value(tn, small_value, saved_tensor):
@@ -323,8 +393,8 @@ def _live_tensors(tapes, targets, sources) -> dict:
     """id -> Tensor/Variable object we can still look at: watched, target, sources."""
     live = {}
     for t in tapes:
-        for i, w in t._watched.items():
-            live.setdefault(i, w)
+        for w in t.watched:
+            live.setdefault(w._id, w)
     for t in list(targets) + list(sources):
         # A Variable beats a snapshot Tensor with the same id.
         if t._id not in live or isinstance(t, Variable):
@@ -332,7 +402,7 @@ def _live_tensors(tapes, targets, sources) -> dict:
     return live
 
 
-def _describe(node, obj, tapes):
+def _describe(node, obj, tapes, passes):
     """Fill in name, Variable/watched marks, value and gradient of one TensorNode."""
     if obj is not None:
         node.name = obj.name if obj.name is not None else node.name
@@ -340,30 +410,46 @@ def _describe(node, obj, tapes):
             node.variable, node.trainable = True, obj.trainable
         if node.value is None and node.summary is None:
             _fill_value(node, None, obj)
-    node.watched = any(node.tensor_id in t._watched for t in tapes)
-    for t in tapes:
-        g = t._last_gradients.get(node.tensor_id)
+    node.watched = any(w._id == node.tensor_id for t in tapes for w in t.watched)
+    for p in passes:
+        g = p.gradients.get(node.tensor_id)
         if g is not None:
             node.gradient = summarize(g._value)
             break
-        if node.tensor_id in t._reached_gradients:
-            node.gradient = t._reached_gradients[node.tensor_id]
+        if node.tensor_id in p.reached:
+            node.gradient = p.reached[node.tensor_id]
             break
+
+
+def stop_recording_spans(events):
+    """``(start, end)`` stamps of each ``stop_recording`` block in a tape's events (an
+    unfinished block ends at None)."""
+    spans, start = [], None
+    for e in events:
+        if e.kind == "paused":
+            start = e.seq
+        elif e.kind == "resumed" and start is not None:
+            spans.append((start, e.seq))
+            start = None
+    if start is not None:
+        spans.append((start, None))
+    return spans
 
 
 def _events(tapes, ops) -> list:
     """The stop_recording blocks and resets of every tape, each placed after the last op
     recorded before it."""
-    seqs = [op.seq for op in ops]
+    seqs = [(op.seq, op.id) for op in ops]
     events = []
     for k, t in enumerate(tapes):
-        for start, end in t._gaps:
+        for start, end in stop_recording_spans(t.events):
             events.append(Event("stop_recording", start, end, k))
-        for seq in t._resets:
-            events.append(Event("reset", seq, None, k))
+        for e in t.events:
+            if e.kind == "reset":
+                events.append(Event("reset", e.seq, None, k))
     for e in events:
-        before = [s for s in seqs if s < e.seq]
-        e.after = op_node_id(before[-1]) if before else None
+        before = [op_id for s, op_id in seqs if s < e.seq]
+        e.after = before[-1] if before else None
     return sorted(events, key=lambda e: e.seq)
 
 

@@ -1,27 +1,36 @@
 """``TapePlayer``: step through a tape, forward op by op, then backward op by op.
 
-Each step highlights one op in the drawing and says in one line what happens there:
+Each step highlights one op in the drawing and says in one line what happens there, with the
+op numbers and the names of the drawing (``#1``, ``#2`` on this tape; ``y`` for ``y = x * x``):
 
-- forward: ``forward through Mul (#12): y = x * x = 9.0``
-- backward: ``backward through Mul (#13): dz/dy = 2*y = 18.0`` (the gradient each input
+- forward: ``forward through Mul (#1): y = x * x = 9.0``
+- backward: ``backward through Mul (#2): dz/dy = 2*y = 18.0`` (the gradient each input
   receives: the gradient that arrived at the op's output times the op's local derivative, as
-  a rule in words, then the number)
-- last: the gradient that reached each source.
+  a rule in words, then the number). A tensor used twice receives two *contributions*, and
+  the sentence says so: ``dz/dx = dz/da * 2.0 = 2.0 (adds 2.0 to dz/dx; total so far 5.0)``;
+- last: the gradient that reached each source, as the sum of its contributions.
 
-The gradients on the way back come from re-running the tape's backward pass here, op by op,
-with the tape's own gradient functions and without releasing anything. That needs the tensors
-the ops saved: give the player a ``persistent=True`` tape, or create it *before* calling
-``gradient`` on a non-persistent tape (after that call the saved tensors are gone and the
-player raises ``RuntimeError``).
+The backward steps come from ``minitape.backward.backward_steps``, the very walk that
+``tape.gradient`` runs, here without releasing anything. That needs the tensors the ops saved:
+give the player a ``persistent=True`` tape, or create it *before* calling ``gradient`` on a
+non-persistent tape (after that call the saved tensors are gone and the player raises
+``RuntimeError``).
+
+With ``quiz=True`` each backward step first asks for the number about to be computed:
+``player.expected`` is that number and ``player.answer(value)`` says whether it is right
+(``player.feedback`` gives the chain-rule product that makes it).
 
 The state is plain Python, so it can be tested without a browser::
 
     player.step = 3
     player.text          # the sentence of step 3
-    player.highlighted   # the node id drawn in orange, e.g. "op12"
+    player.highlighted   # the node id drawn in blue, e.g. "op2"
 
-In a notebook the player is a row with a Play button linked to a slider, the sentence, and the
-graph as SVG (``ipywidgets``; JupyterLab 4 shows it with no extension to build).
+The player is itself an ipywidgets ``VBox`` (Play button and slider, the sentence, the quiz
+box, the graph as SVG), so it can go into ``HBox([player, plot])``. ``to_html()`` gives one
+self-contained page (every frame as SVG, a slider in a few lines of JavaScript, no kernel and
+no internet), and the notebook output carries the frames as static HTML too, for readers on a
+static notebook viewer.
 
 >>> import minitape as mt
 >>> from minitape.viz import TapePlayer
@@ -30,21 +39,26 @@ graph as SVG (``ipywidgets``; JupyterLab 4 shows it with no extension to build).
 ...     tape.watch(x)
 ...     y = x * x
 ...     z = y * y
->>> player = TapePlayer(tape, z, x, names={"x": x, "y": y, "z": z})
+>>> player = TapePlayer(tape, z, x)
 >>> player.step = 2
->>> player.text  # doctest: +ELLIPSIS
-'backward through Mul (#...): dz/dy = 2*y = 18.0'
+>>> player.text
+'backward through Mul (#2): dz/dy = 2*y = 18.0'
 """
 
 from __future__ import annotations
 
 import contextlib
+import html
 from dataclasses import dataclass, field
 
+import ipywidgets as widgets
 import numpy as np
 
 from .. import registry
-from ..tape import GradientTape, _call_gradient, _state, flatten, summarize
+from ..backward import backward_steps
+from ..nest import flatten
+from ..recording import state, summarize
+from ..tape import GradientTape
 from ..tensor import Tensor
 from .draw import draw_tape, format_value
 from .graph import tape_graph
@@ -56,17 +70,31 @@ INFIX = {"AddV2": "+", "Sub": "-", "Mul": "*", "RealDiv": "/", "Pow": "**", "Mat
 
 @dataclass
 class Step:
-    """One step of the player: ``kind`` is "forward", "backward" or "done"; ``op`` the
-    Operation (None for "done"); ``highlight`` the node id to draw in orange."""
+    """One step of the player.
+
+    Attributes:
+        kind: ``"forward"``, ``"backward"`` or ``"done"``.
+        op: the Operation (None for ``"done"``).
+        text: the sentence.
+        highlight: the node id drawn in blue.
+        grads: tensor id -> gradient so far (small value or summary), for the drawing.
+        visited: seqs of the ops the backward walk has gone through up to this step.
+        expected: for a backward step, the number about to be computed (the first
+            contribution it sends), else None; ``question`` asks for it.
+        question: the quiz question, e.g. ``"dz/dy = ?"``.
+    """
 
     kind: str
     op: object
     text: str
     highlight: str | None
-    grads: dict = field(default_factory=dict)   # tensor id -> gradient so far (drawing)
+    grads: dict = field(default_factory=dict)
+    visited: frozenset = frozenset()
+    expected: object = None
+    question: str | None = None
 
 
-class TapePlayer:
+class TapePlayer(widgets.VBox):
     """Step through the forward and backward passes of a recorded tape (see module doc).
 
     Args:
@@ -74,7 +102,8 @@ class TapePlayer:
             for a gradient).
         target: the Tensor to differentiate (summed if not scalar).
         sources: a Tensor/Variable or a list of them; default: the watched tensors.
-        names: optional ``{"x": x, "y": y}``: names to use in the sentences and drawing.
+        names: optional ``{"x": x, "y": y}``: names to use instead of the drawing's labels.
+        quiz: ask for each backward step's number before showing it.
         **draw_kwargs: passed to ``draw_tape`` (``rankdir``, ``max_nodes``, ...).
 
     Raises:
@@ -83,31 +112,52 @@ class TapePlayer:
             ``gradient``).
     """
 
-    def __init__(self, tape, target, sources=None, names=None, **draw_kwargs):
+    def __init__(self, tape, target, sources=None, names=None, *, quiz=False, **draw_kwargs):
         if not isinstance(tape, GradientTape):
             raise TypeError(f"TapePlayer expects a minitape GradientTape, got "
                             f"{type(tape).__name__}")
         if not isinstance(target, Tensor):
             raise TypeError(f"TapePlayer target must be a minitape Tensor, got "
                             f"{type(target).__name__}")
-        if tape._released or any(op._inputs is None for op in tape._ops):
+        ops = tape.operations
+        if tape.released or any(op._inputs is None for op in ops):
             raise RuntimeError(
                 "TapePlayer needs the tensors the tape saved for its backward pass, and this "
                 "non-persistent tape released them when gradient() ran: record with "
                 "mt.GradientTape(persistent=True), or create the player before calling gradient")
         self.tape = tape
         self.target = target
-        self.sources = list(tape._watched.values()) if sources is None else flatten(sources)
+        self.sources = list(tape.watched) if sources is None else flatten(sources)
+        self.quiz = bool(quiz)
         self._names = {t._id: n for n, t in (names or {}).items()}
         self._draw_kwargs = draw_kwargs
         self._graph = tape_graph(tape, target, self.sources)
-        for node in self._graph.tensors:        # names given here also show in the drawing
-            node.name = self._names.get(node.tensor_id, node.name)
+        self._node = {n.tensor_id: n.id for n in self._graph.tensors}
+        self._op_node = {seq: n for n in self._graph.ops for seq in n.seqs}
         with _not_recording():   # replaying must not add ops to any tape
-            self.steps = self._forward_steps() + self._backward_steps()
+            self.steps = self._forward_steps(ops) + self._backward_steps(ops)
         self._step = 0
         self._svg = {}
-        self._widgets = None
+        self.answered = {}       # step -> the learner's last answer was right (quiz)
+        self.feedback = ""
+        n = len(self.steps) - 1
+        self._play = widgets.Play(value=0, min=0, max=n, step=1, interval=1500,
+                                  description="Play")
+        self._slider = widgets.IntSlider(value=0, min=0, max=n, description="step")
+        widgets.jslink((self._play, "value"), (self._slider, "value"))
+        self._text = widgets.HTML()
+        self._answer_box = widgets.Text(placeholder="your number", description="answer",
+                                        layout=widgets.Layout(width="16em"))
+        self._check = widgets.Button(description="check")
+        self._feedback = widgets.HTML()
+        self._quiz_row = widgets.HBox([self._answer_box, self._check, self._feedback])
+        self._graph_view = widgets.HTML()
+        super().__init__([widgets.HBox([self._play, self._slider]), self._text,
+                          self._quiz_row, self._graph_view])
+        self._slider.observe(self._on_slider, names="value")
+        self._check.on_click(self._on_check)
+        self._answer_box.on_submit(self._on_check)
+        self._refresh()
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -121,37 +171,82 @@ class TapePlayer:
         if not 0 <= k < len(self.steps):
             raise ValueError(f"step must be between 0 and {len(self.steps) - 1}, got {k}")
         self._step = k
-        if self._widgets is not None:
-            self._widgets["slider"].value = k   # the slider's observer redraws
+        self.feedback = ""
+        if self._slider.value != k:
+            self._slider.value = k   # the slider's observer refreshes
+        else:
             self._refresh()
 
     @property
     def text(self) -> str:
-        """The sentence of the current step."""
-        return self.steps[self._step].text
+        """The sentence of the current step (with ``quiz=True``, a backward step's sentence
+        shows its question until it has been answered)."""
+        s = self.steps[self._step]
+        if self.quiz and s.question and not self.answered.get(self._step):
+            return f"backward through {s.op.type} (#{self._number(s.op)}): {s.question}"
+        return s.text
 
     @property
     def highlighted(self):
-        """The node id highlighted at the current step (``"op12"``, ``"t7"``), or None."""
+        """The node id highlighted at the current step (``"op2"``, ``"t1"``), or None."""
         return self.steps[self._step].highlight
+
+    @property
+    def expected(self):
+        """The number the current backward step computes (what the quiz asks), or None."""
+        return self.steps[self._step].expected
+
+    @property
+    def widget(self):
+        """The player itself (it is an ipywidgets VBox); kept for older code."""
+        return self
 
     def __len__(self):
         return len(self.steps)
 
+    def answer(self, value) -> bool:
+        """Check the learner's number for the current backward step (quiz).
+
+        Returns True if ``value`` equals ``expected`` (to 3 significant digits); either way
+        ``feedback`` then says the right value and the chain-rule product that gives it.
+
+        Raises:
+            ValueError: the current step asks nothing (a forward step or the last one), or
+                ``value`` is not a number.
+        """
+        s = self.steps[self._step]
+        if s.expected is None:
+            raise ValueError(f"step {self._step} asks no question: only backward steps do "
+                             "(move the slider to one)")
+        try:
+            given = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"answer expects a number, got {value!r}") from None
+        right = given.shape in ((), np.shape(s.expected)) and bool(
+            np.allclose(given, s.expected, rtol=1e-3, atol=1e-6))
+        self.answered[self._step] = True
+        verdict = "right" if right else f"not quite (you said {format_value(given)})"
+        self.feedback = f"{verdict}: {s.text.split(': ', 1)[1]}"
+        self._refresh()
+        return right
+
     # -- naming -----------------------------------------------------------------------------
     def name(self, tensor_id) -> str:
-        """The name used for a tensor: from ``names``, its own name, else its drawing label."""
+        """The name used for a tensor: from ``names``, else its label in the drawing."""
         if tensor_id in self._names:
             return self._names[tensor_id]
-        node = self._graph.tensor(tensor_id)
-        if node.name and node.name != "Variable":
-            return node.name
-        return node.label or f"t{tensor_id}"
+        return self._graph.tensor(tensor_id).label
+
+    def _number(self, op):
+        return self._op_node[op.seq].number
+
+    def _op_id(self, op):
+        return self._op_node[op.seq].id
 
     # -- the forward steps ------------------------------------------------------------------
-    def _forward_steps(self):
+    def _forward_steps(self, ops):
         steps = []
-        for op in self.tape._ops:
+        for op in ops:
             ins = [self.name(i) for i in op.input_ids]
             outs = ", ".join(self.name(o) for o in op.output_ids)
             if op.type in INFIX and len(ins) == 2:
@@ -160,128 +255,188 @@ class TapePlayer:
                 formula = f"{op.type}({', '.join(ins)})"
             value = _value_text(op.output_values[0], op.output_shapes[0]) \
                 if op.output_ids else ""
-            text = f"forward through {op.type} (#{op.seq}): {outs} = {formula} = {value}"
-            steps.append(Step("forward", op, text, f"op{op.seq}"))
+            text = f"forward through {op.type} (#{self._number(op)}): {outs} = {formula} = {value}"
+            steps.append(Step("forward", op, text, self._op_id(op)))
         if not steps:
             steps.append(Step("forward", None, "the tape recorded no operations", None))
         return steps
 
     # -- the backward steps -----------------------------------------------------------------
-    def _backward_steps(self):
-        """Re-run the backward pass op by op (as ``tape.backward``), keeping each op's
-        output and input gradients, without releasing anything."""
-        from ..ops import array_ops, math_ops
-        ops = self.tape._ops
+    def _backward_steps(self, ops):
+        """Walk ``backward_steps`` (the walk ``gradient`` runs) and describe each step."""
+        from ..ops import array_ops
+        ops = list(ops)
         source_ids = {s._id for s in self.sources if isinstance(s, Tensor)}
-        reaches = set(source_ids)
-        for op in ops:
-            if any(i in reaches for i in op.input_ids):
-                reaches.update(op.output_ids)
         grads = {}
         if self.target.dtype.kind == "f":
             grads[self.target._id] = array_ops.ones_like(self.target)
         t_name = self.name(self.target._id)
+        received = {}     # tensor id -> the contributions it received so far (values)
+        fan_in = _fan_in(ops, source_ids)
+        steps, visited = [], []
+        walk = backward_steps(ops, grads, source_ids)
+        while True:
+            try:
+                op, out_grads, in_grads = next(walk)
+            except StopIteration:
+                break
+            except LookupError:
+                op = _first_missing(ops, grads, source_ids)
+                steps.append(Step("backward", op, f"backward through {op.type} "
+                                  f"(#{self._number(op)}): no gradient is registered for it, "
+                                  "so tape.gradient raises LookupError here", self._op_id(op)))
+                return steps + [self._done_step(grads, received, t_name)]
+            visited.append(op.seq)
+            sent = {}
+            for i, g in zip(op.input_ids, in_grads):
+                if g is not None:
+                    sent[i] = g._value if i not in sent else sent[i] + g._value
+            for i, value in sent.items():
+                received.setdefault(i, []).append(value)
+            parts = self._backward_parts(op, sent, received, fan_in, t_name)
+            first = next(iter(sent), None)
+            steps.append(Step(
+                "backward", op, f"backward through {op.type} (#{self._number(op)}): "
+                + ("; ".join(parts) if parts else "no input of it leads to a source"),
+                self._op_id(op), _summaries(grads, received), frozenset(visited),
+                expected=None if first is None else np.asarray(sent[first]),
+                question=None if first is None else f"d{t_name}/d{self.name(first)} = ?"))
+        steps += self._blocked_steps(ops, source_ids)
+        return steps + [self._done_step(grads, received, t_name, frozenset(visited))]
+
+    def _blocked_steps(self, ops, source_ids):
+        """A step for each op the walk passed without a gradient (``stop_gradient``)."""
         steps = []
+        upstream = {self.target._id}
         for op in reversed(ops):
-            out_grads = [grads.get(i) for i in op.output_ids]
-            if all(g is None for g in out_grads) or not any(i in reaches for i in op.input_ids):
+            if upstream.isdisjoint(op.output_ids):
                 continue
+            upstream.update(op.input_ids)
             try:
                 fn = op.grad_fn or registry.lookup(op.type)
             except LookupError:
-                steps.append(Step("backward", op, f"backward through {op.type} (#{op.seq}): no "
-                                  "gradient is registered for it, so tape.gradient raises "
-                                  "LookupError here", f"op{op.seq}"))
-                return steps + [self._done_step(grads, source_ids, t_name)]
-            if fn is None:
-                steps.append(Step("backward", op, f"backward through {op.type} (#{op.seq}): it "
-                                  "has no gradient, so nothing flows to its input",
-                                  f"op{op.seq}"))
                 continue
-            out_grads = [g if g is not None else Tensor(np.zeros(s, d))
-                         for g, s, d in zip(out_grads, op.output_shapes, op.output_dtypes)]
-            in_grads = _call_gradient(op, fn, out_grads, 0)
-            sent = {}
-            for i, g in zip(op.input_ids, in_grads):
-                if g is None or i not in reaches:
-                    continue
-                sent[i] = g if i not in sent else math_ops.add(sent[i], g)
-            for i, g in sent.items():
-                grads[i] = g if i not in grads else math_ops.add(grads[i], g)
-            text = self._backward_text(op, sent, t_name)
-            steps.append(Step("backward", op, text, f"op{op.seq}", _summaries(grads)))
-        return steps + [self._done_step(grads, source_ids, t_name)]
+            if fn is None:
+                steps.append(Step("backward", op, f"backward through {op.type} "
+                                  f"(#{self._number(op)}): it has no gradient, so nothing "
+                                  "flows to its input", self._op_id(op)))
+        return steps
 
-    def _backward_text(self, op, sent, t_name):
+    def _backward_parts(self, op, sent, received, fan_in, t_name):
         out = op.output_ids[0]
         upstream = "" if out == self.target._id else f"d{t_name}/d{self.name(out)} * "
         rules = local_rules(op.type, [self.name(i) for i in op.input_ids], self.name(out))
         parts = []
-        for i, g in sent.items():
+        for i, value in sent.items():
             ks = [k for k, j in enumerate(op.input_ids) if j == i]
             rule = combine_rules([rules[k] for k in ks], op.type)
-            parts.append(f"d{t_name}/d{self.name(i)} = {upstream}{rule} = "
-                         f"{_value_text(g._value, g.shape)}")
-        if not parts:
-            parts.append("no input of it leads to a source")
-        return f"backward through {op.type} (#{op.seq}): " + "; ".join(parts)
+            part = f"d{t_name}/d{self.name(i)} = {upstream}{rule} = {format_value(value)}"
+            if fan_in.get(i, 0) > 1:
+                total = sum(received[i][1:], received[i][0])
+                part += (f" (adds {format_value(value)} to d{t_name}/d{self.name(i)}; "
+                         f"total so far {format_value(total)})")
+            parts.append(part)
+        return parts
 
-    def _done_step(self, grads, source_ids, t_name):
+    def _done_step(self, grads, received, t_name, visited=frozenset()):
         parts = []
         for s in self.sources:
             g = grads.get(s._id)
             value = "None" if g is None else _value_text(g._value, g.shape)
+            contributions = received.get(s._id, [])
+            if len(contributions) > 1:
+                value = " + ".join(format_value(c) for c in contributions) + " = " + value
             parts.append(f"d{t_name}/d{self.name(s._id)} = {value}")
         first = next(iter(self.sources), None)
-        return Step("done", None, "done: " + "; ".join(parts),
-                    f"t{first._id}" if first is not None else None, _summaries(grads))
+        highlight = self._node.get(first._id) if first is not None else None
+        return Step("done", None, "done: " + "; ".join(parts), highlight,
+                    _summaries(grads, received), visited)
 
-    # -- the widget ---------------------------------------------------------------------------
+    # -- pictures -----------------------------------------------------------------------------
     def svg(self, k=None) -> str:
         """The SVG drawing of step ``k`` (default: the current step), highlighted."""
         k = self._step if k is None else k
         if k not in self._svg:
+            s = self.steps[k]
             for node in self._graph.tensors:     # the gradients reached so far
-                node.gradient = self.steps[k].grads.get(node.tensor_id)
+                node.gradient = s.grads.get(node.tensor_id)
+            for node in self._graph.ops:         # the ops the walk went through so far
+                node.visited = not s.visited.isdisjoint(node.seqs)
             dot = draw_tape(self.tape, self.target, self.sources, graph=self._graph,
-                            highlight=self.steps[k].highlight, **self._draw_kwargs)
+                            highlight=s.highlight, **self._draw_kwargs)
             svg = dot.pipe(format="svg", encoding="utf-8")
             self._svg[k] = svg[svg.find("<svg"):]    # inline in HTML: no XML prologue
         return self._svg[k]
 
-    @property
-    def widget(self):
-        """The ipywidgets box: Play + slider, the sentence, the graph."""
-        if self._widgets is None:
-            import ipywidgets as widgets
-            n = len(self.steps) - 1
-            play = widgets.Play(value=self._step, min=0, max=n, step=1, interval=1500,
-                                description="Play")
-            slider = widgets.IntSlider(value=self._step, min=0, max=n, description="step")
-            widgets.jslink((play, "value"), (slider, "value"))
-            text = widgets.HTML()
-            graph = widgets.HTML()
-            box = widgets.VBox([widgets.HBox([play, slider]), text, graph])
-            self._widgets = {"play": play, "slider": slider, "text": text, "graph": graph,
-                             "box": box}
-            slider.observe(self._on_slider, names="value")
-            self._refresh()
-        return self._widgets["box"]
+    def to_html(self, title="minitape TapePlayer") -> str:
+        """One self-contained HTML page: every step's sentence and SVG, and a slider.
 
+        No CDN, no kernel, no external URL: a few lines of plain JavaScript show one frame
+        at a time; without JavaScript every frame is shown, one under the other.
+        """
+        frames = []
+        for k, s in enumerate(self.steps):
+            frames.append(f'<section class="frame" data-step="{k}"><p><code>'
+                          f"{html.escape(s.text)}</code></p>{self.svg(k)}</section>")
+        n = len(self.steps) - 1
+        return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;background:#fff;color:#111}}
+svg{{max-width:100%;height:auto}}</style></head>
+<body><h1>{html.escape(title)}</h1>
+<p><input id="step" type="range" min="0" max="{n}" value="0" hidden>
+<span id="label" hidden></span></p>
+{"".join(frames)}
+<script>
+var frames = document.querySelectorAll(".frame"), s = document.getElementById("step");
+var label = document.getElementById("label");
+function show() {{ frames.forEach(function (f, k) {{ f.hidden = (k != s.value); }});
+  label.textContent = "step " + s.value + " of {n}"; }}
+s.hidden = false; label.hidden = false; s.oninput = show; show();
+</script></body></html>
+"""
+
+    def save_html(self, path) -> None:
+        """Write ``to_html()`` to ``path`` (UTF-8)."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_html())
+
+    def _static_html(self) -> str:
+        """Every frame, for notebook viewers that show no widgets (no JavaScript needed)."""
+        frames = "".join(
+            f"<details{' open' if k == 0 else ''}><summary><code>step {k}: "
+            f"{html.escape(s.text)}</code></summary>{self.svg(k)}</details>"
+            for k, s in enumerate(self.steps))
+        return f'<div class="minitape-player-static">{frames}</div>'
+
+    # -- the widget ---------------------------------------------------------------------------
     def _on_slider(self, change):
         self._step = int(change["new"])
+        self.feedback = ""
         self._refresh()
 
+    def _on_check(self, _):
+        try:
+            self.answer(float(self._answer_box.value))
+        except ValueError as e:
+            self.feedback = str(e) if "asks no question" in str(e) else \
+                f"type a number, e.g. 18.0 (got {self._answer_box.value!r})"
+            self._refresh()
+
     def _refresh(self):
-        import html
-        w = self._widgets
-        w["text"].value = f"<code>{html.escape(self.text)}</code>"
+        self._text.value = f"<code>{html.escape(self.text)}</code>"
+        s = self.steps[self._step]
+        asking = self.quiz and s.question is not None
+        self._quiz_row.layout.display = None if asking else "none"
+        self._feedback.value = html.escape(self.feedback)
         # Graphviz sizes its SVG in points; let it shrink to the notebook's width instead.
         svg = self.svg().replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
-        w["graph"].value = f'<div style="max-width:100%;overflow-x:auto">{svg}</div>'
+        self._graph_view.value = f'<div style="max-width:100%;overflow-x:auto">{svg}</div>'
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return self.widget._repr_mimebundle_(include=include, exclude=exclude)
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs) or {}
+        bundle["text/html"] = self._static_html()
+        return bundle
 
     def __repr__(self):
         return f"<TapePlayer step {self._step}/{len(self.steps) - 1}: {self.text}>"
@@ -290,16 +445,45 @@ class TapePlayer:
 @contextlib.contextmanager
 def _not_recording():
     """Pause every tape of this thread while the player computes its gradients."""
-    saved = list(_state.tapes)
-    _state.tapes[:] = []
+    saved = list(state.tapes)
+    state.tapes[:] = []
     try:
         yield
     finally:
-        _state.tapes[:] = saved
+        state.tapes[:] = saved
 
 
-def _summaries(grads) -> dict:
-    return {i: summarize(g._value) for i, g in grads.items()}
+def _fan_in(ops, source_ids):
+    """tensor id -> how many op inputs read it (on ops that depend on a source)."""
+    reaches = set(source_ids)
+    counts = {}
+    for op in ops:
+        if reaches.isdisjoint(op.input_ids):
+            continue
+        reaches.update(op.output_ids)
+        for i in dict.fromkeys(op.input_ids):
+            counts[i] = counts.get(i, 0) + 1
+    return counts
+
+
+def _first_missing(ops, grads, source_ids):
+    """The op whose missing gradient stopped the walk: the latest op with no registry entry
+    whose output had received a gradient."""
+    for op in reversed(ops):
+        if op.grad_fn is None and any(o in grads for o in op.output_ids):
+            try:
+                registry.lookup(op.type)
+            except LookupError:
+                return op
+    return ops[-1]
+
+
+def _summaries(grads, received) -> dict:
+    out = {i: summarize(g._value) for i, g in grads.items()}
+    for i, values in received.items():   # entries the walk already handed upstream
+        if i not in out:
+            out[i] = summarize(np.asarray(sum(values[1:], values[0])))
+    return out
 
 
 def _value_text(value, shape):

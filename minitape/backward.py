@@ -1,0 +1,227 @@
+"""The backward pass: the chain rule, applied op by op while walking the tape in reverse.
+
+``backward_steps(ops, grads, source_ids)`` is the one place where minitape applies the chain
+rule. ``GradientTape.gradient`` consumes it; ``mt.viz.TapePlayer`` iterates it one frame at a
+time and ``mt.viz.check_tape`` reads the same steps, so every picture shows exactly what
+``gradient`` computed. The algorithm:
+
+1. Walk the ops *forwards* once to find the ops that depend on a source: only they need a
+   gradient (``reaches_source``).
+2. ``grads`` starts with the seeds: ``{target id: ones}`` (or ``output_gradients``).
+3. Walk the ops *backwards*. For each op whose outputs received a gradient and that depends
+   on a source, call its gradient function ``fn(op, *output_grads)`` (the registry's, or the
+   op's own for ``custom_gradient``): that is the op's vector-Jacobian product. Add each
+   returned input gradient into ``grads`` under the input's id: a tensor used twice (fan-out)
+   receives two *contributions*, and its gradient is their sum.
+4. After the walk, ``grads`` holds the sources' gradients.
+
+No recursion anywhere, so a chain of a million ops is fine, and the gradients live in a
+dictionary local to the pass, so asking twice gives the same numbers.
+
+``LastPass`` is the record of one walk that the pictures read: which ops it visited, the
+contribution each edge carried back, and the gradient that reached each tensor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import registry
+from .recording import SMALL_VALUE_SIZE, summarize
+
+
+class LastPass:
+    """What one backward pass did, kept by the tape for the pictures.
+
+    Attributes:
+        visited: the ``seq`` of every op whose gradient function ran, in the order it ran.
+        contributions: ``(op seq, input index) -> value`` of the gradient that edge carried
+            back: the ndarray itself when it has at most 16 elements, ``(min, mean, max)`` for a
+            larger one when ``summarize_large`` (persistent tapes), else None.
+        reached: ``tensor id -> value`` of the total gradient of each intermediate tensor (same
+            rule for large values).
+        gradients: ``tensor id -> Tensor``, the gradients the pass returned (the sources').
+    """
+
+    __slots__ = ("visited", "contributions", "reached", "gradients", "summarize_large")
+
+    def __init__(self, summarize_large=True):
+        self.visited = []
+        self.contributions = {}
+        self.reached = {}
+        self.gradients = {}
+        self.summarize_large = summarize_large
+
+    def keep(self, value):
+        """What to keep of a gradient's ndarray: itself (small), a summary, or None."""
+        if value.size <= SMALL_VALUE_SIZE:
+            return value
+        return summarize(value) if self.summarize_large else None
+
+
+def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pass=None):
+    """Walk ``ops`` in reverse and apply the chain rule; yield one step per op it passes.
+
+    Args:
+        ops: the recorded Operations, in execution order.
+        grads: dict tensor id -> gradient Tensor, holding the seeds (e.g. ``{target id:
+            ones}``); the walk adds into it, and when it ends it holds the sources' gradients.
+        source_ids: ids of the tensors whose gradients are wanted.
+        batch_ndim: leading batch axes on every gradient (vectorized Jacobians), else 0.
+        release: free each op's saved tensors as soon as the walk is past it.
+        last_pass: optional ``LastPass`` to fill (visited ops, contributions, reached).
+
+    Yields:
+        ``(op, out_grads, in_grads)`` for every op whose gradient function ran:
+        ``out_grads`` the gradient that arrived at each output (zeros for an output that got
+        none), ``in_grads`` the contribution sent to each input (None where none is needed).
+        When a step is yielded, its contributions are already added into ``grads``.
+
+    Raises:
+        LookupError: an op on the path has no registered gradient.
+        ValueError, TypeError: a gradient function returned the wrong number, shape or dtype
+            of gradients.
+    """
+    # 1. Forward sweep: which ops lie downstream of a source? Only they need gradients.
+    reaches_source = set(source_ids)
+    for op in ops:
+        if not reaches_source.isdisjoint(op.input_ids):  # "some input reaches a source"
+            reaches_source.update(op.output_ids)
+    batch_shape = next(iter(grads.values())).shape[:batch_ndim] if grads else ()
+    # 2. Reverse sweep.
+    for op in reversed(ops):
+        out_grads = list(map(grads.get, op.output_ids))  # None where no gradient arrived
+        if reaches_source.isdisjoint(op.input_ids) or _all_none(out_grads):
+            if release:
+                op.release()
+            continue
+        fn = op.grad_fn or registry.lookup(op.type)   # LookupError if none is registered
+        if fn is None:                                  # declared not differentiable
+            if release:
+                op.release()
+            continue
+        for k, i in enumerate(op.output_ids):
+            if i not in source_ids:
+                g = grads.pop(i, None)  # nothing upstream needs this entry any more
+                if last_pass is not None and g is not None:
+                    last_pass.reached[i] = last_pass.keep(g._value)
+            if out_grads[k] is None:  # another output got a gradient, this one none: zeros
+                out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
+                                               op.output_dtypes[k]))
+        # Which inputs need no gradient? (e.g. the 0.5 in ``x * 0.5``: Mul then skips
+        # computing ``dy * x``, MatMul skips the gradient of a batch of data.)
+        op.skip_input_indices = (() if reaches_source.issuperset(op.input_ids)  # (all needed)
+                                 else _skipped_inputs(op.input_ids, reaches_source))
+        in_grads = call_gradient(op, fn, out_grads, batch_ndim)
+        op.skip_input_indices = None
+        for k, (i, g) in enumerate(zip(op.input_ids, in_grads)):
+            if g is None or i not in reaches_source:
+                in_grads[k] = None
+                continue
+            # The common case (a Tensor of the input's exact shape and dtype) is checked
+            # inline; anything else goes through the full check, which explains the error.
+            # (``is not`` on dtypes: NumPy's dtypes are shared objects, and an equal dtype
+            # that is another object just takes the full check.)
+            if (batch_ndim or type(g) is not Tensor or g._value.shape != op.input_shapes[k]
+                    or g._value.dtype is not op.input_dtypes[k]):
+                _check_gradient(op, k, g, batch_ndim)
+            grads[i] = g if i not in grads else add_gradients(grads[i], g)
+            if last_pass is not None:
+                last_pass.contributions[(op.seq, k)] = last_pass.keep(g._value)
+        if last_pass is not None:
+            last_pass.visited.append(op.seq)
+        if release:
+            op.release()
+        yield op, out_grads, in_grads
+
+
+def backward(ops, seeds, source_ids, batch_ndim=0, release=False, last_pass=None):
+    """Run ``backward_steps`` to the end; return dict tensor id -> gradient Tensor."""
+    grads = dict(seeds)
+    for _ in backward_steps(ops, grads, source_ids, batch_ndim, release, last_pass):
+        pass
+    return grads
+
+
+def _skipped_inputs(input_ids, reaches_source):
+    skipped = ()
+    for k, i in enumerate(input_ids):
+        if i not in reaches_source:
+            skipped += (k,)
+    return skipped
+
+
+def _all_none(items):
+    # A plain loop: ``None in items`` or ``items.count(None)`` would compare Tensors with
+    # ``==``, which is an elementwise minitape op.
+    for item in items:
+        if item is not None:
+            return False
+    return True
+
+
+def call_gradient(op, fn, out_grads, batch_ndim=0):
+    """Call ``fn(op, *out_grads)`` and check it returned one entry per input."""
+    op.batch_ndim = batch_ndim
+    if batch_ndim and (op.grad_fn is not None or not registry.is_batched(op.type)):
+        in_grads = _call_per_row(op, fn, out_grads, batch_ndim)
+    else:
+        in_grads = fn(op, *out_grads)
+    if type(in_grads) is not list:  # a list, which the walk fills in place
+        # (a one-input op may return its gradient bare)
+        in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
+    if len(in_grads) != len(op.input_ids):
+        raise ValueError(
+            f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
+            f"has {len(op.input_ids)} input(s); return one per input (None where there is none)"
+        )
+    return in_grads
+
+
+def _call_per_row(op, fn, out_grads, batch_ndim):
+    """Vectorized Jacobian through a gradient that only knows unbatched shapes: loop rows."""
+    from .ops import array_ops
+    batch_shape = out_grads[0].shape[:batch_ndim]
+    flat = [array_ops.reshape(g, (-1,) + g.shape[batch_ndim:]) for g in out_grads]
+    op.batch_ndim = 0
+    rows = []
+    for r in range(flat[0].shape[0]):
+        row = fn(op, *[g[r] for g in flat])
+        rows.append(list(row) if isinstance(row, (list, tuple)) else [row])
+    op.batch_ndim = batch_ndim
+    result = []
+    for k in range(len(rows[0])):
+        column = [row[k] for row in rows]
+        if any(c is None for c in column):
+            result.append(None)
+            continue
+        stacked = array_ops.stack(column)
+        result.append(array_ops.reshape(stacked, batch_shape + stacked.shape[1:]))
+    return result
+
+
+def _check_gradient(op, k, g, batch_ndim):
+    if not isinstance(g, Tensor):
+        raise TypeError(f"the gradient function of {op.type} returned {type(g).__name__} for "
+                        f"input {k}; gradients must be minitape Tensors (so that they can be "
+                        "differentiated again): build them with minitape operations")
+    expected = g.shape[:batch_ndim] + op.input_shapes[k]
+    if g.shape != expected or g.ndim < batch_ndim:
+        raise ValueError(
+            f"the gradient function of {op.type} returned shape {g.shape[batch_ndim:]} for "
+            f"input {k} of shape {op.input_shapes[k]}; a gradient must have its input's shape "
+            "(sum over broadcast axes with unbroadcast)"
+        )
+    if g.dtype != op.input_dtypes[k]:
+        raise TypeError(f"the gradient function of {op.type} returned dtype {g.dtype.name} for "
+                        f"input {k} of dtype {op.input_dtypes[k].name}")
+
+
+def add_gradients(a, b):
+    """``a + b``: two contributions to one tensor's gradient (fan-out), with a minitape op so
+    that an outer tape records the sum."""
+    return _math_ops.add(a, b)
+
+
+from .tensor import Tensor  # noqa: E402  (circular: Tensor's module imports the tape)
+from .ops import math_ops as _math_ops  # noqa: E402  (contributions are added with it)

@@ -1,0 +1,86 @@
+"""``mt.config`` and ``mt.device``: minitape runs on the CPU, and says so.
+
+As ``tf.config.list_physical_devices`` and ``tf.device``: code written for TensorFlow that
+asks which devices exist, or places work on ``"/CPU:0"``, runs unchanged. Asking for a GPU
+or TPU is an error that says why (minitape computes with NumPy, on the CPU), instead of
+TensorFlow's silent fallback to the CPU.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+from . import errors
+
+__all__ = ["list_physical_devices", "list_logical_devices", "device", "PhysicalDevice",
+           "LogicalDevice", "run_functions_eagerly", "functions_run_eagerly"]
+
+PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
+LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
+
+_CPU = re.compile(r"^(/job:[^/]+(/replica:\d+)?(/task:\d+)?)?/?(device:)?cpu(:0)?$", re.I)
+
+
+def list_physical_devices(device_type=None):
+    """The devices minitape can use: one CPU, as ``tf.config.list_physical_devices``.
+
+    >>> import minitape as mt
+    >>> mt.config.list_physical_devices()
+    [PhysicalDevice(name='/physical_device:CPU:0', device_type='CPU')]
+    >>> mt.config.list_physical_devices("GPU")
+    []
+    """
+    cpu = PhysicalDevice("/physical_device:CPU:0", "CPU")
+    return [cpu] if device_type is None or str(device_type).upper() == "CPU" else []
+
+
+def list_logical_devices(device_type=None):
+    """As ``list_physical_devices``, with TensorFlow's logical name ``/device:CPU:0``."""
+    return [LogicalDevice("/device:CPU:0", d.device_type)
+            for d in list_physical_devices(device_type)]
+
+
+class device:  # noqa: N801 (TensorFlow's name: mt.device)
+    """Place the operations of a ``with`` block on a device, as ``tf.device``.
+
+    minitape has one device, the CPU, so ``"CPU"``, ``"/CPU:0"``, ``"/device:CPU:0"`` (with
+    or without a ``/job:.../task:...`` prefix) and ``None`` are accepted and change nothing.
+
+    Raises:
+        mt.errors.InvalidArgumentError (a ``ValueError``): any other device, such as
+            ``"/GPU:0"``: minitape computes with NumPy on the CPU.
+    """
+
+    def __init__(self, device_name):
+        if device_name is not None and not (isinstance(device_name, str)
+                                            and (device_name == "" or _CPU.match(device_name))):
+            raise errors.InvalidArgumentError(
+                None, None,
+                f"mt.device({device_name!r}): minitape runs on the CPU only (it computes with "
+                "NumPy); use mt.device('/CPU:0'), or drop the with-block. "
+                "mt.config.list_physical_devices() lists what exists")
+        self.name = device_name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_RUN_EAGERLY = True
+
+
+def run_functions_eagerly(run_eagerly):
+    """Accepted, as ``tf.config.run_functions_eagerly``; changes nothing.
+
+    minitape always runs ``mt.function``s eagerly (it has no graphs), whatever is passed here;
+    TensorFlow's guides switch this on and off around their examples.
+    """
+    return None
+
+
+def functions_run_eagerly():
+    """Always True: ``mt.function`` runs the Python function on every call."""
+    return _RUN_EAGERLY

@@ -1,0 +1,141 @@
+"""Jacobians: the derivative of every element of a target, by many backward passes at once.
+
+``jacobian(tape, target, sources)`` needs one backward pass per element of the target (a
+reverse-mode pass computes one row, a vector-Jacobian product). Vectorized (the default), it
+runs *one* backward pass over a batch of cotangents, the rows of an identity matrix: every
+gradient function carries the extra leading axis. ``experimental_use_pfor=False`` loops over
+the rows instead; both give the same numbers.
+
+``batch_jacobian`` is the same for per-example Jacobians, without the cross-example blocks.
+``GradientTape.jacobian`` and ``GradientTape.batch_jacobian`` call these functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tape import (UnconnectedGradients, check_sources, outside_minitape_error, pack_results,
+                   reshape_gradient, unconnected_result)
+from .tensor import Tensor
+
+
+def _one_hot(k, shape, dtype):
+    """The k-th row of the identity, shaped like the target (no ``(n, n)`` identity made)."""
+    row = np.zeros(shape, dtype)
+    row.flat[k] = 1
+    return row
+
+
+def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+             experimental_use_pfor=True):
+    """Jacobian of ``target`` with respect to each source, as ``tf.GradientTape.jacobian``.
+
+    Args:
+        target: one Tensor (not a structure: stack several with ``mt.stack``).
+        sources: a Tensor/Variable or a nested structure of them.
+        experimental_use_pfor: True (default) runs *one* backward pass over a batch of
+            cotangents, the rows of an identity matrix (every gradient function carries
+            the leading batch axis). False loops over the target's elements, one backward
+            pass each. Both give the same numbers.
+        parallel_iterations: accepted for TensorFlow compatibility; unused.
+
+    Returns:
+        ``sources``' structure; each entry of shape ``target.shape + source.shape``.
+
+    Raises:
+        TypeError: ``target`` is a list/tuple/dict or not a minitape Tensor.
+        RuntimeError: a non-persistent tape asked a second time.
+    """
+    if not isinstance(target, Tensor):
+        if isinstance(target, (list, tuple, dict)):
+            raise TypeError("GradientTape.jacobian: target must be a single Tensor, got a "
+                            f"{type(target).__name__}; stack the targets with mt.stack or "
+                            "call jacobian once per target")
+        raise outside_minitape_error(target, "GradientTape.jacobian target")
+    tape._begin_backward("jacobian")
+    flat_sources = check_sources(sources, "jacobian")
+    n = target.size
+    if target.dtype.kind != "f":
+        grads = {}
+    elif experimental_use_pfor:
+        seed = Tensor(np.eye(n, dtype=target.dtype).reshape((n,) + target.shape))
+        grads = tape._run_backward({target._id: seed}, flat_sources, batch_ndim=1)
+    else:
+        grads = _loop_backward(tape, target, flat_sources,
+                               (_one_hot(k, target.shape, target.dtype) for k in range(n)))
+    results = []
+    for s in flat_sources:
+        g = grads.get(s._id)
+        if g is not None:
+            g = reshape_gradient(g, target.shape + s.shape)
+        elif n == 0 and target.dtype.kind == "f" and s.dtype.kind == "f":
+            g = Tensor(np.zeros(target.shape + s.shape, s.dtype))   # an empty Jacobian
+        results.append(g)
+    return pack_results(sources, flat_sources, dict(zip([s._id for s in flat_sources],
+                                                           results)),
+                         unconnected_gradients, target.shape)
+
+
+def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                   experimental_use_pfor=True):
+    """Per-example Jacobians, as ``tf.GradientTape.batch_jacobian``.
+
+    ``target`` ``(b, y...)`` (rank 2 or more) and ``source`` ``(b, x...)``; result
+    ``(b, y..., x...)``: entry ``[i]`` is the Jacobian of ``target[i]`` with respect to
+    ``source[i]``. It assumes example i of the target depends only on example i of the
+    source (true for most layers, not for batch normalization in training mode) and
+    never computes the cross-batch blocks: the cotangent for output position t is 1 at
+    position t of *every* example at once. Unlike TensorFlow, the loop version also
+    works on a non-persistent tape.
+
+    Raises:
+        ValueError: rank below 2, or batch sizes that differ.
+    """
+    if not isinstance(target, Tensor):
+        raise outside_minitape_error(target, "GradientTape.batch_jacobian target")
+    if not isinstance(source, Tensor):
+        raise outside_minitape_error(source, "GradientTape.batch_jacobian source")
+    if target.ndim < 2 or source.ndim < 2:
+        raise ValueError(f"batch_jacobian needs target and source of rank 2 or more "
+                         f"(batch, ...), got shapes {target.shape} and {source.shape}")
+    if target.shape[0] != source.shape[0]:
+        raise ValueError(f"batch_jacobian: the batch sizes differ: target {target.shape} has "
+                         f"{target.shape[0]}, source {source.shape} has {source.shape[0]}; "
+                         "use jacobian for unrelated batches")
+    tape._begin_backward("batch_jacobian")
+    b, rest = target.shape[0], target.shape[1:]
+    n = int(np.prod(rest))
+    one_hots = np.broadcast_to(np.eye(n, dtype=target.dtype).reshape((n, 1) + rest),
+                               (n, b) + rest)
+    if target.dtype.kind != "f":
+        g = None
+    elif experimental_use_pfor:
+        g = tape._run_backward({target._id: Tensor(one_hots)}, [source],
+                               batch_ndim=1).get(source._id)
+    else:
+        g = _loop_backward(tape, target, [source], iter(one_hots)).get(source._id)
+    if g is None:
+        return unconnected_result(source, unconnected_gradients, (b,) + rest)
+    from .ops import array_ops  # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)
+    g = array_ops.transpose(g, (1, 0) + tuple(range(2, g.ndim)))
+    return reshape_gradient(g, (b,) + rest + source.shape[1:])
+
+def _loop_backward(tape, target, flat_sources, seeds):
+    """One backward pass per seed (``experimental_use_pfor=False``); stacks the results."""
+    from .ops import array_ops
+    per_source = {s._id: [] for s in flat_sources}
+    connected = set()
+    for seed in seeds:
+        grads = tape._run_backward({target._id: Tensor(np.array(seed))}, flat_sources,
+                                   batch_ndim=0, release=False)
+        for s in flat_sources:
+            g = grads.get(s._id)
+            if g is not None:
+                connected.add(s._id)
+            per_source[s._id].append(g if g is not None else
+                                     Tensor(np.zeros(s.shape, s.dtype)))
+    if not tape._persistent:
+        tape._release()
+    return {i: array_ops.stack(rows) for i, rows in per_source.items()
+            if i in connected and rows}
+

@@ -1,0 +1,17 @@
+"""``mt.keras``: the part of Keras that TensorFlow's guides and a training loop use.
+
+Built on minitape's own pieces, with Keras's names: the layers are ``mt.layers``' (one
+implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module`` whose
+``fit`` is the ``GradientTape`` loop of the lessons (see ``minitape/keras/models.py``).
+
+- ``mt.keras.layers``: every ``mt.layers`` layer, plus ``Layer`` to subclass;
+- ``mt.keras.Model`` (subclass it; ``compile``, ``fit``, ``evaluate``, ``predict``,
+  ``save_weights`` / ``load_weights``), ``mt.keras.Sequential``;
+- ``mt.keras.optimizers`` (``SGD``, ``Adam``), ``mt.keras.losses``, ``mt.keras.activations``.
+"""
+
+from .. import optimizers
+from . import activations, layers, losses
+from .models import History, Model, Sequential
+
+__all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History"]

@@ -1,0 +1,172 @@
+"""``mt.keras.layers``: every layer of ``mt.layers``, plus ``Layer`` to subclass.
+
+The layers themselves are ``minitape.layers``' (``Dense``, ``BatchNormalization``, ...),
+re-exported here under Keras's module name: there is one implementation. ``Layer`` is the
+base class for your own layers, as ``keras.layers.Layer``: write ``build(input_shape)`` to
+create weights with ``add_weight`` and ``call(inputs)`` to compute; the first call builds.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from .. import dtypes
+from .. import layers as _mt_layers
+from ..module import Module
+from ..ops import random_ops
+from ..tensor import Tensor, Variable
+
+# Everything mt.layers has, under the same names (one implementation).
+__all__ = ["Layer"] + [name for name, value in vars(_mt_layers).items()
+                       if isinstance(value, type) and issubclass(value, Module)
+                       and not name.startswith("_") and name != "Module"]
+globals().update({name: getattr(_mt_layers, name) for name in __all__[1:]})
+
+
+def _initial_value(initializer, shape, dtype, who):
+    if callable(initializer):
+        value = initializer(shape, dtype=dtype)
+        return np.asarray(value._value if isinstance(value, Tensor) else value, dtype=dtype)
+    if initializer == "zeros":
+        return np.zeros(shape, dtype)
+    if initializer == "ones":
+        return np.ones(shape, dtype)
+    if initializer == "glorot_uniform":
+        fan_in = shape[-2] if len(shape) >= 2 else (shape[0] if shape else 1)
+        fan_out = shape[-1] if shape else 1
+        receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+        limit = np.sqrt(6.0 / max(1, (fan_in + fan_out) * receptive))
+        return random_ops.uniform(shape, -limit, limit, dtype=dtype)._value
+    if initializer == "random_normal":
+        return random_ops.normal(shape, 0.0, 0.05, dtype=dtype)._value
+    if initializer == "random_uniform":
+        return random_ops.uniform(shape, -0.05, 0.05, dtype=dtype)._value
+    raise ValueError(f"{who}: unknown initializer {initializer!r}; use 'zeros', 'ones', "
+                     "'glorot_uniform', 'random_normal', 'random_uniform' or a callable "
+                     "(shape, dtype) -> array")
+
+
+def accepts(fn, name) -> bool:
+    """Whether ``fn`` takes a keyword ``name`` (Keras passes ``training`` only to those that do)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+class Layer(Module):
+    """Base class for layers, as ``keras.layers.Layer``.
+
+    Subclass it and write:
+
+    - ``build(input_shape)``: create the weights with ``self.add_weight(...)``, knowing the
+      input's shape (a tuple). Called once, on the first call (Keras's lazy building);
+    - ``call(inputs, ...)``: the computation, with minitape ops.
+
+    ``layer(x)`` builds if needed, then returns ``call(x)``. ``training=`` is passed on only
+    when ``call`` accepts it. Setting ``layer.trainable = False`` freezes every weight of the
+    layer (``trainable_variables`` is then empty), as Keras.
+
+    >>> import minitape as mt
+    >>> class Scale(mt.keras.layers.Layer):
+    ...     def build(self, input_shape):
+    ...         self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")
+    ...     def call(self, x):
+    ...         return x * self.w
+    >>> layer = Scale()
+    >>> layer(mt.constant([[1.0, 2.0]]))
+    <mt.Tensor: shape=(1, 2), dtype=float32, numpy=array([[1., 2.]], dtype=float32)>
+    >>> [v.path for v in layer.trainable_variables]
+    ['scale/w']
+    """
+
+    _walk_skip = ("built", "trainable", "dtype")
+    _walk_last = ("_added_weights",)
+
+    def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
+        unknown = set(kwargs) - {"input_shape", "input_dim", "autocast", "dynamic"}
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unexpected keyword arguments "
+                            f"{sorted(unknown)}")
+        super().__init__(name=name)
+        self.trainable = bool(trainable)
+        self.built = False
+        self.dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+
+    def build(self, input_shape):
+        """Create the weights; ``input_shape`` is the first input's shape (a tuple)."""
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define call(self, inputs): the "
+                                  "computation of the layer (see mt.keras.layers.Layer)")
+
+    def __call__(self, inputs, *args, **kwargs):
+        if not self.built:
+            self.build(_shape_of(inputs))
+            self.built = True
+        if "training" in kwargs and not accepts(self.call, "training"):
+            kwargs.pop("training")
+        return self.call(inputs, *args, **kwargs)
+
+    def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None,
+                   **kwargs):
+        """Create a Variable owned by this layer, as Keras's ``Layer.add_weight``.
+
+        Args:
+            shape: tuple of ints (default ``()``).
+            initializer: ``"glorot_uniform"`` (the default for floats), ``"zeros"``,
+                ``"ones"``, ``"random_normal"``, ``"random_uniform"``, or a callable
+                ``(shape, dtype)``.
+            dtype: default the layer's dtype (float32).
+            trainable: whether a tape watches it automatically and ``fit`` trains it.
+            name: the Variable's name (default ``"Variable"``); its ``.path`` is
+                ``layer_name/name``.
+
+        Returns:
+            The new Variable (it is tracked even if not assigned to an attribute).
+        """
+        shape = tuple(int(d) for d in (() if shape is None else shape))
+        dtype = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
+        if initializer is None:
+            initializer = "glorot_uniform" if dtype.kind == "f" else "zeros"
+        value = _initial_value(initializer, shape, dtype, f"{type(self).__name__}.add_weight")
+        var = Variable(value, trainable=trainable, name=name or "Variable")
+        var.path = f"{self.name}/{name or 'variable'}"
+        self._extra_weights().append(var)
+        return var
+
+    def _extra_weights(self):
+        # Weights made by add_weight, so that they are tracked even when not kept in an
+        # attribute; walked last, so a Variable kept in an attribute is saved under its name.
+        if "_added_weights" not in vars(self):
+            self._added_weights = []
+        return self._added_weights
+
+    @property
+    def trainable_variables(self):
+        return super().trainable_variables if self.trainable else ()
+
+    @property
+    def weights(self):
+        return list(self.variables)
+
+    @property
+    def trainable_weights(self):
+        return list(self.trainable_variables)
+
+    @property
+    def non_trainable_weights(self):
+        trainable = {id(v) for v in self.trainable_variables}
+        return [v for v in self.variables if id(v) not in trainable]
+
+
+def _shape_of(inputs):
+    if isinstance(inputs, (list, tuple)) and inputs and not isinstance(inputs[0], (int, float)):
+        return [_shape_of(x) for x in inputs]
+    if isinstance(inputs, Tensor):
+        return inputs.shape
+    return np.shape(inputs)

@@ -1,0 +1,244 @@
+"""``mt.keras.losses``: Keras's loss functions and classes, written with minitape ops.
+
+A loss *function* (``mean_squared_error(y_true, y_pred)``) returns one value per sample: it
+reduces over the last axis only. A loss *class* (``MeanSquaredError()``) calls the function
+and averages over the batch (Keras's ``"sum_over_batch_size"`` reduction), giving the scalar
+that ``tape.gradient`` and ``Model.fit`` differentiate. As Keras 3 (``keras/src/losses/``):
+
+- ``y_true`` is cast to ``y_pred``'s dtype; when the ranks differ by one and the longer shape
+  ends in 1, that axis is dropped (``(batch,)`` labels against ``(batch, 1)`` predictions);
+- probabilities are clipped to ``[1e-7, 1 - 1e-7]`` before the log; with ``from_logits=True``
+  the numerically stable forms on logits are used instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import array_ops, math_ops, nn_ops, reduction_ops
+from ..tensor import Tensor, convert_to_tensor
+
+EPSILON = 1e-7
+
+__all__ = [
+    "mean_squared_error", "mean_absolute_error", "binary_crossentropy", "categorical_crossentropy",
+    "sparse_categorical_crossentropy", "MSE", "MAE", "mse", "mae", "Loss", "MeanSquaredError",
+    "MeanAbsoluteError", "BinaryCrossentropy", "CategoricalCrossentropy",
+    "SparseCategoricalCrossentropy", "get",
+]
+
+
+def _prepare(y_true, y_pred, what):
+    y_pred = math_ops.floating(y_pred, what)
+    y_true = convert_to_tensor(y_true, what=what)
+    if y_true.dtype != y_pred.dtype:
+        y_true = math_ops.cast(y_true, y_pred.dtype)
+    if y_true.ndim == y_pred.ndim + 1 and y_true.shape[-1] == 1:
+        y_true = array_ops.squeeze(y_true, axis=-1)
+    elif y_pred.ndim == y_true.ndim + 1 and y_pred.shape[-1] == 1:
+        y_pred = array_ops.squeeze(y_pred, axis=-1)
+    try:
+        np.broadcast_shapes(y_true.shape, y_pred.shape)
+    except ValueError:
+        raise ValueError(f"{what}: y_true of shape {y_true.shape} and y_pred of shape "
+                         f"{y_pred.shape} do not match") from None
+    return y_true, y_pred
+
+
+def mean_squared_error(y_true, y_pred):
+    """``mean((y_true - y_pred)**2, axis=-1)``, as ``keras.losses.mean_squared_error``.
+
+    Shapes: ``(batch, d)`` gives ``(batch,)``; a vector gives a scalar.
+
+    >>> import minitape as mt
+    >>> mt.keras.losses.mean_squared_error([[0.0, 1.0]], [[1.0, 1.0]])
+    <mt.Tensor: shape=(1,), dtype=float32, numpy=array([0.5], dtype=float32)>
+    """
+    y_true, y_pred = _prepare(y_true, y_pred, "mean_squared_error")
+    return reduction_ops.reduce_mean(math_ops.square(y_pred - y_true), axis=-1)
+
+
+def mean_absolute_error(y_true, y_pred):
+    """``mean(|y_true - y_pred|, axis=-1)``, as ``keras.losses.mean_absolute_error``."""
+    y_true, y_pred = _prepare(y_true, y_pred, "mean_absolute_error")
+    return reduction_ops.reduce_mean(math_ops.abs(y_pred - y_true), axis=-1)
+
+
+def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """Binary cross-entropy, averaged over ``axis``, as ``keras.losses.binary_crossentropy``.
+
+    Probabilities: ``-(y log p + (1 - y) log(1 - p))`` with ``p`` clipped to
+    ``[1e-7, 1 - 1e-7]``. Logits: ``max(x, 0) - x y + log(1 + exp(-|x|))`` (stable).
+    """
+    y_true, y_pred = _prepare(y_true, y_pred, "binary_crossentropy")
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    if from_logits:
+        per = (nn_ops.relu(y_pred) - y_pred * y_true
+               + math_ops.softplus(-math_ops.abs(y_pred)))
+    else:
+        p = math_ops.clip_by_value(y_pred, EPSILON, 1.0 - EPSILON)
+        per = -(y_true * math_ops.log(p) + (1.0 - y_true) * math_ops.log(1.0 - p))
+    return reduction_ops.reduce_mean(per, axis=axis)
+
+
+def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """``-sum(y_true * log(p), axis)`` for one-hot ``y_true``, as Keras.
+
+    Probabilities are first normalized to sum to one along ``axis`` and clipped to
+    ``[1e-7, 1 - 1e-7]``; with ``from_logits=True``, ``log p`` is ``log_softmax(logits)``.
+    Shapes: ``(batch, classes)`` for both gives ``(batch,)``.
+    """
+    y_true, y_pred = _prepare(y_true, y_pred, "categorical_crossentropy")
+    if y_true.shape != y_pred.shape:
+        raise ValueError(f"categorical_crossentropy: y_true (one-hot) must have y_pred's shape "
+                         f"{y_pred.shape}, got {y_true.shape}; for integer labels use "
+                         "sparse_categorical_crossentropy")
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / y_pred.shape[axis]
+    if from_logits:
+        log_p = nn_ops.log_softmax(y_pred, axis=axis)
+    else:
+        p = y_pred / reduction_ops.reduce_sum(y_pred, axis=axis, keepdims=True)
+        log_p = math_ops.log(math_ops.clip_by_value(p, EPSILON, 1.0 - EPSILON))
+    return -reduction_ops.reduce_sum(y_true * log_p, axis=axis)
+
+
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
+    """Cross-entropy with integer class labels, as ``keras.losses.sparse_categorical_crossentropy``.
+
+    ``y_true``: integer labels of shape ``(batch,)`` (or ``(batch, 1)``); ``y_pred``:
+    ``(batch, classes)`` probabilities or logits. Returns ``(batch,)``.
+
+    Raises:
+        ValueError: a label outside ``[0, classes)``.
+    """
+    y_pred = math_ops.floating(y_pred, "sparse_categorical_crossentropy")
+    labels = np.asarray(y_true._value if isinstance(y_true, Tensor) else y_true)
+    if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
+        labels = labels[..., 0]
+    classes = y_pred.shape[axis]
+    if labels.shape != y_pred.shape[:-1] or (labels.size and (labels.min() < 0
+                                                              or labels.max() >= classes)):
+        raise ValueError(f"sparse_categorical_crossentropy: expected integer labels in [0, "
+                         f"{classes}) of shape {y_pred.shape[:-1]}, got shape {labels.shape} "
+                         f"with values {np.unique(labels)[:10]}")
+    one_hot = np.eye(classes, dtype=y_pred.dtype)[labels.astype(np.int64)]
+    return categorical_crossentropy(one_hot, y_pred, from_logits=from_logits, axis=axis)
+
+
+MSE = mse = mean_squared_error
+MAE = mae = mean_absolute_error
+
+
+class Loss:
+    """A loss function with a reduction over the batch, as ``keras.losses.Loss``.
+
+    ``loss(y_true, y_pred)`` is the mean of the per-sample values (``"sum_over_batch_size"``);
+    ``reduction="sum"`` sums them and ``reduction=None`` / ``"none"`` returns them.
+    """
+
+    fn = None
+
+    def __init__(self, reduction="sum_over_batch_size", name=None, **fn_kwargs):
+        if reduction not in ("sum_over_batch_size", "sum", "none", None):
+            raise ValueError(f"reduction must be 'sum_over_batch_size', 'sum' or None, got "
+                             f"{reduction!r}")
+        self.reduction = reduction
+        self.name = name or _snake(type(self).__name__)
+        self.fn_kwargs = fn_kwargs
+
+    def call(self, y_true, y_pred):
+        return type(self).fn(y_true, y_pred, **self.fn_kwargs)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        values = self.call(y_true, y_pred)
+        if sample_weight is not None:
+            values = values * convert_to_tensor(sample_weight, what=self.name)
+        if self.reduction in ("none", None):
+            return values
+        total = reduction_ops.reduce_sum(values)
+        if self.reduction == "sum":
+            return total
+        return total / float(max(values.size, 1))
+
+    def __repr__(self):
+        return f"<mt.keras.losses.{type(self).__name__} {self.fn_kwargs or ''}>"
+
+
+def _snake(name):
+    import re
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class MeanSquaredError(Loss):
+    """Mean of ``mean_squared_error`` over the batch, as ``keras.losses.MeanSquaredError``."""
+
+    fn = staticmethod(mean_squared_error)
+
+    def __init__(self, reduction="sum_over_batch_size", name="mean_squared_error"):
+        super().__init__(reduction, name)
+
+
+class MeanAbsoluteError(Loss):
+    """Mean of ``mean_absolute_error`` over the batch, as ``keras.losses.MeanAbsoluteError``."""
+
+    fn = staticmethod(mean_absolute_error)
+
+    def __init__(self, reduction="sum_over_batch_size", name="mean_absolute_error"):
+        super().__init__(reduction, name)
+
+
+class BinaryCrossentropy(Loss):
+    """Mean of ``binary_crossentropy``, as ``keras.losses.BinaryCrossentropy``."""
+
+    fn = staticmethod(binary_crossentropy)
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction="sum_over_batch_size", name="binary_crossentropy"):
+        super().__init__(reduction, name, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
+
+
+class CategoricalCrossentropy(Loss):
+    """Mean of ``categorical_crossentropy``, as ``keras.losses.CategoricalCrossentropy``."""
+
+    fn = staticmethod(categorical_crossentropy)
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction="sum_over_batch_size", name="categorical_crossentropy"):
+        super().__init__(reduction, name, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
+
+
+class SparseCategoricalCrossentropy(Loss):
+    """Mean of ``sparse_categorical_crossentropy``, as Keras's class of that name."""
+
+    fn = staticmethod(sparse_categorical_crossentropy)
+
+    def __init__(self, from_logits=False, reduction="sum_over_batch_size",
+                 name="sparse_categorical_crossentropy"):
+        super().__init__(reduction, name, from_logits=from_logits)
+
+
+_BY_NAME = {
+    "mean_squared_error": mean_squared_error, "mse": mean_squared_error, "MSE": mean_squared_error,
+    "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
+    "MAE": mean_absolute_error, "binary_crossentropy": binary_crossentropy,
+    "categorical_crossentropy": categorical_crossentropy,
+    "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
+}
+
+
+def get(identifier):
+    """A loss from a name, a function or a ``Loss`` instance, as ``keras.losses.get``.
+
+    Raises:
+        ValueError: an unknown name (the known ones are listed).
+    """
+    if callable(identifier):
+        return identifier
+    if isinstance(identifier, str) and identifier in _BY_NAME:
+        return _BY_NAME[identifier]
+    raise ValueError(f"unknown loss {identifier!r}; use one of {sorted(_BY_NAME)}, a "
+                     "mt.keras.losses class instance or a function (y_true, y_pred) -> loss")

@@ -1,0 +1,348 @@
+"""Recording: how an executed operation gets onto the tapes that watch it.
+
+Every minitape operation ends with a call to ``record(op_type, inputs, outputs, ...)``. Each
+active tape of the current thread checks whether one of the inputs is a tensor it *tracks* (a
+watched tensor, or the output of an op it recorded). If so it appends an ``Operation`` to its
+list and starts tracking the outputs. The list is in execution order, so it is already
+topologically sorted: the backward pass (``backward.py``) simply walks it in reverse.
+
+What an ``Operation`` keeps:
+
+- what its gradient needs (the saved input/output Tensors, the attributes);
+- for the pictures: ids, shapes, dtypes and small values of its inputs and outputs;
+- ``origin``: *where in the learner's code* it was created, as a reference (the code object
+  and the instruction offset of the first frame outside the ``minitape`` package). Nothing is
+  formatted while recording; ``source_line(op)`` turns it into ``("cell 3:2", "y = x * x")``
+  when a drawing asks;
+- ``backward_of``: the number of the tape whose backward pass executed it (an outer tape
+  recording an inner tape's gradient: how second derivatives are made), else None;
+- ``forward``: for ``mt.primitive`` and ``custom_gradient`` ops, the function that computes it
+  again from its inputs (built-in ops are found in the registry by op type).
+
+Every op and every tape event gets a stamp from one global sequence (``next_seq``), so events
+of several tapes can be ordered; the numbers learners see (``#1``, ``#2``) are positions on
+one tape, never these stamps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+
+
+class _ThreadState(threading.local):
+    """Per-thread recording state: a tape never records another thread's operations."""
+
+    def __init__(self):
+        self.tapes = []          # tapes currently recording, innermost last
+        self.accumulators = []   # active ForwardAccumulators (minitape.forward)
+        self.backward_of = []    # numbers of the tapes whose backward pass is running
+
+
+state = _ThreadState()
+
+next_seq = itertools.count(1).__next__
+"""A new stamp of the global sequence (ops and tape events share it)."""
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def learner_frame(depth=2):
+    """``(code, instruction offset)`` of the first frame outside the minitape package.
+
+    That is the line of the learner's code that made the current op (``y = x * x`` calls
+    ``Tensor.__mul__`` -> ``multiply`` -> ``record``). A reference only: formatting it is
+    left to ``source_line``, when a drawing asks. None if every frame is minitape's own.
+    """
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return (frame.f_code, frame.f_lasti)
+
+
+class _SavedTensors(tuple):
+    """``op.inputs`` / ``op.outputs``: a tuple that explains itself when an entry was not kept."""
+
+    def __new__(cls, items, op_type, kind):
+        obj = super().__new__(cls, items)
+        obj._where = (op_type, kind)
+        return obj
+
+    def _missing(self, index):
+        op_type, kind = self._where
+        if kind == "released":
+            return RuntimeError(f"the saved tensors of this {op_type} op were released: a "
+                                "non-persistent tape frees them during its backward pass")
+        return ValueError(
+            f"{op_type} did not save {kind} {index} for its backward pass (ops keep only what "
+            "their gradient needs); use the other saved tensors, or record the op on a "
+            "persistent tape, which keeps everything"
+        )
+
+    def __getitem__(self, index):
+        item = super().__getitem__(index)
+        if item is None:
+            raise self._missing(index)
+        return item
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+
+class Operation:
+    """One recorded operation, as the gradient functions see it (``tf.Operation``'s shape).
+
+    Attributes:
+        type: the op type, e.g. ``"Mul"``.
+        seq: a global sequence number (deterministic ids for the renderers).
+        inputs, outputs: the Tensors the op saved for its backward pass (see ``_SavedTensors``).
+        input_ids, output_ids, input_shapes, output_shapes, input_dtypes, output_dtypes:
+            kept even after the saved tensors are released (the renderers use them).
+        input_values, output_values: the value (ndarray) of each input/output with at most
+            ``SMALL_VALUE_SIZE`` elements, else None; also kept after release, so that
+            ``mt.viz`` can show small values on a non-persistent tape after ``gradient``.
+        attrs: the op's non-tensor arguments, read with ``get_attr(name)``.
+        batch_ndim: during a vectorized Jacobian, the number of extra leading batch axes on
+            the output gradients (0 otherwise).
+        skip_input_indices: during a backward pass, the indices of the inputs whose gradient
+            nobody needs (constants, inputs not connected to a source), as TensorFlow's
+            attribute of that name; a gradient function may return None for them instead of
+            computing them (Mul, MatMul, ... do). None outside a backward pass: compute all.
+        origin: ``(code, instruction offset)`` of the learner's line that made the op, or None
+            (see ``learner_frame``; ``source_line`` formats it).
+        backward_of: the ``number`` of the tape whose backward pass ran this op, else None.
+        forward: the function that computes the op again (``primitive``, ``custom_gradient``),
+            else None (built-in ops: the registry's forward for ``type``).
+        custom: True when ``grad_fn`` was given (``custom_gradient``); stays True after
+            ``release`` drops the function and what its closure holds.
+    """
+
+    __slots__ = ("type", "seq", "input_ids", "output_ids", "input_shapes", "output_shapes",
+                 "input_dtypes", "output_dtypes", "input_values", "output_values", "attrs",
+                 "_inputs", "_outputs", "grad_fn", "batch_ndim", "skip_input_indices",
+                 "origin", "backward_of", "forward", "custom", "__weakref__")
+
+    def __init__(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
+                 origin=None, forward=None):
+        self.type = op_type
+        self.seq = next_seq()
+        self.origin = origin
+        self.forward = forward
+        self.custom = grad_fn is not None
+        backward_of = state.backward_of
+        self.backward_of = backward_of[-1] if backward_of else None
+        # This runs for every recorded op, so each side is read in one pass (``_describe``)
+        # rather than with one generator per attribute. The small values are for mt.viz.
+        self.input_ids, self.input_shapes, self.input_dtypes, self.input_values = \
+            _describe(inputs)
+        self.output_ids, self.output_shapes, self.output_dtypes, self.output_values = \
+            _describe(outputs)
+        self.attrs = attrs
+        self.grad_fn = grad_fn
+        self.batch_ndim = 0
+        self.skip_input_indices = None
+        # (Keeping everything is the common case for inputs, keeping nothing for outputs.)
+        self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
+        self._outputs = (None,) * len(outputs) if keep_outputs is False else \
+            _keep(outputs, keep_outputs)
+
+    @property
+    def inputs(self):
+        return _saved(self._inputs, self.type, "input", self.input_ids)
+
+    @property
+    def outputs(self):
+        return _saved(self._outputs, self.type, "output", self.output_ids)
+
+    def get_attr(self, name):
+        """The non-tensor argument ``name`` (e.g. ``axis``), as ``tf.Operation.get_attr``."""
+        try:
+            return self.attrs[name]
+        except (KeyError, TypeError):
+            raise ValueError(f"{self.type} has no attribute {name!r}; it has "
+                             f"{sorted(self.attrs or {})}") from None
+
+    def release(self):
+        """Drop the saved tensors, and a custom gradient's function with everything its
+        closure holds (the metadata stays for the renderers)."""
+        self._inputs = self._outputs = None
+        self.grad_fn = self.forward = None
+
+    def __repr__(self):
+        return (f"<Operation {self.type} #{self.seq} inputs={self.input_ids} "
+                f"outputs={self.output_ids}>")
+
+
+SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the renderers
+
+
+def _describe(tensors):
+    """``(ids, shapes, dtypes, small values)`` of ``tensors``, four tuples built in one pass."""
+    # Most ops have one output and one or two inputs: those cases are written out, no loop.
+    if len(tensors) == 1:
+        value = tensors[0]._value
+        return ((tensors[0]._id,), (value.shape,), (value.dtype,),
+                (value if value.size <= SMALL_VALUE_SIZE else None,))
+    if len(tensors) == 2:
+        a, b = tensors[0]._value, tensors[1]._value
+        return ((tensors[0]._id, tensors[1]._id), (a.shape, b.shape), (a.dtype, b.dtype),
+                (a if a.size <= SMALL_VALUE_SIZE else None,
+                 b if b.size <= SMALL_VALUE_SIZE else None))
+    ids, shapes, dtypes_, values = [], [], [], []
+    for t in tensors:
+        value = t._value
+        ids.append(t._id)
+        shapes.append(value.shape)
+        dtypes_.append(value.dtype)
+        # A reference, not a copy: a Tensor's array is never written to (Variable.assign
+        # makes a new one). None for a large value.
+        values.append(value if value.size <= SMALL_VALUE_SIZE else None)
+    return tuple(ids), tuple(shapes), tuple(dtypes_), tuple(values)
+
+
+def summarize(value):
+    """``value`` (an ndarray) itself if it is small, else its ``(min, mean, max)`` as floats."""
+    if value.size <= SMALL_VALUE_SIZE:
+        return value
+    if value.size == 0 or value.dtype.kind not in "biuf":
+        return None
+    # This runs for every intermediate gradient of a backward pass, so the mean is
+    # ``sum / size``: the same number as ``value.mean()`` without its Python overhead
+    # (small dtypes keep ``mean()``, which sums them in a wider type).
+    mean = value.sum() / value.size if value.dtype.itemsize >= 4 else value.mean()
+    return (float(value.min()), float(mean), float(value.max()))
+
+
+def _saved(saved, op_type, kind, ids):
+    """``op.inputs`` / ``op.outputs``: the plain tuple when everything was saved (the common
+    case, read by every gradient function, so kept cheap), else a ``_SavedTensors`` that
+    explains the missing entries."""
+    if saved is None:
+        return _SavedTensors((None,) * len(ids), op_type, "released")
+    for t in saved:
+        if t is None:
+            return _SavedTensors(saved, op_type, kind)
+    return saved
+
+
+def _keep(tensors, keep):
+    if keep is True:
+        return tuple(tensors)
+    if not keep:
+        return (None,) * len(tensors)
+    return tuple(t if i in keep else None for i, t in enumerate(tensors))
+
+
+def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=False,
+           grad_fn=None, forward=None):
+    """Record one executed operation on every active tape that tracks one of its inputs.
+
+    Args:
+        op_type: the registry key of the op's gradient (e.g. ``"Mul"``).
+        inputs, outputs: sequences of Tensors.
+        attrs: dict of non-tensor arguments (``axis``, ``perm``, ...).
+        keep_inputs, keep_outputs: what the gradient needs: True, False or a set of indices.
+            A persistent tape keeps everything regardless.
+        grad_fn: a gradient function for this one op (``custom_gradient``), else the registry's.
+        forward: the function that computes the op again from its inputs (``primitive``,
+            ``custom_gradient``), for ``mt.viz.check_tape``; built-in ops leave it None.
+    """
+    tapes = state.tapes
+    if not tapes and not state.accumulators:
+        return  # the fast path: nothing is recording
+    origin = 0  # not looked up yet (0, not None: None means "no learner frame")
+    for tape in tapes:
+        tracked = tape._tracked
+        for t in inputs:
+            if t._id in tracked:
+                break
+        else:
+            continue
+        if origin == 0:
+            origin = learner_frame()
+        if tape._persistent:
+            op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, origin, forward)
+        else:
+            op = Operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
+                           origin, forward)
+        tape._ops.append(op)
+        for t in outputs:
+            if t._value.dtype.kind == "f":
+                tracked.add(t._id)
+    if state.accumulators:
+        from .forward import propagate_tangents
+        propagate_tangents(op_type, inputs, outputs, attrs, grad_fn)
+
+
+def variable_accessed(variable):
+    """Called on every read of a Variable: tapes that watch accessed variables watch it."""
+    if variable.trainable:
+        for tape in state.tapes:
+            if tape._watch_accessed_variables:
+                tape._watch_one(variable, warn=False)
+
+
+
+
+def source_line(op):
+    """``(location, text)`` of the learner's line that made ``op``, or ``(None, None)``.
+
+    ``location`` is ``"file.py:12"``, or ``"cell 3:2"`` (execution count, line) in Jupyter;
+    ``text`` the stripped source line. Read from ``op.origin`` with ``linecache`` (IPython
+    registers every cell there), only when asked.
+    """
+    span = source_span(op)
+    if span is None:
+        return None, None
+    filename, line, _, _ = span
+    import linecache
+    text = linecache.getline(filename, line).strip() or None
+    return f"{_short_filename(filename)}:{line}", text
+
+
+def source_span(op):
+    """``(filename, line, start column, end column)`` of the instruction that made ``op``
+    (Python 3.11's ``co_positions``; the columns may be None), or None."""
+    if not op.origin:
+        return None
+    code, lasti = op.origin
+    line = start = end = None
+    if hasattr(code, "co_positions"):
+        positions = list(code.co_positions())
+        index = lasti // 2
+        if 0 <= index < len(positions):
+            line, end_line, start, end = positions[index]
+            if end_line != line:
+                start = end = None
+    if line is None:
+        import dis
+        for offset, lineno in dis.findlinestarts(code):
+            if offset > lasti:
+                break
+            line = lineno
+    if line is None:
+        return None
+    return code.co_filename, line, start, end
+
+
+def _short_filename(filename):
+    """``cell 3`` for an IPython cell (``/tmp/ipykernel_1/123456.py`` or ``<ipython-input-3-..>``),
+    else the file's base name."""
+    ipython = sys.modules.get("IPython")
+    if ipython is not None:
+        try:
+            shell = ipython.get_ipython()
+            compiler = getattr(shell, "compile", None)
+            cache = getattr(compiler, "_filename_map", None)
+            if cache and filename in cache:
+                return f"cell {cache[filename]}"
+        except Exception:  # not in IPython, or another IPython version: use the file name
+            pass
+    if filename.startswith("<ipython-input-"):
+        return "cell " + filename.split("-")[2]
+    return os.path.basename(filename)

@@ -1,0 +1,164 @@
+"""``mt.train.Checkpoint``: save and restore every Variable of a tree of objects.
+
+As ``tf.train.Checkpoint(**objects)``: the keyword arguments name the objects (a model, an
+optimizer, a Variable, ...); every Variable reachable from them is written under its *object
+path* (``model/layers/0/kernel``, ``optimizer/momentums/0``, ``step``). The file is the weights
+file of ``mt.Module.save_weights`` (a ``.npz`` of ``.npy`` arrays, no pickle), so restoring is
+all or nothing: every key, shape and dtype is checked first, and a missing, extra or
+mis-shaped entry is an error that lists them, with nothing assigned.
+
+Differences from TensorFlow: the checkpoint is one file ``<prefix>.npz`` (TensorFlow writes
+``<prefix>.index`` and ``<prefix>.data-00000-of-00001``); TensorFlow's *delayed restoration*
+(values kept until a layer builds its Variables) does not exist: build first (call the model
+once, apply one optimizer step), then restore.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import numpy as np
+
+from . import errors
+from .module import Module, read_headers, weights_path
+from .tensor import Variable
+
+__all__ = ["Checkpoint", "CheckpointLoadStatus", "list_variables", "load_variable",
+           "latest_checkpoint"]
+
+
+class CheckpointLoadStatus:
+    """What ``restore`` returns, as TensorFlow's. Restoring is all or nothing here, so
+    when ``restore`` returned, every Variable was matched: the assertions all pass."""
+
+    def __init__(self, path):
+        self.save_path = path
+
+    def assert_consumed(self):
+        return self
+
+    def assert_existing_objects_matched(self):
+        return self
+
+    def assert_nontrivial_match(self):
+        return self
+
+    def expect_partial(self):
+        return self
+
+    def run_restore_ops(self, session=None):
+        return None
+
+
+class Checkpoint(Module):
+    """Group objects to save and restore their Variables together, as ``tf.train.Checkpoint``.
+
+    Args:
+        **objects: the objects to track, by name: Modules (models, layers, optimizers),
+            Variables, or lists and dicts of them.
+
+    Attributes:
+        save_counter: an int64 Variable, the number of ``save`` calls (saved too).
+
+    >>> import minitape as mt, tempfile, os
+    >>> step = mt.Variable(1)
+    >>> ckpt = mt.train.Checkpoint(step=step)
+    >>> path = ckpt.save(os.path.join(tempfile.mkdtemp(), "ckpt"))
+    >>> step.assign(5)
+    <mt.Variable 'Variable' shape=() dtype=int32, numpy=5>
+    >>> _ = ckpt.restore(path)
+    >>> int(step)
+    1
+    """
+
+    def __init__(self, root=None, **objects):
+        super().__init__(name="checkpoint")
+        for key, value in objects.items():
+            if not isinstance(value, (Module, Variable, list, tuple, dict)):
+                raise TypeError(f"Checkpoint: {key}={value!r:.60} is not trackable; pass "
+                                "Modules (models, layers, optimizers), Variables, or lists and "
+                                "dicts of them")
+        if root is not None:
+            objects = {"root": root, **objects}
+        self.save_counter = Variable(np.int64(0), trainable=False, name="save_counter")
+        for key, value in objects.items():
+            setattr(self, key, value)
+
+    def write(self, file_prefix, options=None):
+        """Write the Variables to ``file_prefix`` (as ``<file_prefix>.npz``); return the prefix."""
+        path = self.save_weights(file_prefix)
+        return path[:-4] if not os.fspath(file_prefix).endswith(".npz") else path
+
+    def save(self, file_prefix, options=None):
+        """Add one to ``save_counter`` and write ``<file_prefix>-<counter>``; return that path."""
+        self.save_counter.assign_add(1)
+        return self.write(f"{os.fspath(file_prefix)}-{int(self.save_counter)}")
+
+    def read(self, save_path, options=None):
+        """Restore from ``save_path`` (what ``write``/``save`` returned), all or nothing.
+
+        Raises:
+            mt.errors.NotFoundError: no such checkpoint.
+            ValueError: entries missing, extra or of another shape or dtype (all listed).
+        """
+        if not os.path.exists(weights_path(save_path)):
+            raise errors.NotFoundError(
+                None, None, f"Checkpoint: no checkpoint at {os.fspath(save_path)!r} (looked for "
+                f"{weights_path(save_path)!r}); pass the path that save() or write() returned, "
+                "or mt.train.latest_checkpoint(directory)")
+        self.load_weights(save_path)
+        return CheckpointLoadStatus(save_path)
+
+    def restore(self, save_path, options=None):
+        """As ``read`` (TensorFlow's ``restore`` also restores the save counter, as here)."""
+        return self.read(save_path, options)
+
+    def __repr__(self):
+        names = [k for k in vars(self) if k not in ("name", "save_counter")]
+        return f"<mt.train.Checkpoint {names}>"
+
+
+def list_variables(ckpt_dir_or_file):
+    """``[(key, shape), ...]`` of a checkpoint, sorted by key, as ``tf.train.list_variables``.
+
+    Read from the array headers only. Accepts a checkpoint path or a directory (then the
+    latest checkpoint in it).
+    """
+    path = _resolve(ckpt_dir_or_file)
+    return sorted((key, list(shape)) for key, (shape, _) in read_headers(path).items())
+
+
+def load_variable(ckpt_dir_or_file, name):
+    """The value stored under ``name`` as a NumPy array, as ``tf.train.load_variable``."""
+    import zipfile
+    path = weights_path(_resolve(ckpt_dir_or_file))
+    headers = read_headers(path)
+    if name not in headers:
+        raise ValueError(f"load_variable: {path!r} has no entry {name!r}; it has "
+                         f"{sorted(headers)}")
+    with zipfile.ZipFile(path) as zf, zf.open(name + ".npy") as f:
+        return np.lib.format.read_array(f, allow_pickle=False)
+
+
+def latest_checkpoint(checkpoint_dir):
+    """The path of the newest ``<prefix>-<n>`` checkpoint in a directory, or None."""
+    best, best_n = None, -1
+    for file in glob.glob(os.path.join(os.fspath(checkpoint_dir), "*.npz")):
+        match = re.search(r"-(\d+)\.npz$", file)
+        if match and int(match.group(1)) > best_n:
+            best, best_n = file[:-4], int(match.group(1))
+    return best
+
+
+def _resolve(ckpt_dir_or_file):
+    path = os.fspath(ckpt_dir_or_file)
+    if os.path.isdir(path):
+        latest = latest_checkpoint(path)
+        if latest is None:
+            raise errors.NotFoundError(None, None, f"no checkpoint in the directory {path!r}")
+        return latest
+    if not os.path.exists(weights_path(path)):
+        raise errors.NotFoundError(None, None, f"no checkpoint at {path!r}")
+    return path

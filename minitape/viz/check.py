@@ -1,0 +1,654 @@
+"""Which op's gradient is wrong? ``check_tape`` checks every recorded op on its own.
+
+``mt.testing.check_grads`` (like ``torch.autograd.gradcheck`` or JAX's ``check_grads``) answers
+"the gradient of this function is wrong somewhere". A tape knows more: every op it recorded,
+with the inputs it ran on. So ``check_tape(tape, target, sources)`` takes each op between the
+sources and the target and compares, *locally*:
+
+- the op's **gradient rule**: the vector-Jacobian product its registered gradient function
+  (or its ``custom_gradient``) computes for a random output gradient ``u``, called exactly as
+  the backward pass calls it (``minitape.backward.call_gradient``), with
+- **central finite differences** of the op's own forward computation at its recorded inputs:
+  ``d/dx_i sum(u * f(x)) ~ (sum(u * f(x + h e_i)) - sum(u * f(x - h e_i))) / 2h``.
+
+Both run in float64 (float32 ops are promoted for the check), so a tolerance of ``1e-5`` tells
+a wrong rule from rounding. Inputs with more than ``max_elements`` elements are checked along a
+few random directions ``v`` instead of element by element: ``<vjp(u), v>`` against
+``(sum(u * f(x + h v)) - sum(u * f(x - h v))) / 2h``.
+
+To run an op again the check needs its forward: built-in ops register one next to their
+gradient (``registry.register_forward``), ``mt.primitive`` ops and ``custom_gradient``
+functions carry theirs on the recorded op (``op.forward``). It also needs the inputs' values:
+a persistent tape keeps them all; a non-persistent tape keeps what its gradients need until
+``gradient`` is called, and values it did not keep are computed again from the earlier ops.
+
+What each row says (``CheckRow.status``):
+
+- ``"ok"``: the rule agrees with the finite differences;
+- ``"failed"``: it does not (``max_abs_error`` > ``atol + rtol * |numeric|`` somewhere);
+- ``"not differentiable"``: the op's forward has a kink or a jump at the recorded point
+  (``abs`` at 0, ``maximum`` at a tie, ``relu`` at 0): the one-sided differences disagree, so
+  no rule can be "right" there; reported, not counted as an error;
+- ``"skipped"``: nothing to check (``no_gradient`` ops such as ``StopGradient``, integer or
+  bool outputs, an op with no registered gradient or no known forward).
+
+>>> import minitape as mt
+>>> x = mt.constant([0.5, -1.0])
+>>> with mt.GradientTape(persistent=True) as tape:
+...     tape.watch(x)
+...     y = mt.reduce_sum(mt.math.sin(x) * x)
+>>> check = mt.viz.check_tape(tape, y, x)
+>>> check.ok, [(r.index, r.op_type, r.status) for r in check.rows]
+(True, [(1, 'Sin', 'ok'), (2, 'Mul', 'ok'), (3, 'Sum', 'ok')])
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import registry
+from ..backward import call_gradient
+from ..nest import flatten
+from ..recording import Operation, state, summarize
+from ..tape import GradientTape
+from ..tensor import Tensor
+
+STEP = 1e-6             # finite-difference step, relative to max(1, |x|)
+KINK_TOLERANCE = 1e-3   # one-sided differences further apart than this (relative): a kink
+
+
+@dataclass
+class CheckRow:
+    """One checked op.
+
+    Attributes:
+        index: the op's number on the tape, as drawings show it (``#1`` is 1): position + 1.
+        op_type: e.g. ``"Mul"``; ``"CustomGradient"`` for a ``custom_gradient`` function
+            (``name`` then says which).
+        name: the custom_gradient function's name, else the op type.
+        status: ``"ok"``, ``"failed"``, ``"not differentiable"`` or ``"skipped"``.
+        ok: False only for ``"failed"``.
+        max_abs_error, max_rel_error: the largest ``|analytic - numeric|`` and the largest
+            ``|analytic - numeric| / |numeric|`` over the checked inputs (None if skipped).
+        analytic, numeric: one entry per op input: the gradient rule's and the finite
+            differences' vector-Jacobian product for that input (an ndarray of the input's
+            shape when it has at most 16 elements, ``(min, mean, max)`` when larger, or the
+            products along the random directions when ``directional``), None for an input that
+            is not checked (integers, bools).
+        directional: True if some input was checked along random directions.
+        dtype: the dtype the check ran in (``float64``, or the op's own when its forward does
+            not run in float64).
+        note: why it was skipped, what was not differentiable, or what failed.
+    """
+
+    index: int
+    op_type: str
+    name: str
+    status: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    analytic: tuple | None = None
+    numeric: tuple | None = None
+    directional: bool = False
+    dtype: str | None = None
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+    def label(self) -> str:
+        """``#3 Mul`` (``#3 CustomGradient log1pexp`` for a custom gradient)."""
+        extra = f" {self.name}" if self.name != self.op_type else ""
+        return f"#{self.index} {self.op_type}{extra}"
+
+
+class TapeCheck:
+    """The result of ``check_tape``: one ``CheckRow`` per op between the sources and the target.
+
+    Attributes:
+        rows: the ``CheckRow``s, in tape order.
+        ok: True if no row failed (skipped and not-differentiable rows do not fail).
+        failing: the rows that failed.
+
+    In a notebook it shows a short table; when a row failed, the tape drawn with the failing
+    ops in red, each labelled with its rule's and the finite differences' values. ``str()``
+    gives the same table as text.
+    """
+
+    def __init__(self, tape, target, sources, rows, rtol, atol):
+        self.tape, self.target, self.sources = tape, target, sources
+        self.rows = rows
+        self.rtol, self.atol = rtol, atol
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.rows)
+
+    @property
+    def failing(self) -> list:
+        return [r for r in self.rows if not r.ok]
+
+    def summary(self) -> str:
+        """One sentence: how many ops passed, failed, were skipped."""
+        counts = {}
+        for r in self.rows:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        parts = [f"{n} {status}" for status, n in counts.items()]
+        if not self.rows:
+            return "check_tape: no op lies between the sources and the target"
+        head = "all gradients agree with finite differences" if self.ok else \
+            "wrong gradient in " + ", ".join(r.label() for r in self.failing)
+        return f"check_tape: {head} ({len(self.rows)} ops: {', '.join(parts)})"
+
+    def __repr__(self):
+        lines = [self.summary()]
+        for r in self.rows:
+            line = f"  {r.label():<28} {r.status:<18}"
+            if r.max_abs_error is not None:
+                line += f" max abs error {r.max_abs_error:.1e}"
+            if r.note:
+                line += f"  ({r.note})"
+            lines.append(line.rstrip())
+            if r.status == "failed":
+                for k, (a, n) in enumerate(zip(r.analytic, r.numeric)):
+                    if a is None:
+                        continue
+                    lines.append(f"      input {k}: gradient rule {_text(a)}")
+                    lines.append(f"      {'':>{len(str(k)) + 6}}  finite diffs  {_text(n)}")
+        return "\n".join(lines)
+
+    def _table_html(self) -> str:
+        cells = []
+        for r in self.rows:
+            colour = {"failed": "#c0392b", "ok": "#1e7b34"}.get(r.status, "#777777")
+            err = "" if r.max_abs_error is None else f"{r.max_abs_error:.1e}"
+            values = ""
+            if r.status == "failed":
+                values = "<br>".join(
+                    f"input {k}: rule {html.escape(_text(a))}<br>"
+                    f"&nbsp;&nbsp;finite diffs {html.escape(_text(n))}"
+                    for k, (a, n) in enumerate(zip(r.analytic, r.numeric)) if a is not None)
+            cells.append(f"<tr><td>{html.escape(r.label())}</td>"
+                         f"<td style='color:{colour}'><b>{r.status}</b></td><td>{err}</td>"
+                         f"<td style='text-align:left'>{values}{html.escape(r.note)}</td></tr>")
+        return (f"<p><b>{html.escape(self.summary())}</b></p>"
+                "<table><tr><th>op</th><th>status</th><th>max abs error</th><th>details</th>"
+                "</tr>" + "".join(cells) + "</table>")
+
+    def _repr_html_(self):
+        return self._table_html()
+
+    def draw(self, **kwargs):
+        """The tape drawn by ``draw_tape`` with each failing op in red and a note next to it
+        giving its rule's and the finite differences' values. ``kwargs`` go to ``draw_tape``."""
+        from .draw import draw_tape
+        styles = {f"op{r.index}": {"color": "#c0392b", "fillcolor": "#f9d6d2",
+                                   "style": "filled,bold", "penwidth": "2.5"}
+                  for r in self.failing}
+        kwargs.setdefault("collapse", not styles)
+        dot = draw_tape(self.tape, self.target, self.sources, node_styles=styles, **kwargs)
+        for r in self.failing:
+            lines = [f"{r.label()}: wrong gradient"]
+            for k, (a, n) in enumerate(zip(r.analytic, r.numeric)):
+                if a is not None:
+                    lines.append(f"input {k}: rule {_text(a, 3)}")
+                    lines.append(f"finite diffs {_text(n, 3)}")
+            dot.node(f"check{r.index}", "\n".join(lines), shape="note", color="#c0392b",
+                     fontcolor="#c0392b", fontsize="10")
+            dot.edge(f"check{r.index}", f"op{r.index}", style="dashed", color="#c0392b",
+                     arrowhead="none", constraint="false")
+        return dot
+
+    def _ipython_display_(self):
+        from IPython.display import HTML, display
+        if not self.ok:
+            display(self.draw())
+        display(HTML(self._table_html()), metadata={})
+        # (a text/plain copy for terminals and for nbval)
+        print(self.summary())
+
+
+def _text(value, digits=4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, tuple):
+        lo, mean, hi = value
+        return f"min {lo:.{digits}g}, mean {mean:.{digits}g}, max {hi:.{digits}g}"
+    array = np.asarray(value)
+    if array.ndim == 0:
+        return f"{float(array):.{digits}g}"
+    text = np.array2string(array, precision=digits, separator=", ", suppress_small=True)
+    return " ".join(text.split())
+
+
+# -- check_tape ---------------------------------------------------------------------------------
+
+
+def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements=64,
+               directions=3, seed=0) -> TapeCheck:
+    """Check the gradient rule of every op the tape recorded between ``sources`` and ``target``.
+
+    Each op is checked on its own, at the inputs it recorded: its registered gradient (the
+    vector-Jacobian product the backward pass would use, for a random output gradient) against
+    central finite differences of the op's forward, in float64 (see the module docstring). A
+    single wrong rule is found even in a long program, and named by its number on the tape.
+    This is minitape's own tool; ``mt.testing.check_grads`` (as ``torch.autograd.gradcheck``)
+    checks a whole function instead.
+
+    Args:
+        tape: a GradientTape that still holds its saved tensors: persistent, or not yet asked
+            for a gradient.
+        target: a Tensor (or a list of Tensors) the tape computed.
+        sources: a Tensor/Variable or a list of them; None: every op upstream of ``target``.
+        rtol, atol: a row fails where ``|analytic - numeric| > atol + rtol * |numeric|``.
+        max_elements: inputs with more elements are checked along ``directions`` random
+            directions instead of element by element.
+        directions: how many random directions for a large input.
+        seed: seeds the random output gradients and directions (the same check each run).
+
+    Returns:
+        A ``TapeCheck``: ``.ok``, ``.rows`` (one ``CheckRow`` per op, in tape order),
+        ``.failing``; it draws the failing ops in red in a notebook.
+
+    Raises:
+        TypeError: ``tape`` is not a GradientTape, or ``target``/``sources`` hold something
+            other than Tensors.
+        RuntimeError: the tape released its saved tensors (a non-persistent tape after
+            ``gradient``): record with ``mt.GradientTape(persistent=True)``, or check before
+            calling ``gradient``.
+
+    >>> import minitape as mt
+    >>> @mt.custom_gradient
+    ... def square(x):
+    ...     return x * x, lambda dy: dy * x      # wrong: should be dy * 2 * x
+    >>> x = mt.constant(3.0)
+    >>> with mt.GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = mt.math.sin(square(x))
+    >>> check = mt.viz.check_tape(tape, y, x)
+    >>> check.ok, [r.label() for r in check.failing]
+    (False, ['#2 CustomGradient square'])
+    >>> float(check.failing[0].analytic[0]) / float(check.failing[0].numeric[0])
+    0.5
+    """
+    if not isinstance(tape, GradientTape):
+        raise TypeError(f"check_tape expects a GradientTape, got {type(tape).__name__}; pass "
+                        "the tape of a `with mt.GradientTape(persistent=True) as tape:` block")
+    if tape.released:
+        raise RuntimeError(
+            "check_tape needs the tensors the tape saved, but this non-persistent tape released "
+            "them when gradient() ran: record with mt.GradientTape(persistent=True), or call "
+            "check_tape before tape.gradient")
+    targets = flatten(target)
+    for t in targets:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"check_tape: target must be a minitape Tensor (or a list of them), "
+                            f"got {type(t).__name__}")
+    source_list = None
+    if sources is not None:
+        source_list = flatten(sources)
+        for s in source_list:
+            if not isinstance(s, Tensor):
+                raise TypeError(f"check_tape: sources must be minitape Tensors or Variables, "
+                                f"got {type(s).__name__}")
+    ops = tape.operations
+    chosen, reaches = _between(ops, [t._id for t in targets],
+                               None if source_list is None else [s._id for s in source_list])
+    rng = np.random.default_rng(seed)
+    saved_tapes, saved_acc = state.tapes, state.accumulators
+    state.tapes, state.accumulators = [], []   # the checks' own ops are not recorded anywhere
+    try:
+        with np.errstate(all="ignore"):   # finite differences may step outside a domain
+            values = _Values(ops, tape.watched)
+            rows = []
+            for position, op in enumerate(ops):
+                if position in chosen:
+                    inputs = values.inputs(op)
+                    wanted = [reaches is None or i in reaches for i in op.input_ids]
+                    rows.append(_check_op(op, position + 1, inputs, wanted, rng, rtol, atol,
+                                          max_elements, directions))
+                values.advance(op)
+    finally:
+        state.tapes, state.accumulators = saved_tapes, saved_acc
+    return TapeCheck(tape, target, sources, rows, rtol, atol)
+
+
+def _between(ops, target_ids, source_ids):
+    """Positions of the ops that lie on a path from a source to a target, and the ids of the
+    tensors that depend on a source (None without sources). No recursion."""
+    upstream = set(target_ids)
+    needed = set()
+    for position in range(len(ops) - 1, -1, -1):
+        op = ops[position]
+        if not upstream.isdisjoint(op.output_ids):
+            needed.add(position)
+            upstream.update(op.input_ids)
+    if source_ids is None:
+        return needed, None
+    downstream = set(source_ids)
+    chosen = set()
+    for position, op in enumerate(ops):
+        if not downstream.isdisjoint(op.input_ids):
+            downstream.update(op.output_ids)
+            if position in needed:
+                chosen.add(position)
+    return chosen, downstream
+
+
+class _Values:
+    """The value of every tensor the ops read: saved by the tape, kept small for the pictures,
+    watched, or computed again from the earlier ops (a non-persistent tape keeps only what its
+    gradients need)."""
+
+    def __init__(self, ops, watched):
+        self.known = {}
+        for t in watched:
+            self.known[t._id] = t._value
+        for op in ops:   # saved tensors win over a Variable's current value
+            for ids, values, saved in ((op.input_ids, op.input_values, _saved(op, "inputs")),
+                                       (op.output_ids, op.output_values, _saved(op, "outputs"))):
+                for i, small, t in zip(ids, values, saved):
+                    if t is not None:
+                        self.known[i] = t._value
+                    elif small is not None:
+                        self.known[i] = small
+
+    def inputs(self, op):
+        """The op's input values (ndarrays), None where unknown."""
+        return [self.known.get(i) for i in op.input_ids]
+
+    def advance(self, op):
+        """Compute ``op``'s outputs again if the tape kept neither them nor their value."""
+        if all(i in self.known for i in op.output_ids):
+            return
+        inputs = self.inputs(op)
+        if any(v is None for v in inputs):
+            return
+        try:
+            outs = _run_forward(op, [Tensor(v) for v in inputs], op)
+        except Exception:   # no forward known, or it fails: later ops just lack this value
+            return
+        if outs is not None:
+            for i, v in zip(op.output_ids, outs):
+                self.known.setdefault(i, v)
+
+
+def _saved(op, which):
+    """The op's saved input (or output) Tensors, None where one was not kept."""
+    try:
+        return tuple(getattr(op, which))
+    except (ValueError, RuntimeError):
+        saved = getattr(op, which)
+        out = []
+        for k in range(len(saved)):
+            try:
+                out.append(saved[k])
+            except (ValueError, RuntimeError):
+                out.append(None)
+        return tuple(out)
+
+
+class _OpView:
+    """What a forward function reads of the recorded op (attributes and shapes), with floating
+    dtypes in the attributes replaced by the dtype of the check (``Cast`` to float32 becomes
+    a cast to float64 when the check runs in float64)."""
+
+    def __init__(self, op, dtype):
+        self.type = op.type
+        self.attrs = op.attrs if dtype is None else {
+            k: (dtype if isinstance(v, np.dtype) and v.kind == "f" else v)
+            for k, v in (op.attrs or {}).items()}
+        self.input_shapes, self.output_shapes = op.input_shapes, op.output_shapes
+        self.batch_ndim, self.skip_input_indices = 0, None
+
+    def get_attr(self, name):
+        try:
+            return self.attrs[name]
+        except (KeyError, TypeError):
+            raise ValueError(f"{self.type} has no attribute {name!r}") from None
+
+
+def _run_forward(op, inputs, view):
+    """The op's outputs (ndarrays) computed again from ``inputs`` (Tensors); None if no forward
+    is known. A custom_gradient function returns ``(outputs, grad_fn)``; only the outputs."""
+    if op.custom:
+        if op.forward is None:
+            return None
+        result = op.forward(*inputs[:_function_inputs(op)])[0]
+    elif op.forward is not None:   # mt.primitive: a NumPy function of arrays and attributes
+        result = op.forward(*[t._value for t in inputs], **(view.attrs or {}))
+        return [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
+    else:
+        forward = registry.lookup_forward(op.type)
+        if forward is None:
+            return None
+        result = forward(view, *inputs)
+    return [np.asarray(t._value if isinstance(t, Tensor) else t) for t in flatten(result)]
+
+
+def _function_inputs(op):
+    """How many of a custom_gradient op's inputs are the function's own arguments (the rest
+    are the Variables it read)."""
+    return len(op.input_ids) - (op.attrs or {}).get("variable_reads", 0)
+
+
+def _check_op(op, index, inputs, wanted, rng, rtol, atol, max_elements, directions):
+    name = (op.attrs or {}).get("function", op.type) if op.custom else op.type
+    row = CheckRow(index, op.type, name, "skipped")
+    if not op.custom:
+        try:
+            grad = registry.lookup(op.type)
+        except LookupError:
+            row.note = "no gradient registered: gradient() through it raises LookupError"
+            return row
+        if grad is None:
+            row.note = "declared not differentiable (no_gradient)"
+            return row
+    else:
+        grad = None
+    if not any(d.kind == "f" for d in op.output_dtypes):
+        row.note = "integer or bool outputs: no gradient"
+        return row
+    # The inputs the backward pass would send a gradient to: floating, and (given sources)
+    # depending on one. A constant such as the 3.0 of ``x ** 3.0`` is not checked.
+    checked = [k for k, d in enumerate(op.input_dtypes) if d.kind == "f" and wanted[k]]
+    if op.custom:
+        checked = [k for k in checked if k < _function_inputs(op)]
+    if not checked:
+        row.note = "no floating inputs"
+        return row
+    if any(inputs[k] is None for k in range(len(inputs))):
+        row.note = ("an input's value was not kept; record with "
+                    "mt.GradientTape(persistent=True)")
+        return row
+    if op.custom and op.forward is None:
+        row.note = "the custom_gradient function was released"
+        return row
+    if not op.custom and op.forward is None and registry.lookup_forward(op.type) is None:
+        row.note = (f"no forward registered for {op.type}: "
+                    f"minitape.registry.register_forward('{op.type}', fn)")
+        return row
+    # First in float64; an op whose forward refuses float64 (a custom function with a float32
+    # constant) is checked in its own dtype, with a step and tolerances to match.
+    try:
+        return _compare(op, row, grad, inputs, checked, np.dtype(np.float64), rng, rtol, atol,
+                        max_elements, directions)
+    except (TypeError, ValueError) as error:
+        first = error
+    dtype = op.input_dtypes[checked[0]]
+    eps = float(np.finfo(dtype).eps)
+    try:
+        row = _compare(op, row, grad, inputs, checked, None, rng, max(rtol, eps ** 0.5 * 10),
+                       max(atol, eps ** 0.5), max_elements, directions, step=eps ** (1 / 3))
+        row.note = (row.note + "; " if row.note else "") + \
+            f"checked in {dtype.name}: in float64 its forward raised {type(first).__name__}"
+        return row
+    except Exception as error:  # the forward or the rule itself fails: say so, do not crash
+        row.status = "failed"
+        row.note = f"could not run it again: {type(error).__name__}: {error}"
+        return row
+
+
+def _compare(op, row, grad, inputs, checked, dtype, rng, rtol, atol, max_elements, directions,
+             step=STEP):
+    """Fill ``row`` with the comparison of the gradient rule and the finite differences."""
+    view = _OpView(op, dtype)
+    xs = [np.asarray(v, dtype) if dtype is not None and np.asarray(v).dtype.kind == "f"
+          else np.asarray(v) for v in inputs]
+    x_tensors = [Tensor(x) for x in xs]
+    outs = _run_forward(op, x_tensors, view)
+    if len(outs) != len(op.output_ids) or any(
+            o.shape != s for o, s in zip(outs, op.output_shapes)):
+        raise ValueError(f"the forward of {op.type} gave shapes {[o.shape for o in outs]}, the "
+                         f"recorded op has {list(op.output_shapes)}")
+    # A random output gradient: entries of size 0.5 to 1.5 with random signs (never near 0,
+    # so a kink in any output shows in the weighted sum).
+    us = [_cotangent(rng, o) for o in outs]
+    analytic = _rule(op, grad, x_tensors, outs, us, view, checked)
+    row.dtype = "float64" if dtype is not None else str(outs[0].dtype)
+    a_out, n_out = [None] * len(inputs), [None] * len(inputs)
+    worst_abs = worst_rel = 0.0
+    failed, kinks, wrong_shape = False, [], []
+    for k in checked:
+        g = analytic[k]
+        if g is not None and g.shape != xs[k].shape:
+            wrong_shape.append(f"input {k}: the rule returned shape {g.shape}, the input has "
+                               f"{xs[k].shape}")
+            failed = True
+            continue
+        g = np.zeros(xs[k].shape) if g is None else g.astype(np.float64)
+
+        def phi(x, k=k):
+            moved = list(x_tensors)
+            moved[k] = Tensor(x)
+            return _run_forward(op, moved, view)
+
+        if xs[k].size <= max_elements:
+            num, kink = _elementwise(phi, xs[k], outs, us, step)
+            a = g.reshape(-1)
+            shown_a, shown_n = summarize(g), summarize(num.reshape(xs[k].shape))
+        else:
+            vs = rng.standard_normal((directions,) + xs[k].shape)
+            a = np.array([np.sum(g * v) for v in vs])
+            num, kink = _directional(phi, xs[k], outs, us, vs, step)
+            shown_a, shown_n = a, num
+            row.directional = True
+        err = np.abs(a - num)
+        bad = ~(err <= atol + rtol * np.abs(num))   # (NaN is bad)
+        both_infinite = np.isinf(a) & np.isinf(num) & (np.sign(a) == np.sign(num))
+        bad &= ~both_infinite
+        err = np.where(both_infinite, 0.0, err)
+        if bad.any():
+            # A jump (sign at 0, round at .5): the differences grow as the step shrinks.
+            num_small = (_elementwise(phi, xs[k], outs, us, step / 8)[0]
+                         if xs[k].size <= max_elements
+                         else _directional(phi, xs[k], outs, us, vs, step / 8)[0])
+            jump = np.abs(num_small - num) > KINK_TOLERANCE * (1 + np.abs(num))
+            # A forward that is not finite next to the point (sqrt at 0): no derivative.
+            kink = kink | jump | ~np.isfinite(num)
+        a_out[k], n_out[k] = shown_a, shown_n
+        if err.size:
+            rel = err / np.maximum(np.abs(num), 1e-300)
+            worst_abs = max(worst_abs, float(err.max()))
+            worst_rel = max(worst_rel, float(rel.max()))
+        if kink.any():
+            kinks.append(k)
+        elif bad.any():
+            failed = True
+    row.analytic, row.numeric = tuple(a_out), tuple(n_out)
+    row.max_abs_error, row.max_rel_error = worst_abs, worst_rel
+    if wrong_shape:
+        row.status, row.note = "failed", "; ".join(wrong_shape)
+    elif kinks:
+        row.status = "not differentiable"
+        row.note = ("the forward has a kink or a jump at the recorded value of input "
+                    + ", ".join(str(k) for k in kinks)
+                    + ": the one-sided differences disagree, so no gradient rule is exact here")
+    else:
+        row.status = "failed" if failed else "ok"
+    return row
+
+
+def _rule(op, grad, x_tensors, outs, us, view, checked):
+    """The gradient rule's vector-Jacobian product for output gradients ``us``: ndarrays (or
+    None) aligned with the op's inputs."""
+    out_grads = [Tensor(u) for u in us]
+    if op.custom:
+        # Run the function again at the check's inputs: its grad_fn then closes over them.
+        n = _function_inputs(op)
+        _, grad_fn = op.forward(*x_tensors[:n])
+        result = grad_fn(*out_grads)
+        result = list(result) if isinstance(result, (list, tuple)) else [result]
+        if len(result) != n:
+            _raise_arity(op, len(result), n)
+        in_grads = result + [None] * (len(x_tensors) - n)
+    else:
+        recorded = Operation(op.type, x_tensors, [Tensor(o) for o in outs], view.attrs, True,
+                             True, None, op.origin, op.forward)
+        # As in the backward pass: inputs whose gradient nobody needs may be skipped.
+        recorded.skip_input_indices = tuple(k for k in range(len(x_tensors)) if k not in checked)
+        in_grads = call_gradient(recorded, grad, out_grads)
+        recorded.skip_input_indices = None
+    return [None if g is None else np.asarray(g._value if isinstance(g, Tensor) else g)
+            for g in in_grads]
+
+
+def _raise_arity(op, got, expected):
+    raise ValueError(f"the gradient function of {op.type} returned {got} gradient(s) for "
+                     f"{expected} input(s)")
+
+
+def _cotangent(rng, out):
+    """A random output gradient: entries of size 0.5 to 1.5 with random signs (never near 0,
+    so that a kink in any output shows in the weighted sum); zeros for a non-float output."""
+    if out.dtype.kind != "f":
+        return np.zeros(out.shape, out.dtype)
+    u = rng.uniform(-1.0, 1.0, out.shape)
+    return (u + np.copysign(0.5, u)).astype(out.dtype)
+
+
+def _weighted(outs_a, outs_b, us):
+    """``sum(u * (a - b))`` over every floating output (differences first: exact zeros stay)."""
+    total = 0.0
+    for a, b, u in zip(outs_a, outs_b, us):
+        if u.dtype.kind == "f":
+            d = a - b
+            if d.dtype != np.float64:
+                d = d.astype(np.float64)
+            total += float(np.dot(u.reshape(-1), d.reshape(-1)))
+    return total
+
+
+def _elementwise(phi, x, outs, us, step):
+    """Central differences for each element of ``x``; also whether the one-sided ones agree."""
+    flat = x.reshape(-1)
+    num = np.zeros(flat.size)
+    kink = np.zeros(flat.size, bool)
+    for i in range(flat.size):
+        h = step * max(1.0, abs(float(flat[i])))
+        up, down = flat.copy(), flat.copy()
+        up[i] += h
+        down[i] -= h
+        h_up, h_down = float(up[i]) - float(flat[i]), float(flat[i]) - float(down[i])
+        forward = _weighted(phi(up.reshape(x.shape)), outs, us) / h_up
+        backward = _weighted(outs, phi(down.reshape(x.shape)), us) / h_down
+        num[i] = (forward * h_up + backward * h_down) / (h_up + h_down)
+        kink[i] = abs(forward - backward) > KINK_TOLERANCE * (1 + abs(num[i]))
+    return num, kink
+
+
+def _directional(phi, x, outs, us, vs, step):
+    """Central differences along each direction in ``vs``; and whether one-sided ones agree."""
+    h = step * max(1.0, float(np.max(np.abs(x))))
+    num = np.zeros(len(vs))
+    kink = np.zeros(len(vs), bool)
+    for d, v in enumerate(vs):
+        forward = _weighted(phi((x + h * v).astype(x.dtype)), outs, us) / h
+        backward = _weighted(outs, phi((x - h * v).astype(x.dtype)), us) / h
+        num[d] = (forward + backward) / 2
+        kink[d] = abs(forward - backward) > KINK_TOLERANCE * (1 + abs(num[d]))
+    return num, kink

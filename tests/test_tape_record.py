@@ -1,0 +1,155 @@
+"""The one record of what a tape did: events, op origins, the last backward pass, release."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import minitape as mt
+from minitape.backward import backward_steps
+from minitape.recording import source_line
+
+
+def test_events_in_order_with_stamps_between_the_ops():
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        a = x * x
+        with tape.stop_recording():
+            b = x * 3.0
+        tape.reset()
+        c = x * a
+    tape.gradient(c, x)
+    kinds = [e.kind for e in tape.events]
+    assert kinds == ["entered", "paused", "resumed", "reset", "exited", "gradient", "released"]
+    paused, resumed = tape.events[1], tape.events[2]
+    (op,) = tape.operations                  # reset forgot the first Mul
+    assert paused.seq < resumed.seq < tape.events[3].seq < op.seq < tape.events[4].seq
+    assert tape.events[5].detail == "gradient" and tape.released
+    assert b is not None
+
+
+def test_tape_numbers_grow_in_order_of_creation():
+    t1, t2 = mt.GradientTape(), mt.GradientTape(persistent=True)
+    assert t2.number == t1.number + 1 and t2.persistent and not t1.persistent
+
+
+def test_an_outer_tape_knows_which_ops_an_inner_backward_pass_made():
+    x = mt.Variable(3.0)
+    with mt.GradientTape() as outer:
+        with mt.GradientTape() as inner:
+            y = x * x * x
+        dy = inner.gradient(y, x)
+    assert dy.numpy() == 27.0
+    recorded = outer.operations
+    assert {op.backward_of for op in recorded[:2]} == {None}            # the forward ops
+    assert {op.backward_of for op in recorded[2:]} == {inner.number}    # the inner backward
+    assert outer.gradient(dy, x).numpy() == 18.0                        # 6x
+
+
+def test_origin_is_the_learners_line_not_minitape():
+    x = mt.Variable(3.0)
+    with mt.GradientTape() as tape:
+        y = mt.nn.softmax(mt.stack([x, x * 2.0]))  # several ops inside minitape: one line
+    assert y.shape == (2,)
+    for op in tape.operations:
+        location, text = source_line(op)
+        assert location.startswith("test_tape_record.py:")
+        assert text == "y = mt.nn.softmax(mt.stack([x, x * 2.0]))  # several ops inside " \
+                       "minitape: one line"
+
+
+def test_backward_steps_is_the_walk_gradient_takes():
+    x = mt.Variable(3.0)
+    with mt.GradientTape(persistent=True) as tape:
+        a = x * 2.0
+        b = x * 3.0
+        s = a + b
+    grads = {s._id: mt.ones_like(s)}
+    steps = list(backward_steps(list(tape.operations), grads, {x._id}))
+    assert [op.type for op, _, _ in steps] == ["AddV2", "Mul", "Mul"]
+    contributions = [float(in_grads[0].numpy()) for op, _, in_grads in steps[1:]]
+    assert contributions == [3.0, 2.0]                       # two paths, in reverse order
+    assert float(grads[x._id].numpy()) == 5.0 == float(tape.gradient(s, x).numpy())
+    last = tape.last_pass
+    assert last.visited == [op.seq for op, _, _ in steps]
+    assert float(last.gradients[x._id].numpy()) == 5.0
+
+
+def test_a_non_persistent_tape_releases_custom_gradient_closures():
+    big = np.ones(2_000_000, np.float32)
+
+    @mt.custom_gradient
+    def scale(v):
+        held = mt.constant(big)          # the closure of grad holds 8 MB
+
+        def grad(dy):
+            return dy * mt.reduce_sum(held) * 0.0 + dy
+        return v * 1.0, grad
+
+    x = mt.Variable(1.0)
+    with mt.GradientTape() as tape:
+        y = scale(x)
+    op = [o for o in tape.operations if o.custom][0]
+    held_ref = weakref.ref(op.grad_fn)
+    assert tape.gradient(y, x).numpy() == 1.0
+    gc.collect()
+    assert held_ref() is None and op.grad_fn is None and op.custom
+
+
+def test_loop_jacobian_of_an_empty_target_is_an_empty_array():
+    x = mt.Variable([1.0, 2.0])
+    for pfor in (True, False):
+        with mt.GradientTape() as tape:
+            y = x[:0] * 2.0
+        j = tape.jacobian(y, x, experimental_use_pfor=pfor)
+        assert j is not None and j.shape == (0, 2)
+
+
+def test_loop_jacobian_builds_rows_without_an_identity(monkeypatch):
+    calls = []
+    real_eye = np.eye
+    monkeypatch.setattr(np, "eye", lambda *a, **k: calls.append(a) or real_eye(*a, **k))
+    x = mt.Variable([1.0, 2.0, 3.0])
+    with mt.GradientTape() as tape:
+        y = x * x
+    j = tape.jacobian(y, x, experimental_use_pfor=False)
+    np.testing.assert_array_equal(j.numpy(), np.diag([2.0, 4.0, 6.0]))
+    assert calls == []
+
+
+def test_reset_keeps_the_tape_recording_and_logs_it():
+    x = mt.Variable(1.0)
+    with mt.GradientTape() as tape:
+        tape.reset()
+        y = x * 2.0
+    assert [e.kind for e in tape.events][:2] == ["entered", "reset"]
+    assert tape.gradient(y, x).numpy() == 2.0
+
+
+def test_no_module_imports_private_names_of_the_engine_core():
+    import ast
+    import pathlib
+    root = pathlib.Path(mt.__file__).parent
+    core = {"tape", "recording", "backward"}
+    offenders = []
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                module = node.module.split(".")[-1]
+                if module in core and path.stem != module:
+                    offenders += [f"{path.name}: {a.name}" for a in node.names
+                                  if a.name.startswith("_")]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_last_pass_keeps_small_contributions(persistent):
+    x = mt.Variable(3.0)
+    with mt.GradientTape(persistent=persistent) as tape:
+        y = x * x
+    tape.gradient(y, x)
+    (op,) = tape.operations
+    c = tape.last_pass.contributions
+    assert float(c[(op.seq, 0)]) == float(c[(op.seq, 1)]) == 3.0
