@@ -1,4 +1,4 @@
-.PHONY: setup lab test notebooks bench clean distclean
+.PHONY: setup lab test notebooks exercises bench clean distclean
 
 setup:
 	bash scripts/setup.sh
@@ -12,6 +12,10 @@ test:
 
 notebooks:
 	bash scripts/run.sh notebooks
+
+# The lessons' learner copies without solutions (notebooks/exercises/); `notebooks` does it too.
+exercises:
+	bash scripts/run.sh exercises
 
 bench:
 	bash scripts/run.sh bench

@@ -29,11 +29,17 @@ SHORT = {"numpy": "numpy", "minitape": "minitape", "torch": "torch", "autograd":
          "mygrad": "mygrad", "tensorflow": "tf", "jax": "jax"}
 
 
-def run_worker(name, repeats, quick, contestants):
+# The variables that set the size of the BLAS / OpenMP thread pools of NumPy and the peers.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def run_worker(name, repeats, quick, contestants, threads=None):
     cmd = [sys.executable, "-m", "benchmarks.worker", name, "--repeats", str(repeats),
            "--contestants", ",".join(contestants)] + (["--quick"] if quick else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    if threads:
+        env.update({var: str(threads) for var in THREAD_VARIABLES})
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode:
         sys.stderr.write(proc.stderr)
@@ -41,12 +47,12 @@ def run_worker(name, repeats, quick, contestants):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def run_workload(name, repeats, quick, contestants=adapters.CONTESTANTS):
+def run_workload(name, repeats, quick, contestants=adapters.CONTESTANTS, threads=None):
     if name not in ISOLATED:
-        return run_worker(name, repeats, quick, contestants)
+        return run_worker(name, repeats, quick, contestants, threads)
     merged = None
     for contestant in contestants:
-        part = run_worker(name, repeats, quick, [contestant])
+        part = run_worker(name, repeats, quick, [contestant], threads)
         if merged is None:
             merged = part
             continue
@@ -227,6 +233,11 @@ def main(argv=None):
     parser.add_argument("--contestants", default=",".join(adapters.CONTESTANTS),
                         help="comma-separated subset of " + ",".join(adapters.CONTESTANTS)
                         + " (numpy and minitape are always needed)")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="run NumPy's BLAS and the peers' thread pools with N threads "
+                        "(sets " + ", ".join(THREAD_VARIABLES) + "); default: each library's "
+                        "own default. On a machine whose cores other work also uses, 1 keeps "
+                        "a peer's idle threads from waiting on each other")
     parser.add_argument("--json", type=Path, help="where to write the results (default: "
                         "benchmarks/results/latest.json, or quick.json with --quick)")
     parser.add_argument("--report", action="store_true",
@@ -259,7 +270,7 @@ def main(argv=None):
     for name in names:
         repeats = args.repeats or REPEATS[name][1 if args.quick else 0]
         print(f"running {name} ({repeats} repeats) ...", file=sys.stderr, flush=True)
-        results[name] = run_workload(name, repeats, args.quick, contestants)
+        results[name] = run_workload(name, repeats, args.quick, contestants, args.threads)
         results[name]["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
         results[name]["repeats"] = repeats
 
@@ -277,6 +288,7 @@ def main(argv=None):
     out_path.parent.mkdir(parents=True, exist_ok=True)
     command = "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:])
     out_path.write_text(json.dumps({"command": command.strip(), "quick": args.quick,
+                                    "threads": args.threads or "library defaults",
                                     "machine": machine(), "workloads": all_results,
                                     "targets": ts}, indent=1))
     print(f"\nwrote {out_path.relative_to(ROOT) if out_path.is_relative_to(ROOT) else out_path}")

@@ -265,6 +265,91 @@ def hessian(contestants, repeats, quick):
             "notes": notes}
 
 
+# -- a convolutional network, check_tape, the lessons --------------------------------------------
+
+def conv_data(batch=64, size=8, filters=16, classes=10, seed=3):
+    """The digits shapes: ``batch`` ``size x size x 1`` images in [0, 1], 3x3 filters
+    (Glorot-scaled), the Dense layer after them, and labels (int and one-hot), float32."""
+    rng = np.random.default_rng(seed)
+    flat = (size - 2) * (size - 2) * filters
+    params = [(rng.standard_normal((3, 3, 1, filters)) * np.sqrt(2 / (9 + 9 * filters))),
+              rng.standard_normal(filters) * 0.1,
+              rng.standard_normal((flat, classes)) * np.sqrt(2 / (flat + classes)),
+              rng.standard_normal(classes) * 0.1]
+    x = rng.random((batch, size, size, 1))
+    labels = rng.integers(0, classes, batch)
+    onehot = np.eye(classes)[labels]
+    return ([p.astype(np.float32) for p in params], x.astype(np.float32), labels,
+            onehot.astype(np.float32))
+
+
+def conv(contestants, repeats, quick):
+    runs, notes = _prepare(contestants, "conv", *conv_data())
+    _check_mlp(runs)
+    medians, samples = time_side_by_side(runs, repeats)
+    return {"rows": [_row("training step (conv 3x3x16 on 8x8x1, dense 576-10, batch 64)", "ms",
+                          medians, 1e3, samples)],
+            "notes": notes}
+
+
+CHECK_TAPE_STEPS = 200  # steps of the (8,) chain: 1,000 recorded ops
+
+
+def check_tape(contestants, repeats, quick):
+    """``mt.viz.check_tape`` (minitape's own tool, no peer has one) on a 1,000-op program."""
+    notes = {name: "n/a: minitape's own tool" for name in contestants if name != "minitape"}
+    if "minitape" not in contestants:
+        return {"rows": [], "notes": notes}
+    import minitape as mt
+    from minitape.viz import check_tape as check
+
+    x = mt.constant(_chain_x0(True))
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x
+        for _ in range(CHECK_TAPE_STEPS):
+            y = mt.math.sin(y) * 1.0001 + y * y * 0.001
+    ops = len(tape._ops)
+    result = check(tape, y, x)
+    if not result.ok or len(result.rows) != ops:
+        raise AssertionError(f"minitape: check_tape found {len(result.failing)} failing ops "
+                             f"and {len(result.rows)} rows for {ops} recorded ops")
+    medians, samples = time_side_by_side(
+        {("minitape", "mt.viz.check_tape"): lambda: check(tape, y, x)}, max(1, repeats))
+    return {"rows": [_row(f"check_tape of a {ops:,}-op program", "s", medians, 1.0, samples)],
+            "notes": notes}
+
+
+LESSONS = "notebooks"
+
+
+def lessons(contestants, repeats, quick):
+    """Seconds to run each lesson top to bottom in a fresh kernel (nbclient, as
+    ``make notebooks`` runs them; cells tagged ``nbval-skip`` are skipped). ``--quick``
+    runs only the first lesson."""
+    notes = {name: "n/a: minitape's lessons" for name in contestants if name != "minitape"}
+    if "minitape" not in contestants:
+        return {"rows": [], "notes": notes}
+    import nbformat
+    from nbclient import NotebookClient
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    folder = os.path.join(root, LESSONS)
+    paths = sorted(f for f in os.listdir(folder) if f.endswith(".ipynb"))
+    rows = []
+    for name in paths[:1] if quick else paths:
+        nb = nbformat.read(os.path.join(folder, name), as_version=4)
+        client = NotebookClient(nb, kernel_name="python3", timeout=600,
+                                skip_cells_with_tag="nbval-skip",
+                                resources={"metadata": {"path": folder}})
+        t0 = time.perf_counter()
+        client.execute()   # raises CellExecutionError if a cell fails
+        seconds = time.perf_counter() - t0
+        rows.append(_row(f"run {name} (fresh kernel)", "s",
+                         {("minitape", "nbclient, top to bottom"): seconds}))
+    return {"rows": rows, "notes": notes}
+
+
 # -- memory and the deep chain --------------------------------------------------------------------
 
 def _rss_bytes():
@@ -403,9 +488,12 @@ WORKLOADS = {
     "jacobian": _jacobian_workload(32, ("vectorized", "looped", "batch")),
     "jacobian_h64": _jacobian_workload(64, ("vectorized", "batch")),
     "hessian": hessian,
+    "conv": conv,
+    "check_tape": check_tape,
     "deep_chain": deep_chain,
     "memory": memory,
     "import": import_time,
+    "lessons": lessons,
 }
 
 # Workloads that run each contestant in a process of its own (peak RSS is per process).
@@ -415,5 +503,6 @@ ISOLATED = {"deep_chain"}
 REPEATS = {
     "scalar_chain": (21, 3), "small_ops": (21, 3), "no_tape": (21, 3), "mlp": (51, 3),
     "mlp_large": (11, 2), "jacobian": (9, 1), "jacobian_h64": (9, 1), "hessian": (21, 2),
-    "deep_chain": (1, 1), "memory": (3, 1), "import": (7, 3),
+    "conv": (51, 3), "check_tape": (5, 1), "deep_chain": (1, 1), "memory": (3, 1),
+    "import": (7, 3), "lessons": (1, 1),
 }

@@ -50,12 +50,13 @@ from . import data
 from . import errors, config, train, saved_model
 from .config import device
 from .function import function, TensorSpec
+from .ops.grid_ops import meshgrid
 
 __version__ = "0.1.0"
 
 
 # Submodules loaded on first use, so that ``import minitape`` stays light: ``mt.viz`` ...
-_LAZY_MODULES = ("viz", "testing", "keras")
+_LAZY_MODULES = ("viz", "testing")
 
 
 def __getattr__(name):

@@ -129,15 +129,25 @@ def _mirrored_modules() -> list:
     return [m for m in map(minitape_module_name, tf_modules) if m in sys.modules]
 
 
-def _elsewhere(name: str, module_name: str) -> list:
-    """``mt.<module>.<name>`` for every other loaded minitape namespace that has ``name``."""
+def _elsewhere(name: str, module_name: str, same_function: bool = False) -> list:
+    """``mt.<module>.<name>`` for every other loaded minitape namespace that has ``name``.
+
+    With ``same_function`` (a TensorFlow name: ``tf.sin`` is ``tf.math.sin``), ``mt.random``
+    is left out on either side: ``tf.random.split`` splits a seed, ``tf.split`` a Tensor.
+    """
+    if same_function and module_name == "minitape.random":
+        return []
     return [f"{_short(m)}.{name}" for m in _mirrored_modules()
-            if m != module_name and name in vars(sys.modules[m])]
+            if m != module_name and not (same_function and m == "minitape.random")
+            and name in _public_names(sys.modules[m])]
 
 
 def _similar(name: str, module_name: str, cutoff: float) -> list:
     """Close matches for ``name`` among the public names of ``module_name``."""
-    return difflib.get_close_matches(name, _public_names(sys.modules[module_name]), 1, cutoff)
+    module = sys.modules.get(module_name)
+    if module is None:
+        return []
+    return difflib.get_close_matches(name, _public_names(module), 1, cutoff)
 
 
 def missing_attribute(module_name: str, name: str) -> AttributeError:
@@ -172,7 +182,7 @@ def missing_attribute(module_name: str, name: str) -> AttributeError:
 
 
 def _closest(name: str, module_name: str) -> str:
-    elsewhere = _elsewhere(name, module_name)
+    elsewhere = _elsewhere(name, module_name, same_function=True)
     if elsewhere:
         return f" minitape has it as {elsewhere[0]}."
     if name in EQUIVALENTS:
@@ -185,19 +195,21 @@ def _closest(name: str, module_name: str) -> str:
 
 
 def _did_you_mean(name: str, module_name: str, tf_modules: dict) -> str:
-    similar = _similar(name, module_name, 0.7)
-    if similar:
-        return f". Did you mean: {similar[0]!r}?"
+    # The surest first: the very name elsewhere in minitape, then a near name here, then the
+    # very name elsewhere in TensorFlow, then a near name elsewhere in minitape.
     elsewhere = _elsewhere(name, module_name)
     if elsewhere:
         return f". Did you mean: {elsewhere[0]}?"
+    similar = _similar(name, module_name, 0.7)
+    if similar:
+        return f". Did you mean: {similar[0]!r}?"
+    tf_homes = [m for m, names in tf_modules.items() if name in names]
+    if tf_homes:
+        return (f". TensorFlow has {tf_homes[0]}.{name}, which minitape does not implement "
+                f"(see {COVERAGE_PAGE} in minitape's repository)")
     for other in _mirrored_modules():
         if other != module_name:
             similar = _similar(name, other, 0.8)
             if similar:
                 return f". Did you mean: {_short(other)}.{similar[0]}?"
-    tf_homes = [m for m, names in tf_modules.items() if name in names]
-    if tf_homes:
-        return (f". TensorFlow has {tf_homes[0]}.{name}, which minitape does not implement "
-                f"(see {COVERAGE_PAGE} in minitape's repository)")
     return ""

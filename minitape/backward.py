@@ -88,6 +88,10 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         if not reaches_source.isdisjoint(op.input_ids):  # "some input reaches a source"
             reaches_source.update(op.output_ids)
     batch_shape = next(iter(grads.values())).shape[:batch_ndim] if grads else ()
+    # What the pictures keep of this pass (local names: this loop runs once per op).
+    if last_pass is not None:
+        visited, contributions, keep = (last_pass.visited, last_pass.contributions,
+                                        last_pass.keep)
     # 2. Reverse sweep.
     for op in reversed(ops):
         out_grads = list(map(grads.get, op.output_ids))  # None where no gradient arrived
@@ -104,7 +108,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             if i not in source_ids:
                 g = grads.pop(i, None)  # nothing upstream needs this entry any more
                 if last_pass is not None and g is not None:
-                    last_pass.reached[i] = last_pass.keep(g._value)
+                    value = g._value
+                    last_pass.reached[i] = value if value.size <= SMALL_VALUE_SIZE \
+                        else keep(value)
             if out_grads[k] is None:  # another output got a gradient, this one none: zeros
                 out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
                                                op.output_dtypes[k]))
@@ -127,9 +133,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 _check_gradient(op, k, g, batch_ndim)
             grads[i] = g if i not in grads else add_gradients(grads[i], g)
             if last_pass is not None:
-                last_pass.contributions[(op.seq, k)] = last_pass.keep(g._value)
+                value = g._value     # (a small value is kept as it is: no call needed)
+                contributions[(op.seq, k)] = value if value.size <= SMALL_VALUE_SIZE \
+                    else keep(value)
         if last_pass is not None:
-            last_pass.visited.append(op.seq)
+            visited.append(op.seq)
         if release:
             op.release()
         yield op, out_grads, in_grads

@@ -84,3 +84,9 @@ def run_functions_eagerly(run_eagerly):
 def functions_run_eagerly():
     """Always True: ``mt.function`` runs the Python function on every call."""
     return _RUN_EAGERLY
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -58,14 +58,13 @@ class Dataset:
         """One element per index of the first axis, as ``tf.data.Dataset.from_tensor_slices``.
 
         Args:
-            tensors: an array-like (Tensor, ndarray, list), or a tuple or dict of them, all
-                with the same first dimension. Python floats become float32, as ``mt.constant``.
+            tensors: an array-like (Tensor, ndarray, list: a list is one array, as in
+                TensorFlow), or a tuple or dict of them, all with the same first dimension.
+                Python floats become float32, as ``mt.constant``.
 
         Raises:
             ValueError: the components differ in their first dimension, or one is a scalar.
         """
-        if isinstance(tensors, list) and tensors and isinstance(tensors[0], (Tensor, np.ndarray)):
-            tensors = tuple(tensors)
         arrays = _structure_map(lambda t: np.asarray(constant(t)._value if not isinstance(t, Tensor)
                                                      else t._value), tensors)
         sizes = {a.shape[0] if a.ndim else None for a in _leaves(arrays)}
@@ -226,3 +225,9 @@ def _stack(elements):
     if isinstance(first, dict):
         return {k: _stack([e[k] for e in elements]) for k in first}
     return Tensor(np.stack([np.asarray(e._value) for e in elements]))
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -71,3 +71,9 @@ UnavailableError = _error("UnavailableError", 14, RuntimeError,
 DataLossError = _error("DataLossError", 15, ValueError, doc="Unrecoverable data corruption.")
 UnauthenticatedError = _error("UnauthenticatedError", 16, PermissionError,
                               doc="No valid credentials.")
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -157,8 +157,15 @@ class Function:
             args, kwargs = self._bind_signature(args, kwargs)
         return self.python_function(*args, **kwargs)
 
+    def _takes_self(self):
+        # A method called unbound (``Class.method(obj, x)``, or through a wrapper such as
+        # Module's ``__call__`` scope) gets ``self`` first: the signature covers the rest.
+        qualname = getattr(self.python_function, "__qualname__", "")
+        params = list(inspect.signature(self.python_function).parameters)
+        return "." in qualname.replace("<locals>.", "") and params[:1] == ["self"]
+
     def _bind_signature(self, args, kwargs):
-        offset = 1 if self._instance is not None else 0
+        offset = 1 if self._instance is not None or self._takes_self() else 0
         params = [p for p in inspect.signature(self.python_function).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][offset:]
         specs = self.input_signature
@@ -248,14 +255,14 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
     ...     return 2 * x
     >>> double(mt.constant([1.0, 2.0]))
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([2., 4.], dtype=float32)>
-    >>> double(mt.constant([[1.0]]))
+    >>> double(mt.constant([[1.0]]))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: Binding inputs to mt.function failed: can not cast TensorSpec(shape=(1, 1), dtype=mt.float32, name=None) to TensorSpec(shape=(None,), dtype=mt.float32, name=None) (argument 'x' of double, whose input_signature is [TensorSpec(shape=(None,), dtype=mt.float32, name=None)]); pass a Tensor of that shape and dtype (mt.cast, mt.reshape)
+    TypeError: Binding inputs to mt.function failed: can not cast TensorSpec(shape=(1, 1), ...
     """
     def decorate(f):
-        return Function(f, input_signature=input_signature,
-                        jit_compile=jit_compile if jit_compile is not None else experimental_compile,
+        jit = jit_compile if jit_compile is not None else experimental_compile
+        return Function(f, input_signature=input_signature, jit_compile=jit,
                         reduce_retracing=reduce_retracing or bool(experimental_relax_shapes),
                         name=name)
     return decorate if func is None else decorate(func)

@@ -13,6 +13,7 @@ from .ops.reduction_ops import (  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
     reduce_logsumexp, reduce_variance, reduce_std, cumsum, argmax, argmin,
 )
+from .ops.nn_ops import softmax, log_softmax  # noqa: F401 (tf.math has them too)
 
 
 def _elementwise_test(op_type, fn, what):

@@ -11,22 +11,39 @@ everything matches: all or nothing.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
+import threading
 import zipfile
 
 import numpy as np
 
+from .recording import module_scope
 from .tensor import Variable
 
 _name_counts: dict = {}
+# Modules may be built on several threads at once (a data loader, a test runner): the
+# read-then-increment of a count must not interleave, or two layers get the same name.
+_name_lock = threading.Lock()
+
+
+def _in_module_scope(call):
+    """``call`` (a ``__call__``), run inside ``module_scope(self)``."""
+    @functools.wraps(call)
+    def __call__(self, *args, **kwargs):
+        with module_scope(self):
+            return call(self, *args, **kwargs)
+    __call__._in_module_scope = True
+    return __call__
 
 
 def _unique_name(cls):
     base = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
-    count = _name_counts.get(base, 0)
-    _name_counts[base] = count + 1
+    with _name_lock:
+        count = _name_counts.get(base, 0)
+        _name_counts[base] = count + 1
     return base if count == 0 else f"{base}_{count}"
 
 
@@ -50,7 +67,19 @@ class Module:
     _walk_last: tuple = ()
 
     def __init__(self, name=None):
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"{type(self).__name__}: name must be a str or None, got "
+                            f"{type(name).__name__} {name!r:.40}; pass e.g. name='encoder'")
         self.name = name if name is not None else _unique_name(type(self))
+
+    def __init_subclass__(cls, **kwargs):
+        # Every call of a Module runs inside ``module_scope(self)``, so the ops it records
+        # know which layer call made them: drawings can show each call as one box
+        # (``draw_tape(tape, group="module")``). A subclass's own ``__call__`` is wrapped once.
+        super().__init_subclass__(**kwargs)
+        call = cls.__dict__.get("__call__")
+        if call is not None and not getattr(call, "_in_module_scope", False):
+            cls.__call__ = _in_module_scope(call)
 
     def _walk(self):
         """Yield ``(path, item)`` for every Variable and Module below, in attribute order.
@@ -289,7 +318,9 @@ def load_variables(path, items, what="load_weights"):
                         f"{sorted(headers)}); was it saved from this module? A layer that builds "
                         "on its first call must be called once before loading")
     if extra:
-        problems.append(f"{target} has entries that this module lacks: {extra}")
+        problems.append(f"{target} has entries that this module lacks: {extra}"
+                        + ("" if missing else "; a layer that builds on its first call must be "
+                           "called once before loading"))
     for key, var in variables.items():
         if key in headers:
             shape, dtype = headers[key]

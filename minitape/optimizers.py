@@ -256,3 +256,9 @@ def _gradient_array(grad, var, who):
         raise ValueError(f"{who}.apply_gradients: the gradient for '{var.path}' has shape "
                          f"{g.shape} but the Variable has shape {var.shape}")
     return g.astype(var.dtype)
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -17,7 +17,9 @@ What an ``Operation`` keeps:
 - ``backward_of``: the number of the tape whose backward pass executed it (an outer tape
   recording an inner tape's gradient: how second derivatives are made), else None;
 - ``forward``: for ``mt.primitive`` and ``custom_gradient`` ops, the function that computes it
-  again from its inputs (built-in ops are found in the registry by op type).
+  again from its inputs (built-in ops are found in the registry by op type);
+- ``module_calls``: the ``Module`` calls (a ``Dense``, a ``Sequential``) running when it was
+  made, so a drawing can show each layer call as one box (``module_scope``).
 
 Every op and every tape event gets a stamp from one global sequence (``next_seq``), so events
 of several tapes can be ordered; the numbers learners see (``#1``, ``#2``) are positions on
@@ -39,6 +41,7 @@ class _ThreadState(threading.local):
         self.tapes = []          # tapes currently recording, innermost last
         self.accumulators = []   # active ForwardAccumulators (minitape.forward)
         self.backward_of = []    # numbers of the tapes whose backward pass is running
+        self.module_calls = ()   # ((module, stamp), ...): Module calls running, outermost first
 
 
 state = _ThreadState()
@@ -57,11 +60,22 @@ def learner_frame(depth=2):
     left to ``source_line``, when a drawing asks. None if every frame is minitape's own.
     """
     frame = sys._getframe(depth)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return (frame.f_code, frame.f_lasti)
+    inside = _inside
+    while frame is not None:
+        code = frame.f_code
+        if id(code) in inside:     # (cheaper than comparing the file name every time)
+            frame = frame.f_back
+        elif code.co_filename.startswith(_PACKAGE_DIR):
+            inside.add(id(code))
+            frame = frame.f_back
+        else:
+            return (code, frame.f_lasti)
+    return None
+
+
+# ``id()``s of minitape's own code objects met by ``learner_frame``. They live as long as the
+# package, so an id in this set never comes to mean another code object.
+_inside: set = set()
 
 
 class _SavedTensors(tuple):
@@ -120,12 +134,14 @@ class Operation:
             else None (built-in ops: the registry's forward for ``type``).
         custom: True when ``grad_fn`` was given (``custom_gradient``); stays True after
             ``release`` drops the function and what its closure holds.
+        module_calls: ``((module, stamp), ...)``, the Module calls running when the op was
+            made, outermost first (``()`` outside any).
     """
 
     __slots__ = ("type", "seq", "input_ids", "output_ids", "input_shapes", "output_shapes",
                  "input_dtypes", "output_dtypes", "input_values", "output_values", "attrs",
                  "_inputs", "_outputs", "grad_fn", "batch_ndim", "skip_input_indices",
-                 "origin", "backward_of", "forward", "custom", "__weakref__")
+                 "origin", "backward_of", "forward", "custom", "module_calls", "__weakref__")
 
     def __init__(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
                  origin=None, forward=None):
@@ -134,6 +150,7 @@ class Operation:
         self.origin = origin
         self.forward = forward
         self.custom = grad_fn is not None
+        self.module_calls = state.module_calls
         backward_of = state.backward_of
         self.backward_of = backward_of[-1] if backward_of else None
         # This runs for every recorded op, so each side is read in one pass (``_describe``)
@@ -287,6 +304,27 @@ def variable_accessed(variable):
                 tape._watch_one(variable, warn=False)
 
 
+
+
+class module_scope:
+    """Context manager: ops made inside it belong to one call of ``module``.
+
+    ``Module`` wraps every subclass's ``__call__`` in it, so a drawing can show each call of
+    a layer as one box (``draw_tape(tape, group="module")``). Each call gets a new stamp.
+    """
+
+    __slots__ = ("module", "saved")
+
+    def __init__(self, module):
+        self.module = module
+
+    def __enter__(self):
+        self.saved = state.module_calls
+        state.module_calls = self.saved + ((self.module, next_seq()),)
+
+    def __exit__(self, *exc):
+        state.module_calls = self.saved
+        return False
 
 
 def source_line(op):

@@ -76,6 +76,13 @@ class LoadedObject(Module):
     def __init__(self, class_name):
         super().__init__(name=class_name)
 
+    def __call__(self, *args, **kwargs):
+        call = vars(self).get("__call__")
+        if call is None:
+            raise TypeError(f"this loaded object (was {self.name}) is not callable: its class had "
+                            "no __call__ decorated with @mt.function when it was saved")
+        return call(*args, **kwargs)
+
     def __repr__(self):
         return f"<mt.saved_model loaded object (was {self.name}) variables={len(self.variables)}>"
 
@@ -113,6 +120,8 @@ def _describe(obj, path, state):
         for cls in type(obj).__mro__:
             skip.update(getattr(cls, "_walk_skip", ()))
             for name, value in vars(cls).items():
+                if not isinstance(value, Function):   # a wrapped one (Module's __call__ scope)
+                    value = getattr(value, "__wrapped__", None)
                 if isinstance(value, Function) and name not in entry["functions"]:
                     entry["functions"][name] = {**_function_ref(value, f"{type(obj).__name__}."
                                                                 f"{name}"), "method": True}
@@ -286,3 +295,9 @@ def load(export_dir, tags=None, options=None):
         values[key].path = key
     load_variables(os.path.join(export_dir, VARIABLES), values, "saved_model.load")
     return _build(manifest["root"], values, export_dir, {}, ())
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

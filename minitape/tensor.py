@@ -57,7 +57,7 @@ class Tensor:
         # ``value`` is an ndarray or a NumPy scalar that no one else holds (the Tensor owns
         # it and never writes into it); use mt.constant to build from Python data or arrays.
         if name is not None and type(name) is not str:
-            _check_name(name, "Tensor")
+            check_name(name, "Tensor")
         self._value = value
         self._id = _next_id() if _id is None else _id
         self.name = name
@@ -289,6 +289,7 @@ class Variable(Tensor):
 
     Arithmetic on a Variable returns a Tensor. ``assign``, ``assign_add`` and ``assign_sub``
     replace the value; they are not differentiable, so the tape cannot see through them.
+    ``v[key].assign(value)`` (and ``assign_add``, ``assign_sub``) writes into a slice.
 
     >>> import minitape as mt
     >>> mt.Variable(3.0, name="x0")
@@ -300,7 +301,7 @@ class Variable(Tensor):
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
         if isinstance(initial_value, Variable):
             initial_value = initial_value._value
-        _check_name(name, "Variable")
+        check_name(name, "Variable")
         # (convert_to_tensor already copied a caller's ndarray: the array is the Variable's.)
         value = convert_to_tensor(initial_value, dtype=dtype, what="Variable")._value
         super().__init__(value if type(value) is np.ndarray else np.array(value),
@@ -453,11 +454,12 @@ def _key_text(key):
 # more), and an array that goes *out* (``numpy()``, ``np.asarray(t)``) is a read-only view.
 
 
-def _check_name(name, what):
+def check_name(name, what):
     """Names are ``str`` or None (renderers and ``save_weights`` show and key by them)."""
     if name is not None and not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str or None, got {type(name).__name__} "
                         f"{name!r:.40}; pass e.g. name='x' (or name=str(...))")
+    return name
 
 
 def _owned(array):

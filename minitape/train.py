@@ -25,8 +25,8 @@ from . import errors
 from .module import Module, read_headers, weights_path
 from .tensor import Variable
 
-__all__ = ["Checkpoint", "CheckpointLoadStatus", "list_variables", "load_variable",
-           "latest_checkpoint"]
+__all__ = ["Checkpoint", "CheckpointLoadStatus", "CheckpointManager", "list_variables",
+           "load_variable", "latest_checkpoint"]
 
 
 class CheckpointLoadStatus:
@@ -99,10 +99,15 @@ class Checkpoint(Module):
     def read(self, save_path, options=None):
         """Restore from ``save_path`` (what ``write``/``save`` returned), all or nothing.
 
+        ``save_path=None`` restores nothing, as TensorFlow (so that
+        ``ckpt.restore(manager.latest_checkpoint)`` starts from scratch the first time).
+
         Raises:
             mt.errors.NotFoundError: no such checkpoint.
             ValueError: entries missing, extra or of another shape or dtype (all listed).
         """
+        if save_path is None:
+            return CheckpointLoadStatus(None)
         if not os.path.exists(weights_path(save_path)):
             raise errors.NotFoundError(
                 None, None, f"Checkpoint: no checkpoint at {os.fspath(save_path)!r} (looked for "
@@ -118,6 +123,58 @@ class Checkpoint(Module):
     def __repr__(self):
         names = [k for k in vars(self) if k not in ("name", "save_counter")]
         return f"<mt.train.Checkpoint {names}>"
+
+
+class CheckpointManager:
+    """Numbered checkpoints in a directory, the newest few kept, as ``tf.train.CheckpointManager``.
+
+    Args:
+        checkpoint: the ``Checkpoint`` to save.
+        directory: where the files go (created on the first save).
+        max_to_keep: how many checkpoints to keep (older ones are deleted); None keeps all.
+        checkpoint_name: the file prefix (``ckpt``, as TensorFlow).
+
+    Attributes:
+        latest_checkpoint: the path of the newest checkpoint, or None.
+        checkpoints: the paths kept, oldest first.
+    """
+
+    def __init__(self, checkpoint, directory, max_to_keep, checkpoint_name="ckpt", **kwargs):
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError(f"CheckpointManager expects a mt.train.Checkpoint, got "
+                            f"{type(checkpoint).__name__}")
+        if max_to_keep is not None and int(max_to_keep) < 1:
+            raise ValueError(f"max_to_keep must be a positive integer or None, got {max_to_keep}")
+        self.checkpoint = checkpoint
+        self.directory = os.fspath(directory)
+        self.max_to_keep = None if max_to_keep is None else int(max_to_keep)
+        self._prefix = os.path.join(self.directory, checkpoint_name)
+        found = glob.glob(glob.escape(self._prefix) + "-*.npz")
+        numbered = sorted((int(m.group(1)), f[:-4]) for f in found
+                          if (m := re.search(r"-(\d+)\.npz$", f)))
+        self._checkpoints = [path for _, path in numbered]
+
+    @property
+    def checkpoints(self):
+        return list(self._checkpoints)
+
+    @property
+    def latest_checkpoint(self):
+        return self._checkpoints[-1] if self._checkpoints else None
+
+    def save(self, checkpoint_number=None, **kwargs):
+        """Save the next numbered checkpoint, drop those past ``max_to_keep``; return its path."""
+        os.makedirs(self.directory, exist_ok=True)
+        if checkpoint_number is None:
+            path = self.checkpoint.save(self._prefix)
+        else:
+            path = self.checkpoint.write(f"{self._prefix}-{int(checkpoint_number)}")
+        if path in self._checkpoints:
+            self._checkpoints.remove(path)
+        self._checkpoints.append(path)
+        while self.max_to_keep is not None and len(self._checkpoints) > self.max_to_keep:
+            os.remove(weights_path(self._checkpoints.pop(0)))
+        return path
 
 
 def list_variables(ckpt_dir_or_file):
@@ -162,3 +219,9 @@ def _resolve(ckpt_dir_or_file):
     if not os.path.exists(weights_path(path)):
         raise errors.NotFoundError(None, None, f"no checkpoint at {path!r}")
     return path
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -124,8 +124,8 @@ grad = tape.gradient(loss, my_vars)
 grad['b']
 
 # %% [markdown]
-# Printing a tensor shows its values, shape and dtype. The Korean copy of the guide prints both
-# results this way: the list and the dictionary hold the same gradients:
+# Printing a tensor shows its values, shape and dtype. Print both results: the list and the
+# dictionary hold the same gradients:
 
 # %%
 print("dl/dw: ", dl_dw)
@@ -167,8 +167,8 @@ for var, g in zip(layer.trainable_variables, grad):
 
 # %% [markdown]
 # A variable's `path` includes the layer's name, as TensorFlow's full names did
-# (`dense/kernel:0` in older versions; minitape has no `:0` suffix). The reader's notebook
-# variation feeds the layer integers: like Keras, the layer casts them to its float dtype.
+# (`dense/kernel:0` in older versions; minitape has no `:0` suffix). Feed the layer integers
+# instead: like Keras, the layer casts them to its float dtype.
 
 # %%
 x = mt.constant([[1, 2, 3]])
@@ -263,9 +263,9 @@ print('dy/dx0:', grad['x0'])
 print('dy/dx1:', grad['x1'].numpy())
 
 # %% [markdown]
-# `watch` works on anything floating: a variation from the reader's notebook turns off automatic
-# watching and watches the non-trainable Variable `x1` and the Tensor `x2` by hand. Now those two
-# get gradients (2·3 = 6 and 2·4 = 8) and the trainable `x0`, never watched, gets `None`:
+# `watch` works on anything floating. Turn off automatic watching and watch the non-trainable
+# Variable `x1` and the Tensor `x2` by hand. Now those two get gradients (2·3 = 6 and 2·4 = 8)
+# and the trainable `x0`, never watched, gets `None`:
 
 # %%
 # a trainable variable
@@ -332,7 +332,7 @@ print(tape.gradient(y, x).numpy())  # [2.0, 6.0] (2 * x at x = [1.0, 3.0])
 del tape   # Drop the reference to the tape
 
 # %% [markdown]
-# The reader's notebook does the same with a `float64` Variable; the dtype carries through:
+# The same with a `float64` Variable; the dtype carries through:
 
 # %%
 x = mt.Variable([1, 2, 3], dtype=mt.float64)
@@ -492,7 +492,7 @@ with mt.GradientTape() as tape:
 print(tape.gradient({'y0': y0, 'y1': y1}, x).numpy())
 
 # %% [markdown]
-# The Korean copy of the guide checks both readings with `y1 = exp(1/x)`:
+# Check both readings with `y1 = exp(1/x)`:
 
 # %%
 x = mt.Variable(2.0)
@@ -633,10 +633,12 @@ for epoch in range(2):
     x = x + 1   # This should be `x.assign_add(1)`
 
 # %% [markdown]
-# The second time round, `x` was a plain Tensor (made by `x = x + 1`). Ask why:
+# The second time round, `x` was a plain Tensor (made by `x = x + 1`), which the tape does not
+# watch. Ask `explain` why the gradient is `None`. `tape` and `y` are from the loop's last pass;
+# `x` is newer still, since the loop's last line replaced it once more (now `x` is 4.0), but it
+# is a plain Tensor the tape never watched all the same:
 
 # %%
-# `tape`, `y` and `x` are the ones from the loop's last pass.
 print(mt.viz.explain(tape, y, x))
 
 # %% [markdown]
@@ -664,9 +666,9 @@ print(tape.gradient(y, x))
 print(mt.viz.explain(tape, y, x))
 
 # %% [markdown]
-# The reader's notebook goes one step further and asks for a gradient of the NumPy result itself.
-# TensorFlow failed there with an unrelated `AttributeError: 'numpy.float64' object has no
-# attribute '_id'`; minitape says what happened:
+# One step further: ask for a gradient of the NumPy result itself. TensorFlow fails there with
+# an unrelated `AttributeError: 'numpy.float64' object has no attribute '_id'`; minitape says
+# what happened:
 
 # %%
 x = mt.Variable([[1., 2.],
@@ -704,8 +706,7 @@ print(mt.viz.explain(g, y, x))
 
 # %% [markdown]
 # minitape, like TensorFlow, doesn't automatically cast between types, so in practice you'll often
-# get a type error instead of a missing gradient. The reader's notebook meets the same `None`
-# with an integer *Variable*:
+# get a type error instead of a missing gradient. An integer *Variable* gives the same `None`:
 
 # %%
 x = mt.Variable(1)
@@ -748,8 +749,8 @@ print(tape.gradient(y, x0))   # dy/dx0 = 2*(x1 + x0)
 print(mt.viz.explain(tape, y, x0))
 
 # %% [markdown]
-# The Korean copy of the guide shows the fix: compute the sum as a Tensor, so the tape sees the
-# addition (now `x1` is 3, so `dy/dx0 = 2·(3 + 3) = 12`):
+# The fix: compute the sum as a Tensor, so the tape sees the addition (now `x1` is 3, so
+# `dy/dx0 = 2·(3 + 3) = 12`):
 
 # %%
 with mt.GradientTape() as tape:
@@ -757,6 +758,18 @@ with mt.GradientTape() as tape:
     y = x2**2
 
 print('dy/dx0: ', tape.gradient(y, x0))
+
+# %% [markdown]
+# Why does state stop the gradient? The tape records *operations*: each one's inputs, its
+# output and how to send a gradient back from one to the other. Writing into a stateful object
+# (`assign_add` into `x1`) and reading from it later are not one operation from the written
+# value to the read one: the read returns whatever the object holds now, with no record of where
+# it came from. So the chain from `y` back to `x0` ends at the read of `x1`.
+#
+# The same goes for every stateful object, not only Variables. In TensorFlow, `tf.data.Dataset`
+# iterators and `tf.queue`s are stateful: a tensor put into one comes out as a new tensor read
+# from its state, so all gradients stop there. Prepare input data with them, outside the
+# gradient; compute everything you differentiate inside the tape, from Tensors and Variables.
 
 # %% [markdown]
 # ## No gradient registered

@@ -2,8 +2,8 @@
 # # 02 · Advanced automatic differentiation
 #
 # Lesson 01 covered everything you need to compute gradients. This lesson follows TensorFlow's
-# guide *Advanced automatic differentiation* (read here in its Spanish edition), on minitape,
-# and goes into the deeper and less common features of the tape.
+# guide *Advanced automatic differentiation* on minitape, and goes into the deeper and less
+# common features of the tape.
 #
 # **You will learn to:**
 # - control recording: `stop_recording`, `reset`, and the precise `mt.stop_gradient`;
@@ -15,7 +15,10 @@
 # - compute Jacobians (scalar and tensor sources), a Hessian and a Newton step, and batch
 #   Jacobians, and know when `batch_jacobian` gives meaningless numbers (BatchNormalization);
 # - compute Jacobian-vector products in forward mode with `ForwardAccumulator`, including a
-#   Hessian-vector product.
+#   Hessian-vector product;
+# - see it: several tapes on one time line (`mt.viz.timeline`), a Jacobian filled in by reverse
+#   and forward passes (`mt.viz.JacobianExplorer`), and gradient descent against Newton's method
+#   on a surface (`mt.viz.DescentExplorer`).
 
 # %% [markdown]
 # ## Setup
@@ -64,7 +67,9 @@ print('dz/dx:', grad['x'])  # 2*x => 4
 print('dz/dy:', grad['y'])
 
 # %% [markdown]
-# The drawing shows the gap: `y * y` was never recorded, so `y_sq` enters the tape as a constant.
+# The drawing shows the gap. `y * y` ran inside the `stop_recording()` block (the yellow note),
+# so the tape holds no operation for it: its result `y_sq` enters the tape as a constant (grey,
+# `= 9.0`) that nothing connects to `y`, and `y` (grey too) gets no gradient.
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(t, z, [x, y])
@@ -237,10 +242,40 @@ with mt.GradientTape() as t:
 print(t.gradient(output, v))
 
 # %% [markdown]
-# A note on the example above: the file holds only numbers. In TensorFlow, loading a SavedModel
-# saved without custom gradients in a fresh runtime fails with `LookupError: No gradient defined
-# for operation 'IdentityN'`; in minitape the gradient is wherever `clip_gradients` is defined,
-# so you need that code (here, the class) to load a module at all.
+# The guide itself does it with TensorFlow's names, and they work here too: `mt.function` with an
+# `input_signature` (minitape runs the function eagerly, but checks each call against the
+# signature as TensorFlow does), then `mt.saved_model.save` and `load`. The SavedModel holds the
+# Variables and a manifest that names each `mt.function` by its module and name; `load` finds the
+# functions again in this Python session, custom gradient included:
+
+# %%
+class MyModule(mt.Module):
+
+    @mt.function(input_signature=[mt.TensorSpec(None)])
+    def call_custom_grad(self, x):
+        return clip_gradients(x)
+
+model = MyModule()
+export_dir = os.path.join(tempfile.mkdtemp(), 'saved_model')
+mt.saved_model.save(
+    model,
+    export_dir,
+    options=mt.saved_model.SaveOptions(experimental_custom_gradients=True))
+
+# The loaded gradients will be the same as the above example.
+v = mt.Variable(2.0)
+loaded = mt.saved_model.load(export_dir)
+with mt.GradientTape() as t:
+    output = loaded.call_custom_grad(v * v)
+print(t.gradient(output, v))
+
+# %% [markdown]
+# A note on the examples above: the files hold only numbers, and names of functions. In
+# TensorFlow, loading a SavedModel saved without custom gradients in a fresh runtime fails with
+# `LookupError: No gradient defined for operation 'IdentityN'`; in minitape the gradient is
+# wherever `clip_gradients` is defined, so you need that code (here, the class) to load a module
+# at all: after a kernel restart, `mt.saved_model.load` names the function it cannot find and
+# asks you to run the cell that defines it first.
 
 # %% [markdown]
 # ## Multiple tapes
@@ -300,6 +335,17 @@ print('d2y_dx2:', d2y_dx2.numpy())  # 6 * x => 6.0
 mt.viz.draw_tape(t2, dy_dx, x)
 
 # %% [markdown]
+# `mt.viz.timeline` puts both tapes on one time axis, one row each, in the order things
+# happened. The forward `Mul`s are on both rows (both tapes were recording). The orange
+# triangles are on the outer row only: the ops of `t1`'s backward pass, which `t2` recorded, with
+# an arrow from `t1`'s `gradient` call (the star). `t1`'s pale "recording" band ends at that
+# call: a non-persistent tape stops recording before its backward pass. Each tape released its
+# saved tensors (the cross) right after its one `gradient` call.
+
+# %%
+mt.viz.timeline(t2, t1, names=['t2 (outer)', 't1 (inner)'])
+
+# %% [markdown]
 # While that does give you the second derivative of a *scalar* function, this pattern does not
 # generalize to produce a Hessian matrix, since `GradientTape.gradient` only computes the gradient
 # of a scalar. To construct a Hessian matrix, go to the Hessian example under the Jacobian
@@ -328,7 +374,7 @@ mt.viz.draw_tape(t2, dy_dx, x)
 # %%
 x = mt.random.normal([7, 5])
 
-layer = mt.layers.Dense(10, activation=mt.nn.relu)
+layer = mt.keras.layers.Dense(10, activation=mt.nn.relu)
 
 # %%
 with mt.GradientTape() as t2:
@@ -402,7 +448,7 @@ _ = plt.xlabel('x')
 
 # %%
 x = mt.random.normal([7, 5])
-layer = mt.layers.Dense(10, activation=mt.nn.relu)
+layer = mt.keras.layers.Dense(10, activation=mt.nn.relu)
 
 with mt.GradientTape(persistent=True) as tape:
     y = layer(x)
@@ -465,13 +511,13 @@ del tape
 # Note: the Hessian matrix contains `N**2` parameters. For this and other reasons it is not
 # practical for most models. This example is included more as a demonstration of how to use the
 # `GradientTape.jacobian` method, and is not an endorsement of direct Hessian-based optimization.
-# A Hessian-vector product can be calculated efficiently with nested tapes (see forward mode,
-# below).
+# A Hessian-vector product `H @ v` needs no Hessian at all: "Hessian-vector products" at the
+# end computes one with forward mode over a tape, and with two nested tapes.
 
 # %%
 x = mt.random.normal([7, 5])
-layer1 = mt.layers.Dense(8, activation=mt.nn.relu)
-layer2 = mt.layers.Dense(6, activation=mt.nn.relu)
+layer1 = mt.keras.layers.Dense(8, activation=mt.nn.relu)
+layer2 = mt.keras.layers.Dense(6, activation=mt.nn.relu)
 
 with mt.GradientTape() as t2:
     with mt.GradientTape() as t1:
@@ -538,8 +584,8 @@ _ = layer1.kernel.assign_sub(mt.reshape(update, layer1.kernel.shape))
 
 # %%
 x0 = mt.random.normal([7, 5])
-layer1 = mt.layers.Dense(8, activation=mt.nn.relu)
-layer2 = mt.layers.Dense(6, activation=mt.nn.relu)
+layer1 = mt.keras.layers.Dense(8, activation=mt.nn.relu)
+layer2 = mt.keras.layers.Dense(6, activation=mt.nn.relu)
 
 def loss_fn():
     return mt.reduce_mean(layer2(layer1(x0))**2)
@@ -565,6 +611,59 @@ print(f'loss after the Newton step:  {loss_fn().numpy():.4f}')
 # variables.
 
 # %% [markdown]
+# #### Explore: gradient descent against a Newton step
+#
+# What does the Newton step buy? `mt.viz.DescentExplorer(f, x0)` draws a function of two
+# numbers as contour lines, the downhill direction `-∇f` at each point as arrows, and the path
+# of an optimizer from `x0`: gradient descent (`x ← x - lr·∇f`), momentum, or Newton's method
+# (`x ← x - H⁻¹∇f` with `H = mt.hessian(f)(x)`: the step above, without the `eps`). Choose the
+# method from the menu and move the sliders (learning rate, momentum, number of steps, and the
+# two coordinates of `x0`), or set the same attributes in code: `explorer.learning_rate = 0.05`;
+# `explorer.path` holds the points.
+#
+# On a round bowl the gradient points straight at the minimum, and gradient descent walks there:
+
+# %%
+def round_bowl(p):
+    return p[0]**2 + p[1]**2
+
+mt.viz.DescentExplorer(round_bowl, [1.5, 1.0], learning_rate=0.2, steps=15)
+
+# %% [markdown]
+# Squeeze the bowl 25 times in one direction: an *ill-conditioned* quadratic, whose Hessian has
+# eigenvalues 2 and 50. The gradient no longer points at the minimum. A learning rate small
+# enough not to diverge along the steep direction (below `2/50 = 0.04`) crawls along the flat
+# one, and the path zigzags down the valley:
+
+# %%
+def narrow_valley(p):
+    return p[0]**2 + 25.0 * p[1]**2
+
+valley = mt.viz.DescentExplorer(narrow_valley, [1.5, 1.0], learning_rate=0.035, steps=30)
+valley
+
+# %% [markdown]
+# Newton's method divides each direction's step by that direction's curvature, so on a
+# quadratic it lands on the minimum in one step, whatever the conditioning (choose `newton` in
+# the menu above, or):
+
+# %%
+print('gradient descent, after 30 steps:', valley.path[-1].round(4))
+newton = mt.viz.DescentExplorer(narrow_valley, [1.5, 1.0], method='newton', steps=3)
+print('Newton, after 1 step:', newton.path[1].round(4))
+
+# %% [markdown]
+# Rosenbrock's banana-shaped valley is the classic hard case: its minimum `(1, 1)` sits at the
+# bottom of a long curved valley. Newton's method gets there in a handful of steps; try gradient
+# descent (a learning rate near 0.001, hundreds of steps) and momentum on it.
+
+# %%
+def rosenbrock(p):
+    return (1.0 - p[0])**2 + 100.0 * (p[1] - p[0]**2)**2
+
+mt.viz.DescentExplorer(rosenbrock, np.array([-1.5, 2.0]), method='newton', steps=8)
+
+# %% [markdown]
 # ### Batch Jacobian
 #
 # In some cases, you want to take the Jacobian of each of a stack of targets with respect to a
@@ -576,8 +675,8 @@ print(f'loss after the Newton step:  {loss_fn().numpy():.4f}')
 # %%
 x = mt.random.normal([7, 5])
 
-layer1 = mt.layers.Dense(8, activation=mt.nn.elu)
-layer2 = mt.layers.Dense(6, activation=mt.nn.elu)
+layer1 = mt.keras.layers.Dense(8, activation=mt.nn.elu)
+layer2 = mt.keras.layers.Dense(6, activation=mt.nn.elu)
 
 with mt.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
     tape.watch(x)
@@ -663,9 +762,9 @@ del tape
 # %%
 x = mt.random.normal([7, 5])
 
-layer1 = mt.layers.Dense(8, activation=mt.nn.elu)
-bn = mt.layers.BatchNormalization()
-layer2 = mt.layers.Dense(6, activation=mt.nn.elu)
+layer1 = mt.keras.layers.Dense(8, activation=mt.nn.elu)
+bn = mt.keras.layers.BatchNormalization()
+layer2 = mt.keras.layers.Dense(6, activation=mt.nn.elu)
 
 with mt.GradientTape(persistent=True, watch_accessed_variables=False) as tape:
     tape.watch(x)
@@ -715,8 +814,8 @@ with mt.autodiff.ForwardAccumulator(primals=x, tangents=v) as acc:
     y = x**2 * mt.math.sin(x)
 
 # d/dx0 of x0**2 * sin(x0) = 2*x0*sin(x0) + x0**2*cos(x0); the other outputs do not move.
-print(acc.jvp(y).numpy().round(6))
-print(round(2 * np.sin(1.0) + np.cos(1.0), 6))
+print(acc.jvp(y).numpy().round(5))
+print(round(2 * np.sin(1.0) + np.cos(1.0), 5))
 
 # %% [markdown]
 # The JVP is one column of the Jacobian; check it against the reverse-mode Jacobian:
@@ -725,7 +824,59 @@ print(round(2 * np.sin(1.0) + np.cos(1.0), 6))
 with mt.GradientTape() as tape:
     tape.watch(x)
     y = x**2 * mt.math.sin(x)
-print(tape.jacobian(y, x).numpy()[:, 0].round(6))
+print(tape.jacobian(y, x).numpy()[:, 0].round(5))
+
+# %% [markdown]
+# ### Reverse or forward: what a Jacobian costs
+#
+# The Jacobian of `f: Rⁿ → Rᵐ` has `m` rows and `n` columns. Reverse mode gets one *row* per
+# backward pass (a vector-Jacobian product, `tape.gradient(y, x, output_gradients=e_i)`), so it
+# needs `m` passes; forward mode gets one *column* per forward pass (a Jacobian-vector product
+# with the tangent `e_j`), so it needs `n`. `mt.viz.JacobianExplorer(f, x)` fills the Jacobian
+# in pass by pass: choose the mode, then press Play or drag the slider. Its third mode,
+# `vectorized`, is `tape.jacobian`: every row in one batched backward pass. The line under the
+# controls gives the passes each mode needs and the time each took on this input (your times
+# will differ).
+#
+# A *wide* function, many inputs and one output (every loss is one), is one reverse pass, and
+# as many forward passes as there are inputs:
+
+# %%
+def loss_like(x):
+    return mt.reduce_sum(mt.math.tanh(x)**2)
+
+wide = mt.viz.JacobianExplorer(loss_like, mt.linspace(-2.0, 2.0, 20))
+print(wide.passes)
+wide
+
+# %% [markdown]
+# A *tall* function, one input and many outputs (a curve), is the other way round: one forward
+# pass gives the whole column.
+
+# %%
+def curve(t):
+    return mt.math.sin(t * mt.linspace(1.0, 4.0, 12))
+
+tall = mt.viz.JacobianExplorer(curve, [0.5], mode='forward')
+print(tall.passes)
+tall
+
+# %% [markdown]
+# Back to the batch Jacobian: when the examples of a batch do not interact, the full Jacobian of
+# a `(batch, outs)` output by a `(batch, ins)` input is block-diagonal, one `outs × ins` block
+# per example (`batch=True` draws the blocks). Reverse mode spends a pass on each of the
+# `batch · outs` rows to fill in blocks that are mostly zero; `batch_jacobian` computes only the
+# diagonal blocks, which is why it is cheaper.
+
+# %%
+w = mt.constant([[1.0, -0.5, 0.3], [0.2, 0.8, -1.0]])
+
+def per_example(x):
+    return mt.math.tanh(x @ w)
+
+blocks = mt.viz.JacobianExplorer(per_example, mt.reshape(mt.linspace(-1.0, 1.0, 8), [4, 2]),
+                                 batch=True)
+blocks
 
 # %% [markdown]
 # ### Hessian-vector products
@@ -752,6 +903,24 @@ hvp = acc.jvp(g)
 
 h = mt.hessian(f)(x)
 print(np.allclose(hvp.numpy(), h.numpy() @ v.numpy(), atol=1e-5))
+
+# %% [markdown]
+# Two nested tapes do it too (reverse mode over reverse mode): `H @ v` is the gradient of the
+# scalar `g · v`, so the outer tape records the inner tape's gradient `g`, and its own gradient
+# of `g · v` is the product. It takes two backward passes where forward over reverse takes one
+# forward pass carrying a tangent, but it needs no accumulator:
+
+# %%
+with mt.GradientTape() as outer:
+    outer.watch(x)
+    with mt.GradientTape() as inner:
+        inner.watch(x)
+        y = f(x)
+    g = inner.gradient(y, x)
+    g_dot_v = mt.reduce_sum(g * v)
+hvp_nested = outer.gradient(g_dot_v, x)
+
+print(np.allclose(hvp_nested.numpy(), hvp.numpy(), atol=1e-5))
 
 # %% [markdown]
 # ## Exercises

@@ -164,7 +164,10 @@ print(s.numpy())  # 31.0 = s = w1 * x1 + w2 * x2
 # | `implicit_gradients(f)` | the trainable Variables `f` read | `[(gradient, variable), ...]` |
 # | `implicit_value_and_gradients(f)` | the same | `(value, [(gradient, variable), ...])` |
 #
-# All four, on the same function and inputs, give the same numbers:
+# Here are all four on the same function and inputs. They do not all answer the same question:
+# three differentiate with respect to the Variables `w1, w2`, `gradients_function` with respect
+# to the arguments `x1, x2`. Nor do they return the same structure (a list, a list, pairs,
+# a value and pairs), so the cell takes the numbers out of each:
 
 # %%
 with mt.GradientTape() as tape:
@@ -181,10 +184,21 @@ value, pairs = mt.implicit_value_and_gradients(weighted_sum)(5., 7.)
 print('implicit_value_and_gradients:', value.numpy(), [g.numpy() for g, v in pairs])
 
 # %% [markdown]
-# (`gradients_function` differentiates with respect to `x1, x2`, so it gives the weights 2 and
-# 3; the others differentiate with respect to `w1, w2`, so they give the inputs 5 and 7.)
+# The three that differentiate with respect to `w1, w2` agree: the inputs, 5 and 7.
+# `gradients_function` differentiates with respect to `x1, x2`, so it gives the weights, 2 and
+# 3. `implicit_value_and_gradients` also returns the value, 31.
 #
-# In TensorFlow 2 only `tf.GradientTape` remains; in code you will meet today, use the tape.
+# ### Which one to use
+#
+# The answer's advice: in machine learning you usually want the gradients of the loss with
+# respect to the model's Variables *and* the value of the loss itself. For that, the simplest and
+# most efficient options are `GradientTape` and `implicit_value_and_gradients`: the other two do
+# not return the loss, so getting it costs another forward pass. Its author preferred
+# `implicit_value_and_gradients` for production code and `GradientTape` for experimenting in a
+# notebook.
+#
+# In TensorFlow 2 only `tf.GradientTape` remains (as the answer's later edit notes), so in code
+# you will meet today, use the tape.
 #
 # ## Heading to JAX: `mt.grad`
 #

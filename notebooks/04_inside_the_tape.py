@@ -12,9 +12,11 @@
 # - to step through the forward and then the backward pass with `mt.viz.TapePlayer`, and see the
 #   chain rule give each number;
 # - how nested tapes build a second derivative: the outer tape records the inner tape's
-#   backward pass;
+#   backward pass; and to lay several tapes on one time line with `mt.viz.timeline`, with
+#   what `stop_recording` and `reset` cut out;
 # - what a persistent tape keeps that a non-persistent one lets go, counted tensor by tensor;
-# - to ask `mt.viz.explain` why a gradient is `None`.
+# - to ask `mt.viz.explain` why a gradient is `None`;
+# - to find a wrong gradient rule with `mt.viz.check_tape`, which checks each op on its own.
 #
 # minitape's tests re-run this lesson and compare every output with the one stored here, except
 # the drawings (tagged `nbval-ignore-output`): their pictures depend on the Graphviz version, so
@@ -85,22 +87,24 @@ mt.viz.draw_tape(tape, z, x)
 # ## 2. The tape as data
 #
 # The drawing is made from plain data: `mt.viz.tape_graph(tape, target, sources)` returns a
-# `TapeGraph` with a node per op, a node per tensor and the edges between them. Node ids come
-# from the tape itself (`op<sequence number>`, `t<tensor id>`), so the same program always gives
-# the same graph; this is what the tests check instead of pictures.
+# `TapeGraph` with a node per op, a node per tensor and the edges between them. The tape numbers
+# the nodes: `op1`, `op2`, ... for the ops in the order they ran (the drawing's `#1`, `#2`),
+# `t1`, `t2`, ... for the tensors in the order it met them. So the same program always gives the
+# same graph; this is what the tests check instead of pictures. Each tensor node also carries
+# the `label` the drawing shows: its `name=`, else the variable you assigned it to.
 
 # %%
 g = mt.viz.tape_graph(tape, z, x)
-names = {g.tensor(x).id: 'x', g.tensor(y).id: 'y', g.tensor(z).id: 'z'}
+label = {t.id: t.label for t in g.tensors}
 
 for op in g.ops:
-    ins = [names[i] for i in op.inputs]
-    outs = [names[o] for o in op.outputs]
-    print(f'{op.type} (#{op.seq}): {ins} -> {outs}, gradient {op.gradient}')
+    ins = [label[i] for i in op.inputs]
+    outs = [label[o] for o in op.outputs]
+    print(f'{op.type} (#{op.number}): {ins} -> {outs}, gradient {op.gradient}')
 
 # %%
 for t in g.tensors:
-    print(f'{names[t.id]}: shape {t.shape}, {t.dtype}, value {t.value}, '
+    print(f'{t.label} ({t.id}): shape {t.shape}, {t.dtype}, value {t.value}, '
           f'watched {t.watched}, target {t.is_target}, source {t.is_source}, '
           f'made by an op: {t.produced_by is not None}')
 
@@ -110,19 +114,22 @@ for t in g.tensors:
 # backward pass both contributions add up ($2x$).
 
 # %%
-label = names | {op.id: f'{op.type} #{op.seq}' for op in g.ops}
+label |= {op.id: f'{op.type} #{op.number}' for op in g.ops}
 for e in g.edges:
     tail, head = label[e.tail], label[e.head]
     print(f'{e.kind:6} #{e.index}: {tail} -> {head}')
 
 # %% [markdown]
 # Underneath, the tape is just a list, `tape._ops`, of `Operation`s in the order they ran;
-# `gradient` walks it in reverse (read `backward` in `minitape/tape.py`, about fifty lines).
+# `gradient` walks it in reverse (read `backward` in `minitape/backward.py`). Each operation knows
+# its inputs and outputs by the tensors' numbers, `_id`: every tensor gets one when it is made,
+# unique in the whole program (the graph's `t1`, `t2`, ... number only one tape's tensors).
 
 # %%
+ids = {x._id: 'x', y._id: 'y', z._id: 'z'}
 for op in reversed(tape._ops):
-    print(op.type, 'reads', [names['t%d' % i] for i in op.input_ids],
-          'writes', [names['t%d' % i] for i in op.output_ids])
+    print(op.type, 'reads', [ids[i] for i in op.input_ids],
+          'writes', [ids[i] for i in op.output_ids])
 
 # %% [markdown]
 # ## 3. Step through the forward and the backward pass
@@ -196,7 +203,7 @@ print('t2 recorded:', [op.type for op in t2._ops])
 # %% [markdown]
 # `t2` holds the two forward `Mul`s (it was recording too) followed by the ops of `t1`'s backward
 # pass. Drawn together, each op is coloured by the tapes that recorded it: the forward `Mul`s
-# carry both colours (tape 0 is `t1`, tape 1 is `t2`), the backward ops only the outer tape's.
+# carry both colours (tape 1 is `t1`, tape 2 is `t2`), the backward ops only the outer tape's.
 # The constant 1.0 that starts the backward pass is there too: $dy/dy = 1$. (The tensor labels
 # `t1`, `t2`, ... are the drawing's short names for unnamed tensors; they have nothing to do
 # with the tapes `t1` and `t2`.)
@@ -217,6 +224,44 @@ d2y_dx2 = t2.gradient(dy_dx, x)
 print('dy_dx:', dy_dx.numpy())  # 3 * x**2 => 3.0
 print('d2y_dx2:', d2y_dx2.numpy())  # 6 * x => 6.0
 
+
+# %% [markdown]
+# ### The same story on a time line
+#
+# `mt.viz.timeline(*tapes)` lays several tapes side by side on one time axis: one row per tape
+# (in the order they were created), and along it every op the tape recorded and every moment
+# of its life, in the order they happened. Blue dots are ops; the orange triangles on `t2`'s row
+# are the ops of `t1`'s backward pass that `t2` recorded, with an arrow from `t1`'s `gradient`
+# call (the star). The pale band is the time a tape was recording: `t1`'s ends at its
+# `gradient` call, because a non-persistent tape stops recording before its backward pass. The
+# cross is where a non-persistent tape released the tensors it saved.
+
+# %%
+mt.viz.timeline(t2, t1, names=['t2', 't1'])
+
+# %% [markdown]
+# It shows what `stop_recording` and `reset` cut out, too. Here an outer tape and an inner,
+# persistent one record `x * x`; inside the inner tape's `stop_recording` an op reaches the outer
+# tape only (the grey hatched span); then `reset` makes the inner tape forget what it had (the
+# red hatched span, up to the red bar) and it records again.
+
+# %%
+x = mt.Variable(2.0, name='x')
+with mt.GradientTape() as outer:
+    with mt.GradientTape(persistent=True) as inner:
+        a = x * x
+        with inner.stop_recording():
+            b = x + 1.0
+        inner.reset()
+        c = mt.math.sin(x * a)
+    dc_dx = inner.gradient(c, x)
+d2c_dx2 = outer.gradient(dc_dx, x)
+
+print('inner recorded:', [op.type for op in inner.operations])
+print('outer recorded:', [op.type for op in outer.operations])
+
+# %%
+mt.viz.timeline(outer, inner)
 
 # %% [markdown]
 # ## 5. What a persistent tape keeps
@@ -260,6 +305,13 @@ tape.gradient(loss, a)
 ptape.gradient(ploss, pa)
 print('after gradient:  non-persistent keeps', saved_tensors(tape),
       'tensors, persistent keeps', saved_tensors(ptape))
+
+# %% [markdown]
+# On a time line: both tapes recorded the same ops and were asked once; only the
+# non-persistent one (`tape 1`) released its tensors then (the cross).
+
+# %%
+mt.viz.timeline(tape, ptape)
 
 # %% [markdown]
 # The non-persistent tape frees each op's tensors as its backward pass goes past the op, so
@@ -327,6 +379,60 @@ print(mt.viz.explain(tape, out, w))
 mt.viz.draw_tape(tape, out, w)
 
 # %% [markdown]
+# ## 7. Is my gradient right?
+#
+# A gradient you write yourself (with `mt.RegisterGradient` or `mt.custom_gradient`) is only
+# checked by you. `mt.viz.check_tape(tape, target, sources)` checks every op the tape recorded
+# between the sources and the target, *each on its own*: the op's gradient rule (the
+# vector-Jacobian product the backward pass would use, for a random output gradient) against
+# central finite differences of the op's own forward, at the inputs the op recorded, in
+# float64. So it does not just say "wrong somewhere": it names the op.
+#
+# Here a new op `Cube` gets a gradient with a planted mistake, $3x$ instead of $3x^2$:
+
+# %%
+@mt.primitive('Cube')
+def cube(x):
+    return x ** 3
+
+
+@mt.RegisterGradient('Cube', override=True)   # override=True: the cell can be run again
+def _cube_grad(op, dy):
+    (x,) = op.inputs
+    return dy * 3 * x        # wrong: the derivative of x**3 is 3 * x**2
+
+
+x = mt.Variable([0.5, 1.0, 2.0], name='x')
+with mt.GradientTape(persistent=True) as tape:
+    y = mt.math.sin(x)
+    z = cube(y) * x
+    loss = mt.reduce_sum(z)
+
+check = mt.viz.check_tape(tape, loss, x)
+print(check)
+
+# %% [markdown]
+# Only `#2 Cube` fails: its rule's numbers are the finite differences divided by
+# $y = \sin x$, the factor the rule forgot. Shown in a notebook, the check draws the tape with
+# the failing op in red, its rule's values next to the finite differences:
+
+# %% tags=["nbval-ignore-output"]
+check
+
+# %% [markdown]
+# Register the right rule and check the same tape again (gradients are looked up when they are
+# used). Lesson 06 is a series of exercises built on this check.
+
+# %%
+@mt.RegisterGradient('Cube', override=True)
+def _cube_grad_fixed(op, dy):
+    (x,) = op.inputs
+    return dy * 3 * x * x
+
+
+print(mt.viz.check_tape(tape, loss, x))
+
+# %% [markdown]
 # ## Exercises
 #
 # Try each one in a new cell; the answers are folded away.
@@ -347,7 +453,7 @@ mt.viz.draw_tape(tape, out, w)
 # player.step = 3
 # print(player.text)           # backward through Mul ...: the last op runs back first
 # ```
-# (Without `names=`, the player calls the unnamed tensors `t<id>`.)
+# (Without `names=`, the player numbers the tensors it has no name for: `t1`, `t2`, ...)
 # The forward pass has three ops (`Sin`, `Cos`, `Mul`), the backward pass visits the same
 # three in reverse, and the last step gives $dz/dx = \cos^2 x - \sin^2 x = \cos 1 \approx
 # 0.5403$.

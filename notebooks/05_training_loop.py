@@ -9,7 +9,10 @@
 # - make a small dataset (a noisy sine wave) with repeatable random numbers;
 # - build a model from `mt.layers.Dense` layers and collect its `trainable_variables`;
 # - write a gradient-descent loop: forward pass on a tape, `tape.gradient`, `assign_sub`;
-# - watch the loss fall as it trains, and plot the fitted function.
+# - watch the loss fall as it trains, and plot the fitted function;
+# - see that Keras's `compile` and `fit` (`mt.keras`) run exactly this loop;
+# - see what the learning rate does on a loss surface of two parameters
+#   (`mt.viz.DescentExplorer`).
 
 # %% [markdown]
 # ## Setup
@@ -156,6 +159,30 @@ plt.ylabel('y')
 _ = plt.title('The fit after training')
 
 # %% [markdown]
+# ## The learning rate, on a surface you can see
+#
+# The network has 1153 parameters, so its loss is a surface in 1154 dimensions: nothing to
+# look at. A model with two parameters has a loss surface you can draw. Fit a straight line
+# `w · x + b` to the same data: the loss is a function of the 2-vector `p = (w, b)`.
+# `mt.viz.DescentExplorer` draws its contour lines, the downhill direction `-∇loss` as arrows,
+# and the path of gradient descent from a starting point, step by step: exactly the loop above,
+# `p ← p - learning_rate · ∇loss(p)`.
+#
+# The contours are ellipses, longer along `b` than along `w`: the loss curves three times more
+# steeply in `w` (the slope multiplies `x`, which reaches ±3) than in `b` (its Hessian is about
+# `[[6, 0], [0, 2]]`). The steepest direction sets the limit: with a learning rate of 0.3 the
+# path zigzags across the valley in `w` while `b` settles quickly; from about `2/6 ≈ 0.33` on it
+# no longer converges, and above that it diverges (what exercise 1 shows on the network). Move
+# the learning-rate slider to see it, then try `momentum`, and `newton`, which takes the
+# curvature into account and lands on the best line in one step.
+
+# %%
+def line_loss(p):
+    return mt.reduce_mean((p[0] * x + p[1] - y)**2)
+
+mt.viz.DescentExplorer(line_loss, [-1.5, 1.5], learning_rate=0.3, steps=25, labels=('w', 'b'))
+
+# %% [markdown]
 # ## What the tape recorded for one step
 #
 # Each training step records the same short list of operations. Drawing one shows the forward
@@ -172,6 +199,101 @@ print(len(tape._ops), 'operations recorded')
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(tape, loss, model.trainable_variables)
+
+# %% [markdown]
+# ## The update, done by an optimizer
+#
+# The last line of `train_step`, `v.assign_sub(learning_rate * g)` for every Variable, is the
+# update rule of plain gradient descent. Libraries package update rules as **optimizers**:
+# `mt.optimizers.SGD(learning_rate)` does exactly this update when it is handed the pairs of
+# gradients and Variables, `optimizer.apply_gradients(zip(grads, variables))`, and counts its
+# steps in `optimizer.iterations`. The tape part of the step does not change:
+
+# %%
+optimizer = mt.optimizers.SGD(learning_rate=learning_rate)
+
+def train_step_with_optimizer(model, x, y):
+    with mt.GradientTape() as tape:
+        loss = loss_fn(model, x, y)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+# %% [markdown]
+# Two networks made from the same seed, one stepped by hand and one by the optimizer, stay
+# identical, weight for weight:
+
+# %%
+def same_start():
+    mt.random.set_seed(7)   # the same initial weights each time
+    twin = mt.layers.Sequential([
+        mt.layers.Dense(32, activation='tanh'),
+        mt.layers.Dense(32, activation='tanh'),
+        mt.layers.Dense(1),
+    ])
+    twin(x)   # builds the layers
+    return twin
+
+by_hand, by_optimizer = same_start(), same_start()
+for step in range(100):
+    train_step(by_hand, x, y)
+    train_step_with_optimizer(by_optimizer, x, y)
+
+difference = max(float(mt.reduce_max(mt.abs(a - b)))
+                 for a, b in zip(by_hand.trainable_variables, by_optimizer.trainable_variables))
+print(f'steps taken by the optimizer: {int(optimizer.iterations)}')
+print(f'largest difference between the two networks\' weights: {difference}')
+
+# %% [markdown]
+# Other update rules are other optimizers with the same `apply_gradients`:
+# `mt.optimizers.SGD(learning_rate, momentum=0.9)` is the momentum of exercise 3, and
+# `mt.optimizers.Adam`, which adapts the step size of every weight, trains the networks of
+# lesson 07.
+
+# %% [markdown]
+# ## The same loop, as Keras writes it
+#
+# `mt.keras` gives this loop Keras's names, the ones TensorFlow's guides use: a `Sequential`
+# model, an optimizer, `compile`, then `fit`. `fit` *is* the loop above. Its `train_step` (read
+# it in `minitape/keras/models.py`) records the forward pass on a tape, asks for the gradient of
+# the loss with respect to `model.trainable_variables` and hands the pairs to the optimizer,
+# whose plain `SGD` update is `v.assign_sub(learning_rate * g)`; `fit` only cuts the data into
+# batches and keeps the mean loss of each epoch. Two models made from the same seed, one trained
+# by `train_step` and one by `fit` with the whole dataset as one batch, end with the same
+# weights:
+
+# %%
+def fresh_model():
+    mt.random.set_seed(7)   # the same initial weights each time ...
+    model = mt.keras.Sequential([
+        mt.keras.layers.Dense(32, activation='tanh'),
+        mt.keras.layers.Dense(32, activation='tanh'),
+        mt.keras.layers.Dense(1),
+    ])
+    model(x)                # ... drawn now: layers build on their first call
+    return model
+
+by_hand, by_fit = fresh_model(), fresh_model()
+for step in range(100):
+    train_step(by_hand, x, y)
+
+by_fit.compile(optimizer=mt.keras.optimizers.SGD(learning_rate=learning_rate), loss='mse')
+history = by_fit.fit(x, y, epochs=100, batch_size=n, shuffle=False, verbose=0)
+
+difference = max(float(mt.reduce_max(mt.abs(a - b)))
+                 for a, b in zip(by_hand.trainable_variables, by_fit.trainable_variables))
+print(f'largest difference between the two models\' weights: {difference}')
+print(f'loss of the last epoch: {history.history["loss"][-1]:.4f}')
+
+# %% [markdown]
+# With `verbose=1` (the default) `fit` prints Keras's line for each epoch; by default it also
+# cuts the data into shuffled batches of 32, which makes 7 steps per epoch (*stochastic*
+# gradient descent). The layers are the same `mt.layers` classes, so every drawing of the
+# previous lessons works on a Keras model too.
+
+# %%
+history = by_fit.fit(x, y, epochs=3)
 
 # %% [markdown]
 # ## Exercises

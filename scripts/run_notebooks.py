@@ -17,8 +17,9 @@ For each lesson:
    raise (nbclient lets them), ``nbval-ignore-output`` cells run normally;
 4. consecutive outputs to the same stream are joined (the kernel flushes a line in pieces, at
    random), and the ids of ipywidgets models in the stored widget state are replaced by ids
-   derived from the lesson's name, so re-executing an unchanged lesson leaves the file
-   byte-for-byte unchanged.
+   derived from the lesson's name and each model's place in the notebook, so re-executing an
+   unchanged lesson leaves the file byte-for-byte unchanged (as long as what the lesson prints
+   and draws does not change from run to run: no timings).
 
 A lesson whose execution fails is left as it was; the others still run, and the exit status is 1.
 """
@@ -26,6 +27,7 @@ A lesson whose execution fails is left as it was; the others still run, and the 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -40,6 +42,7 @@ NOTEBOOKS = ROOT / "notebooks"
 SKIP_TAG = "nbval-skip"  # nbval's own tag; nbclient's skip_cells_with_tag is told to use it
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def lesson_paths(args: list[str]) -> list[Path]:
@@ -101,13 +104,40 @@ def coalesce_streams(nb) -> None:
         cell.outputs = outputs
 
 
+MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
+
+
+def widget_order(nb, state: dict) -> list[str]:
+    """The model ids of ``state`` in an order that does not depend on the ids themselves: the
+    models shown in cell outputs (in cell order), then the models they refer to, breadth first;
+    then the rest (e.g. ``jslink``s), by their content with the references to ordered models
+    replaced by position."""
+    queue = [out.data[WIDGET_VIEW]["model_id"]
+             for cell in nb.cells if cell.cell_type == "code"
+             for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
+    order: list[str] = []
+    while queue:
+        model_id = queue.pop(0)
+        if model_id in state and model_id not in order:
+            order.append(model_id)
+            queue.extend(MODEL_REF.findall(json.dumps(state[model_id], sort_keys=True)))
+    position = {m: i for i, m in enumerate(order)}
+
+    def content(model_id):
+        text = json.dumps(state[model_id], sort_keys=True)
+        return MODEL_REF.sub(lambda m: f"IPY_MODEL_{position.get(m.group(1), '?')}", text)
+
+    return order + sorted((m for m in state if m not in position), key=content)
+
+
 def stable_widget_ids(nb, name: str):
-    """Replace the random ipywidgets model ids by ids derived from ``name`` (same order)."""
+    """Replace the random ipywidgets model ids by ids derived from ``name`` and the models'
+    place in the notebook (``widget_order``)."""
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     if not state:
         return nb
     text = nbformat.writes(nb)
-    for i, model_id in enumerate(list(state)):
+    for i, model_id in enumerate(widget_order(nb, state)):
         text = text.replace(model_id, hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32])
     return nbformat.reads(text, as_version=4)
 

@@ -68,8 +68,8 @@ stamp=.venv/.installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "setup: upgrading pip"
     .venv/bin/python -m pip install -q --upgrade pip
-    echo "setup: pip install -e '.[test]'"
-    .venv/bin/python -m pip install -q -e '.[test]'
+    echo "setup: pip install -e '.[test,lessons]'"
+    .venv/bin/python -m pip install -q -e '.[test,lessons]'
     touch "$stamp"
 else
     echo "setup: .venv up to date"

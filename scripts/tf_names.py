@@ -36,6 +36,8 @@ import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # ``page`` reads the minitape of this tree
+    sys.path.insert(0, str(ROOT))
 DATA = ROOT / "minitape" / "_tf_names.json"
 PAGE = ROOT / "docs" / "tensorflow_coverage.md"
 
@@ -65,7 +67,7 @@ MOST_USED = {
         "one_hot", "range", "linspace", "zeros", "ones", "zeros_like", "ones_like", "fill",
         "eye", "matmul", "tensordot", "einsum", "reduce_sum", "reduce_mean", "reduce_max",
         "reduce_min", "reduce_prod", "reduce_all", "reduce_any", "reduce_logsumexp",
-        "argmax", "argmin", "argsort", "sort", "cumsum", "norm", "exp", "log", "sqrt",
+        "argmax", "argmin", "argsort", "sort", "cumsum", "norm", "exp", "sqrt",
         "square", "abs", "maximum", "minimum", "clip_by_value", "clip_by_norm", "add",
         "subtract", "multiply", "divide", "pow", "sigmoid", "tanh", "equal", "greater",
         "less", "shape", "size", "rank", "identity", "stop_gradient", "custom_gradient",
@@ -181,7 +183,6 @@ def coverage(data: dict) -> dict:
     Returns ``{tf_module: {"minitape": "minitape.math", "exists": bool, "kinds": {kind:
     (implemented, missing)}}}``; submodules are left out of the counts (each has its own row).
     """
-    sys.path.insert(0, str(ROOT))
     from minitape._tf_names import minitape_module_name
 
     out = {}
@@ -200,8 +201,8 @@ def _short(mt_name: str) -> str:
     return "mt" + mt_name[len("minitape"):]
 
 
-def _names(names, prefix="") -> str:
-    return ", ".join(f"`{prefix}{n}`" for n in names) if names else "none"
+def _names(names) -> str:
+    return ", ".join(f"`{n}`" for n in names) if names else "none"
 
 
 def render(data: dict) -> str:
@@ -262,8 +263,8 @@ def render(data: dict) -> str:
             lines.append(f"minitape has no `{_short(row['minitape'])}` module: none of its "
                          f"{len(missing)} names.")
         if tf_module in MOST_USED:
-            lines += ["", f"Most used, missing ({len(most_used) + len(most_used_modules)}): "
-                      + _names(most_used + [m + " (module)" for m in most_used_modules])]
+            shown = [f"`{n}`" for n in most_used] + [f"`{n}` (module)" for n in most_used_modules]
+            lines += ["", f"Most used, missing ({len(shown)}): " + (", ".join(shown) or "none")]
         lines += ["", f"Implemented ({len(have)}): {_names(have)}"]
         lines += ["", "<details>", f"<summary>Missing ({len(missing)})</summary>", "",
                   f"Missing ({len(missing)}): {_names(missing)}", "", "</details>"]
@@ -296,12 +297,20 @@ def load_data(path: Path = DATA) -> dict:
     return json.loads(path.read_text())
 
 
+def _rel(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it (for messages)."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("dump", help="read TensorFlow's public names (needs TensorFlow) into "
-                                f"{DATA.relative_to(ROOT)}")
-    page = sub.add_parser("page", help=f"write {PAGE.relative_to(ROOT)} from the names and the "
+                                f"{_rel(DATA)}")
+    page = sub.add_parser("page", help=f"write {_rel(PAGE)} from the names and the "
                                        "minitape of this tree")
     page.add_argument("--check", action="store_true",
                       help="do not write: exit with status 1 if the page is out of date")
@@ -311,17 +320,17 @@ def main(argv=None) -> int:
         write_data(data)
         counts = {m: sum(len(v) for v in names.values()) for m, names in data["modules"].items()}
         print(f"TensorFlow {data['tensorflow_version']}: {sum(counts.values())} names in "
-              f"{len(counts)} modules -> {DATA.relative_to(ROOT)}")
+              f"{len(counts)} modules -> {_rel(DATA)}")
         return 0
     text = render(load_data())
     if args.check:
         if PAGE.exists() and PAGE.read_text() == text:
-            print(f"{PAGE.relative_to(ROOT)} is up to date")
+            print(f"{_rel(PAGE)} is up to date")
             return 0
-        print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/tf_names.py page")
+        print(f"{_rel(PAGE)} is out of date: run python scripts/tf_names.py page")
         return 1
     PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+    print(f"wrote {_rel(PAGE)}")
     return 0
 
 

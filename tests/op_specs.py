@@ -302,6 +302,8 @@ SPECS = [
     S("LogSoftmax", "axis0", lambda x: mt.nn.log_softmax(x, axis=0), args(normal((3, 2)))),
     S("ReluGrad", "nonzero", lambda dy, y: nn_ops.relu_grad(dy, y) ** 2,
       args(normal((2, 3)), nonzero((2, 3)))),
+    S("EluGrad", "nonzero", lambda dy, y: nn_ops.elu_grad(dy, y) ** 2,
+      args(normal((2, 3)), nonzero((2, 3)))),
     S("SoftmaxCrossEntropyWithLogits", "distribution",
       lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits),
       lambda rng: (mt.nn.softmax(mt.constant(rng.standard_normal((2, 3)))).numpy(),
@@ -465,6 +467,9 @@ NO_GRADIENT_SPECS = {
     "StopGradient": lambda x: mt.stop_gradient(x * x),
     "ArgMax": lambda x: mt.cast(mt.math.argmax(x), x.dtype),
     "ArgMin": lambda x: mt.cast(mt.math.argmin(x * x), x.dtype),
+    "IsNan": lambda x: mt.cast(mt.math.is_nan(x * x), x.dtype),
+    "IsInf": lambda x: mt.cast(mt.math.is_inf(x * x), x.dtype),
+    "IsFinite": lambda x: mt.cast(mt.math.is_finite(x * x), x.dtype),
 }
 
 # Ops whose gradient is deliberately not registered (a seed lesson).
@@ -477,5 +482,5 @@ def recorded_op_types(fn, arrays):
     with mt.GradientTape(persistent=True) as tape:
         tape.watch(xs)
         fn(*xs)
-    return {op.type for op in tape._ops} | (
-        {"CustomGradient"} if any(op.grad_fn is not None for op in tape._ops) else set())
+    return {op.type for op in tape.operations} | (
+        {"CustomGradient"} if any(op.custom for op in tape.operations) else set())

@@ -8,9 +8,13 @@ folders and HOME, so nothing touches the user's folders), opens a copy of
 - the ``TapePlayer`` widget rendered its graph inline, and moving its slider changes both the
   highlighted node (the one drawn in orange) and the sentence.
 
-It saves a screenshot under the test's ``tmp_path`` (and also at ``$MINITAPE_SCREENSHOT`` if that
-is set: ``scripts/screenshot.py`` uses this for the README). The server and the kernels it
-started are stopped in the fixture's teardown, whatever happens.
+A second test opens lesson 01 as a clone has it (stored outputs, untrusted, not re-run) and
+checks that every stored drawing and figure shows as an image (an untrusted notebook shows no
+SVG, so the drawings carry a PNG too).
+
+The first test saves a screenshot under the test's ``tmp_path`` (and also at
+``$MINITAPE_SCREENSHOT`` if that is set: ``scripts/screenshot.py`` uses this for the README).
+The server and the kernels it started are stopped in the fixture's teardown, whatever happens.
 
 It is skipped when Debian's Chromium (``/usr/bin/chromium``) or Playwright's Python package is
 missing. It never runs ``playwright install``: Playwright drives the system Chromium.
@@ -356,4 +360,43 @@ def test_lesson_04_runs_and_the_player_moves(lab, browser, tmp_path):
         page.screenshot(path=target, clip={"x": 0, "y": 0,
                                            "width": page.viewport_size["width"],
                                            "height": height})
+    page.close()
+
+
+# -- a lesson as cloned ----------------------------------------------------------------------------
+
+def test_lesson_as_cloned_shows_its_drawings(lab, browser):
+    """Open lesson 01 exactly as a clone has it: stored outputs, not re-run, and untrusted
+    (JupyterLab has never seen it). An untrusted notebook does not show SVG, so each drawing
+    must also carry a PNG (``minitape.viz.draw``'s bundle): every stored image, drawing or
+    figure, must load as an ``<img>``."""
+    import nbformat
+    name = "01_gradients_and_autodiff.ipynb"
+    source = NOTEBOOK.parent / name
+    nb = nbformat.read(source, as_version=4)
+    images = [out for cell in nb.cells if cell.cell_type == "code"
+              for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+    drawings = [out for out in images if "image/svg+xml" in out.data]
+    assert drawings, f"{name} stores no drawing with a PNG: re-run scripts/run_notebooks.py"
+    (lab.root / name).write_bytes(source.read_bytes())
+    # Render every cell, not only those scrolled into view.
+    tracker = lab.settings / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True, exist_ok=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(PAGE_TIMEOUT)
+    page.goto(lab.url(f"lab/tree/{name}"))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
+    # Not trusted, so JupyterLab rendered no SVG: what shows is the PNGs.
+    assert page.locator(".jp-RenderedSVG").count() == 0
+    shown = page.locator(".jp-OutputArea-output img")
+    page.wait_for_function(
+        "(n) => { const im = [...document.querySelectorAll('.jp-OutputArea-output img')];"
+        " return im.length >= n && im.every(i => i.complete && i.naturalWidth > 0); }",
+        arg=len(images), timeout=PAGE_TIMEOUT)
+    assert shown.count() == len(images)
+    # No cell of the stored lesson shows an error.
+    assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
     page.close()

@@ -113,6 +113,8 @@ CALLS = {
     "one_hot": lambda: ([0, 2, 1], 3, _scalar(2.0), _scalar(-1.0)),
     "cumsum": lambda: (_x(), 1),
     "shape": lambda: (_x(),), "size": lambda: (_x(),),
+    "meshgrid": lambda: (mt.constant([0.5, 1.0, 2.0], dtype=mt.float64),
+                         mt.constant([1.0, -1.0], dtype=mt.float64)),
     # neural networks
     "softmax_cross_entropy_with_logits": lambda: (mt.nn.softmax(_x()), _x()),
     "sparse_softmax_cross_entropy_with_logits": lambda: ([0, 2], _x()),

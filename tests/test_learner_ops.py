@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minitape as mt
 from minitape.testing import check_grads
@@ -66,6 +68,25 @@ def test_conv2d_matches_the_definition(shape, strides, padding):
     x, w = RNG.standard_normal(shape[0]), RNG.standard_normal(shape[1])
     y = mt.nn.conv2d(mt.constant(x), mt.constant(w), list(strides), padding)
     np.testing.assert_allclose(y.numpy(), conv2d_reference(x, w, strides, padding), atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 2), h=st.integers(1, 6), w=st.integers(1, 6), c=st.integers(1, 3),
+       o=st.integers(1, 3), kh=st.integers(1, 4), kw=st.integers(1, 4), sh=st.integers(1, 3),
+       sw=st.integers(1, 3), padding=st.sampled_from(["VALID", "SAME"]),
+       seed=st.integers(0, 2**32 - 1))
+def test_conv2d_on_drawn_shapes(n, h, w, c, o, kh, kw, sh, sw, padding, seed):
+    """Any shapes, strides and padding: the definition's values, and first-order gradients
+    for both arguments (the table checks the second order on fixed cases)."""
+    if padding == "VALID" and (kh > h or kw > w):
+        with pytest.raises(ValueError, match="does not fit"):
+            mt.nn.conv2d(mt.ones([n, h, w, c]), mt.ones([kh, kw, c, o]), [sh, sw], padding)
+        return
+    rng = np.random.default_rng(seed)
+    x, k = rng.standard_normal((n, h, w, c)), rng.standard_normal((kh, kw, c, o))
+    y = mt.nn.conv2d(mt.constant(x), mt.constant(k), [sh, sw], padding)
+    np.testing.assert_allclose(y.numpy(), conv2d_reference(x, k, (sh, sw), padding), atol=1e-12)
+    check_grads(lambda a, b: mt.nn.conv2d(a, b, [sh, sw], padding), x, k, order=1)
 
 
 def test_conv2d_gradients_on_a_larger_case():

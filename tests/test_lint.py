@@ -14,8 +14,8 @@ def test_ruff_is_clean():
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     if ruff is None:
         pytest.skip("ruff is not installed (pip install -e '.[test]' installs it)")
-    # ("notebooks" covers the lessons' generators and the generated .ipynb files: the code
-    # learners run is held to the same rules.)
+    # ("notebooks" covers the lessons' sources, notebooks/NN_name.py, and their .ipynb files:
+    # the code learners run is held to the same rules.)
     result = subprocess.run([ruff, "check", "minitape", "tests", "benchmarks", "scripts",
                              "notebooks"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

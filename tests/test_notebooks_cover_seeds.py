@@ -208,3 +208,56 @@ def test_lessons_open_with_goals_and_close_with_exercises():
         tail = "".join(c.source for c in nb.cells[-6:] if c.cell_type == "markdown")
         assert "Exercises" in tail or "<details>" in tail, path.name
         assert "<details><summary>Answer</summary>" in nb.cells[-1].source, path.name
+
+
+# -- the lesson format (notebooks/README.md) -----------------------------------------------------
+
+def lesson_sources():
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+
+
+def test_every_lesson_has_a_source_and_a_notebook():
+    sources = {p.stem for p in lesson_sources()}
+    notebooks = {p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
+    assert sources, f"no lesson sources notebooks/NN_name.py in {NOTEBOOKS}"
+    assert notebooks == sources, (
+        f"lessons without a notebook: {sorted(sources - notebooks)} (run "
+        f"scripts/run_notebooks.py on them); notebooks without a source: "
+        f"{sorted(notebooks - sources)}")
+
+
+@pytest.mark.parametrize("source", lesson_sources(), ids=lambda p: p.stem)
+def test_notebook_has_the_cells_of_its_source(source):
+    # The .py is what people edit; the .ipynb must hold the same cells (jupytext --sync, which
+    # scripts/run_notebooks.py runs), or nbval tests something else than what was reviewed.
+    jupytext = pytest.importorskip("jupytext")
+    text = jupytext.read(source)
+    nb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+
+    def cells(notebook):
+        return [(c.cell_type, c.source, sorted(c.metadata.get("tags", [])))
+                for c in notebook.cells]
+
+    assert cells(text) == cells(nb), (
+        f"{source.with_suffix('.ipynb').name} is out of date with {source.name}: run "
+        f".venv/bin/python scripts/run_notebooks.py {source.relative_to(NOTEBOOKS.parent)}")
+
+
+@pytest.mark.parametrize("source", lesson_sources(), ids=lambda p: p.stem)
+def test_lesson_format(source):
+    nb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+    number = source.name[:2]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    # The first code cell is what a learner writes, plus the one set-up line.
+    assert "import minitape as mt" in code[0].source, code[0].source
+    assert "mt.notebook.setup(" in code[0].source, code[0].source
+    # Test markers are cell tags, not comments a learner has to read.
+    marked = [c.source.splitlines()[0] for c in code if c.source.startswith("# NBVAL")]
+    assert not marked, f"{source.name}: use cell tags instead of {marked}"
+    # Deterministic cell ids (scripts/run_notebooks.py gives new cells NN-<hash>).
+    bad = [c.get("id") for c in nb.cells if not str(c.get("id", "")).startswith(f"{number}-")]
+    assert not bad, f"{source.name}: cell ids not made by run_notebooks.py: {bad[:3]}"
+    # Nothing says which translation or copy of a guide an example came from.
+    for cell in nb.cells:
+        for word in ("Korean", "Chinese", "Spanish", "reader's notebook"):
+            assert word not in cell.source, f"{source.name}: {word!r} in {cell.source[:80]!r}"

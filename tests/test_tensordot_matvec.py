@@ -47,7 +47,8 @@ def test_tensordot_matches_numpy(shape_a, shape_b, axes, np_axes):
 def test_tensordot_axes_as_int_tensor_and_numpy_ints():
     a, b = _normal(2, 3), _normal(3, 4)
     expected = a @ b
-    for axes in (mt.constant(1), np.int64(1), mt.constant([[1], [0]]), [np.int32(1), 0]):
+    for axes in (mt.constant(1), np.int64(1), mt.constant([[1], [0]]), [np.int32(1), 0],
+                 np.array([[1], [0]]), [np.array([1]), mt.constant([0])]):
         np.testing.assert_allclose(mt.tensordot(a, b, axes).numpy(), expected, rtol=1e-12)
 
 
@@ -189,6 +190,13 @@ def test_tensordot_misuse_is_a_clear_error(shape_a, shape_b, axes, error, words)
     assert "tensordot" in message
     for word in words:
         assert word in message
+
+
+def test_sizes_that_do_not_fit_are_invalid_argument_errors_as_in_tensorflow():
+    with pytest.raises(mt.errors.InvalidArgumentError, match="same size"):
+        mt.tensordot(mt.ones((2, 3)), mt.ones((4, 3)), 1)
+    with pytest.raises(mt.errors.InvalidArgumentError, match="length 4"):
+        mt.linalg.matvec(mt.ones((3, 4)), mt.ones((3,)))
 
 
 def test_tensordot_of_two_dtypes_is_a_type_error():

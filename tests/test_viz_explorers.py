@@ -332,6 +332,12 @@ def test_descent_figure_draws_the_path_contours_and_downhill_arrows():
     np.testing.assert_allclose(quiver.V, (-V / norm).ravel())
     assert ax.get_xlim() == (-2.0, 2.0) and ax.get_ylim() == (-2.0, 2.0)
     assert ax.get_title() == "gradient descent, learning rate 0.1"
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x[0]", "x[1]")
+    named = DescentExplorer(quadratic, [0.5, 0.5], labels=("w", "b"), resolution=5, arrows=3)
+    assert (named.figure().axes[0].get_xlabel(), named._controls["x0_1"].description) == \
+        ("w", "start b")
+    with pytest.raises(ValueError, match="two strings"):
+        DescentExplorer(quadratic, [0.5, 0.5], labels=("w",))
 
 
 def test_settings_redraw_and_change_the_path():
@@ -400,7 +406,29 @@ def test_the_explorers_load_ipywidgets_only_when_used():
             "with mt.GradientTape() as t:\n    y = x * x\nmt.viz.timeline_data(t)\n"
             f"print(','.join(m for m in {heavy!r} if m in sys.modules))\n"
             "mt.viz.JacobianExplorer\n"
+            f"print(','.join(m for m in {heavy!r} if m in sys.modules))\n"
+            "mt.viz.JacobianExplorer(lambda x: x * x, [1.0], repeat=0)\n"
             f"print(','.join(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split("\n")
-    assert out[0] == "" and out[1] == "matplotlib,ipywidgets"
+    assert out[:3] == ["", "ipywidgets", "matplotlib,ipywidgets"]
+
+
+def test_new_bounds_recompute_the_grid_and_the_start_sliders():
+    d = DescentExplorer(quadratic, [0.5, 0.5], resolution=5, arrows=3)
+    d.bounds = ((-1.0, 4.0), (0.0, 1.0))
+    X, Y, Z = d.grid
+    assert (X.min(), X.max(), Y.min(), Y.max()) == (-1.0, 4.0, 0.0, 1.0)
+    c = d._controls
+    assert (c["x0_0"].min, c["x0_0"].max, c["x0_1"].min, c["x0_1"].max) == (-1, 4, 0, 1)
+    assert d.figure().axes[0].get_xlim() == (-1.0, 4.0)
+    with pytest.raises(ValueError, match="outside bounds"):
+        d.bounds = ((1.0, 4.0), (0.0, 1.0))          # x0[0] = 0.5 would be outside
+
+
+def test_measure_times_every_mode_again():
+    e = JacobianExplorer(lambda x: x * x, [1.0, 2.0], repeat=0)
+    times = e.measure(repeat=1)
+    assert times is e.times and set(times) == {"reverse", "forward", "vectorized"}
+    assert all(t > 0 for t in times.values())
+    assert "measured on this input: reverse" in e._label.value

@@ -86,3 +86,18 @@ def test_plot_jacobian_of_a_tape_jacobian():
     j4 = np.arange(2 * 3 * 2 * 5, dtype=float).reshape(2, 3, 2, 5)
     image = np.asarray(plot_jacobian(j4).get_images()[0].get_array())
     np.testing.assert_array_equal(image, j4.reshape(6, 10))
+
+
+def test_every_figure_has_a_title_axis_labels_and_a_labelled_colour_bar():
+    import matplotlib
+    matplotlib.use("Agg")
+    from minitape.viz import imshow_zero_center, plot_as_patches, plot_gradient, plot_jacobian
+    axes = [plot_gradient(mt.math.sin, mt.linspace(-1.0, 1.0, 5)),
+            imshow_zero_center(np.eye(3) - 0.5, quantity="d2y/dx2"),
+            plot_as_patches(np.ones((2, 3, 2, 4))), plot_jacobian(np.ones((3, 2)))]
+    for ax in axes:
+        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    for ax in axes[1:]:
+        bar = ax.images[0].colorbar
+        assert bar is not None and bar.ax.get_ylabel()
+    assert axes[1].images[0].colorbar.ax.get_ylabel().startswith("d2y/dx2")

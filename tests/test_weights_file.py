@@ -113,7 +113,8 @@ def test_shapes_are_checked_before_decompressing(tmp_path, monkeypatch):
     assert os.path.getsize(path) < 10_000
     read = []
     real = np.lib.format.read_array
-    monkeypatch.setattr(np.lib.format, "read_array", lambda *a, **k: read.append(1) or real(*a, **k))
+    monkeypatch.setattr(np.lib.format, "read_array",
+                        lambda *a, **k: read.append(1) or real(*a, **k))
     with pytest.raises(ValueError, match=r"'a' has shape \(1000, 1000\)"):
         module(a=mt.Variable(0.0)).load_weights(path)
     assert read == []

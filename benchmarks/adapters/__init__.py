@@ -15,6 +15,9 @@ check them against the hand-written NumPy floor before timing):
   ``"looped"`` (the full Jacobian, ``y.shape + x.shape``) or ``"batch"`` (``(B, out, in)``).
 - ``hessian(params, x)``: the Hessian of ``mean(relu(relu(x W1 + b1) W2 + b2)**2)`` with
   respect to ``W1`` (the TensorFlow advanced-autodiff guide's example).
+- ``conv(params, x, labels, onehot)``: ``run() -> (loss, [dW, db, dW2, db2])`` for
+  ``relu(conv2d(x, W) + b)`` (NHWC images, HWIO 3x3 filters, ``"VALID"``), flattened in NHWC
+  order, a Dense layer and the softmax cross-entropy (mean over the batch).
 
 An adapter may leave a function out (or raise ``NotImplementedError``): that cell of the table
 says ``n/a``.

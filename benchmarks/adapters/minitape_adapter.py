@@ -9,7 +9,8 @@ import minitape as mt
 # The API each function's run() times (the table names it in every cell).
 API = {"chain": "GradientTape.gradient", "chain_forward": "mt ops, no tape",
        "mlp": "GradientTape.gradient",
-       "hessian": "GradientTape.jacobian of GradientTape.gradient"}
+       "hessian": "GradientTape.jacobian of GradientTape.gradient",
+       "conv": "GradientTape.gradient (mt.nn.conv2d)"}
 
 
 def chain(x0, steps):
@@ -84,6 +85,21 @@ def hessian(params, x):
                 loss = mt.reduce_mean(y**2)
             g = t1.gradient(loss, w1)
         return t2.jacobian(g, w1).numpy()
+    return run
+
+
+def conv(params, x, labels, onehot):
+    variables = [mt.Variable(a) for a in params]
+    xs, targets = mt.constant(x), mt.constant(onehot)
+
+    def run():
+        w, b, w2, b2 = variables
+        with mt.GradientTape() as tape:
+            h = mt.nn.relu(mt.nn.conv2d(xs, w, strides=1, padding="VALID") + b)
+            logits = mt.matmul(mt.reshape(h, [x.shape[0], -1]), w2) + b2
+            loss = mt.reduce_mean(mt.nn.softmax_cross_entropy_with_logits(targets, logits))
+        grads = tape.gradient(loss, variables)
+        return loss.numpy(), [g.numpy() for g in grads]
     return run
 
 

@@ -7,7 +7,8 @@ import numpy as np
 # The API each function's run() times (the table names it in every cell).
 API = {"chain": "hand-written forward+backward", "chain_forward": "NumPy ufuncs",
        "mlp": "hand-written forward+backward", "jacobian": "hand-written closed form",
-       "hessian": "hand-written closed form (einsum)"}
+       "hessian": "hand-written closed form (einsum)",
+       "conv": "hand-written im2col forward+backward"}
 
 
 def chain(x0, steps):
@@ -100,4 +101,29 @@ def hessian(params, x):
         dgz2 = np.einsum("ni,nj,jo,no->ijno", x, m1, w2, m2, optimize=True) * (2 / n)
         dgz1 = np.einsum("ijno,co,nc->ijnc", dgz2, w2, m1, optimize=True)
         return np.einsum("na,ijnc->ijac", x, dgz1, optimize=True)
+    return run
+
+
+def conv(params, x, labels, onehot):
+    """relu(conv2d(x, W) + b) (3x3, "VALID", NHWC), flattened, then Dense and the loss."""
+    w, b, w2, b2 = params
+    kh, kw, c, o = w.shape
+    n = x.shape[0]
+    wm = w.reshape(-1, o)                                   # (kh*kw*c, o)
+
+    def run():
+        # im2col: every 3x3 window as a row; (n, ho, wo, c, kh, kw) -> (n*ho*wo, kh*kw*c)
+        win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))
+        ho, wo = win.shape[1:3]
+        cols = win.transpose(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * c)
+        z = cols @ wm + b                                   # (n*ho*wo, o)
+        h = np.maximum(z, 0).reshape(n, -1)                 # NHWC order, flattened
+        logits = h @ w2 + b2
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        loss = -(onehot * logp).sum() / n
+        dz2 = (np.exp(logp) - onehot) / n
+        dh = (dz2 @ w2.T).reshape(z.shape) * (z > 0)
+        return loss, [(cols.T @ dh).reshape(w.shape), dh.sum(axis=0), h.T @ dz2,
+                      dz2.sum(axis=0)]
     return run

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 # The API each function's run() times (the table names it in every cell); jacobian and
 # hessian return one run per API instead.
 API = {"chain": "torch.autograd.grad", "chain_forward": "torch ops, no grad",
-       "mlp": "torch.autograd.grad"}
+       "mlp": "torch.autograd.grad", "conv": "torch.autograd.grad (F.conv2d)"}
 
 
 def chain(x0, steps):
@@ -93,3 +93,24 @@ def hessian(params, x):
     return {"torch.func.hessian": lambda: hess(w1).numpy(),
             "torch.autograd.functional.hessian (vectorize=True)":
             lambda: torch.autograd.functional.hessian(loss, w1, vectorize=True).numpy()}
+
+
+def conv(params, x, labels, onehot):
+    # PyTorch's layout is NCHW with OIHW filters: the same weights, transposed once here.
+    w, b, w2, b2 = params
+    params = [torch.tensor(w.transpose(3, 2, 0, 1), requires_grad=True),
+              torch.tensor(b, requires_grad=True), torch.tensor(w2, requires_grad=True),
+              torch.tensor(b2, requires_grad=True)]
+    xs = torch.from_numpy(x.transpose(0, 3, 1, 2).copy())
+    ys = torch.from_numpy(labels.astype("int64"))
+
+    def run():
+        tw, tb, tw2, tb2 = params
+        h = torch.relu(F.conv2d(xs, tw, tb))
+        # flattened in NHWC order, as the other contestants' Dense layer reads it
+        logits = h.permute(0, 2, 3, 1).reshape(x.shape[0], -1) @ tw2 + tb2
+        loss = F.cross_entropy(logits, ys)
+        gw, gb, gw2, gb2 = torch.autograd.grad(loss, params)
+        return loss.detach().numpy(), [gw.numpy().transpose(2, 3, 1, 0), gb.numpy(),
+                                       gw2.numpy(), gb2.numpy()]
+    return run

@@ -15,3 +15,10 @@ from . import activations, layers, losses
 from .models import History, Model, Sequential
 
 __all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History"]
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
+    # ``minitape/_tf_names.py``).
+    from .._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -82,3 +82,10 @@ def get(identifier):
         return _BY_NAME[identifier]
     raise ValueError(f"unknown activation {identifier!r}; use one of {sorted(_BY_NAME)} or a "
                      "callable")
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
+    # ``minitape/_tf_names.py``).
+    from .._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -19,10 +19,10 @@ from ..ops import random_ops
 from ..tensor import Tensor, Variable
 
 # Everything mt.layers has, under the same names (one implementation).
-__all__ = ["Layer"] + [name for name, value in vars(_mt_layers).items()
+__all__ = ["Layer", "Lambda"] + [name for name, value in vars(_mt_layers).items()
                        if isinstance(value, type) and issubclass(value, Module)
                        and not name.startswith("_") and name != "Module"]
-globals().update({name: getattr(_mt_layers, name) for name in __all__[1:]})
+globals().update({name: getattr(_mt_layers, name) for name in __all__[2:]})
 
 
 def _initial_value(initializer, shape, dtype, who):
@@ -164,9 +164,38 @@ class Layer(Module):
         return [v for v in self.variables if id(v) not in trainable]
 
 
+class Lambda(Layer):
+    """Wrap a function of Tensors as a layer, as ``keras.layers.Lambda``.
+
+    ``Lambda(fn)(x)`` is ``fn(x)``; the layer has no weights (a function that reads
+    Variables of its own is better written as a ``Layer`` subclass, as Keras advises).
+
+    >>> import minitape as mt
+    >>> mt.keras.layers.Lambda(lambda x: x**2)(mt.constant([3.0]))
+    <mt.Tensor: shape=(1,), dtype=float32, numpy=array([9.], dtype=float32)>
+    """
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
+        super().__init__(**kwargs)
+        if not callable(function):
+            raise TypeError(f"Lambda expects a function, got {function!r:.60}")
+        self.function = function
+        self.arguments = dict(arguments or {})
+
+    def call(self, inputs):
+        return self.function(inputs, **self.arguments)
+
+
 def _shape_of(inputs):
     if isinstance(inputs, (list, tuple)) and inputs and not isinstance(inputs[0], (int, float)):
         return [_shape_of(x) for x in inputs]
     if isinstance(inputs, Tensor):
         return inputs.shape
     return np.shape(inputs)
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
+    # ``minitape/_tf_names.py``).
+    from .._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

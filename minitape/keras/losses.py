@@ -242,3 +242,10 @@ def get(identifier):
         return _BY_NAME[identifier]
     raise ValueError(f"unknown loss {identifier!r}; use one of {sorted(_BY_NAME)}, a "
                      "mt.keras.losses class instance or a function (y_true, y_pred) -> loss")
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
+    # ``minitape/_tf_names.py``).
+    from .._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -18,6 +18,8 @@ As Keras 3 (``keras/src/trainers/trainer.py``), without graphs: ``run_eagerly`` 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .. import optimizers as _optimizers
@@ -309,6 +311,20 @@ class Model(Layer):
             value = float(np.mean(np.asarray(value)))
             means.setdefault(name, _Mean()).update(value, n)
 
+    def save(self, filepath, overwrite=True, **kwargs):
+        """Save the model as ``mt.saved_model.save(model, filepath)`` does (a directory).
+
+        Keras writes a ``.keras`` zip holding the architecture (from ``get_config``), which
+        ``keras.models.load_model`` rebuilds; minitape has no such configs, so this writes
+        the Variables and a manifest of the ``mt.function``s to the directory ``filepath``
+        (whatever its extension). Read it back with ``mt.saved_model.load(filepath)``, or
+        make a new model of the same class and ``load_weights``.
+        """
+        from .. import saved_model
+        if not overwrite and os.path.exists(filepath):
+            raise FileExistsError(f"save: {filepath!r} exists and overwrite=False")
+        saved_model.save(self, filepath)
+
     def summary(self, print_fn=print):
         """Print each Variable's path, shape and trainability, and the parameter count."""
         rows = [(v.path, str(v.shape), "yes" if v.trainable else "no") for v in self.variables]
@@ -418,3 +434,10 @@ def _progress_line(steps, logs, verbose):
     bar = "━" * 20
     return f"{steps}/{steps} {bar} - {metrics}" if verbose == 1 else f"{steps}/{steps} - {metrics}"
 
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
+    # ``minitape/_tf_names.py``).
+    from .._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

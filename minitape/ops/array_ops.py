@@ -15,8 +15,8 @@ import numpy as np
 from .. import dtypes
 from ..registry import RegisterGradient, no_gradient, register_forward
 from ..recording import record
-from ..tensor import Tensor, convert_to_tensor
-from .axes import check_axes, check_axis, check_perm
+from ..tensor import Tensor, check_name, convert_to_tensor
+from .axes import check_axes, check_axis, check_perm, invalid_argument
 
 
 def as_shape(shape, op_type="shape"):
@@ -38,15 +38,15 @@ def as_shape(shape, op_type="shape"):
     return tuple(out)
 
 
-def as_dims(shape, op_type, arg="shape"):
+def as_dims(shape, op_type, arg="shape", one=False):
     """``as_shape`` for a shape to create (zeros, eye, random ...): no negative sizes.
 
-    ``arg`` names the argument in the message; a one-entry list stands for one size then
-    (``as_dims([num], "linspace", "num")``) and the message shows that size alone.
+    ``arg`` names the argument in the message; ``one=True`` when ``shape`` is ``[size]``
+    made from one size argument (``as_dims([num], "linspace", "num", one=True)``).
     """
     dims = as_shape(shape, op_type)
     if any(n < 0 for n in dims):
-        shown = dims[0] if arg != "shape" and arg != "dims" and len(dims) == 1 else dims
+        shown = dims[0] if one else dims
         raise ValueError(f"{op_type}: sizes must be 0 or more, got {arg} {shown}; -1 (\"infer "
                          "this size\") only works in mt.reshape")
     return dims
@@ -123,7 +123,7 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     """Insert an axis of size 1 at ``axis`` (op ``ExpandDims``)."""
     input = convert_to_tensor(input, what="expand_dims")
     # (The new axis may go anywhere from before the first to after the last: rank + 1 places.)
-    axis = check_axis(axis, input.ndim + 1, "expand_dims", shape=input.shape)
+    axis = check_axis(axis, input.ndim, "expand_dims", shape=input.shape, new_axis=True)
     shape = input._value.shape
     y = Tensor(input._value.reshape(shape[:axis] + (1,) + shape[axis:]), name=name)
     record("ExpandDims", (input,), (y,), keep_inputs=False)
@@ -137,7 +137,7 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
         axis = check_axes(axis, input.ndim, "squeeze", shape=input.shape)
         for a in axis:
             if input.shape[a] != 1:
-                raise ValueError(f"squeeze: axis={a} of shape {input.shape} has size "
+                raise invalid_argument(f"squeeze: axis={a} of shape {input.shape} has size "
                                  f"{input.shape[a]}, not 1; only axes of size 1 can be removed")
     y = Tensor(np.squeeze(input._value, axis=axis), name=name)
     record("Squeeze", (input,), (y,), keep_inputs=False)
@@ -235,7 +235,7 @@ def gather(params, indices, axis=0, name=None):
         raise ValueError(f"gather: indices {indices.tolist()} out of range for axis {axis} of "
                          f"size {params.shape[axis]}")
     y = _take(params, (slice(None),) * axis + (indices,), "GatherV2", {"axis": axis})
-    y.name = name
+    y.name = check_name(name, "gather")
     return y
 
 
@@ -328,7 +328,7 @@ def _concat_grad(op, dy):
 def stack(values, axis=0, name=None):
     """Stack Tensors of one shape along a new ``axis`` (op ``Pack``), as ``tf.stack``."""
     ts = _tensors(values, "stack")
-    axis = check_axis(axis, ts[0].ndim + 1, "stack", shape=ts[0].shape)  # (a new axis)
+    axis = check_axis(axis, ts[0].ndim, "stack", shape=ts[0].shape, new_axis=True)
     try:
         value = np.stack([t._value for t in ts], axis=axis)
     except ValueError as e:
@@ -368,6 +368,10 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     if pads.shape != (tensor.ndim, 2):
         raise ValueError(f"pad: paddings must have shape ({tensor.ndim}, 2) for a Tensor of rank "
                          f"{tensor.ndim}, got {pads.shape}")
+    if pads.size and pads.dtype.kind not in "iu":
+        raise TypeError(f"pad: paddings must be integers, got {pads.tolist()!r:.60}")
+    if pads.size and pads.min() < 0:
+        raise ValueError(f"pad: paddings must be 0 or more, got paddings={pads.tolist()}")
     pads = tuple((int(a), int(b)) for a, b in pads)
     fill_value = (constant_values if isinstance(constant_values, Tensor)
                   else convert_to_tensor(constant_values, dtype=tensor.dtype, what="pad"))
@@ -396,7 +400,7 @@ def _pad_grad(op, dy):
 def tile(input, multiples, name=None):  # noqa: A002
     """Repeat ``input`` ``multiples[i]`` times along axis i (op ``Tile``), as ``tf.tile``."""
     input = convert_to_tensor(input, what="tile")
-    multiples = as_shape(multiples, "tile")
+    multiples = as_dims(multiples, "tile", "multiples")
     if len(multiples) != input.ndim:
         raise ValueError(f"tile: multiples {multiples} needs one entry per axis of shape "
                          f"{input.shape}")
@@ -655,8 +659,8 @@ def _fill_grad(op, dy):
 
 def eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
     """Identity matrix ``(num_rows, num_columns)``, as ``tf.eye``."""
-    n = as_dims([num_rows], "eye", "num_rows")[0]
-    m = n if num_columns is None else as_dims([num_columns], "eye", "num_columns")[0]
+    n = as_dims([num_rows], "eye", "num_rows", one=True)[0]
+    m = n if num_columns is None else as_dims([num_columns], "eye", "num_columns", one=True)[0]
     return Tensor(np.eye(n, m, dtype=dtypes.check_dtype(dtype, "eye")), name=name)
 
 
@@ -668,7 +672,7 @@ def linspace(start, stop, num, name=None):
     """
     start = convert_to_tensor(start, what="linspace")
     stop = convert_to_tensor(stop, dtype=start.dtype, what="linspace")
-    (num,) = as_dims([num], "linspace", "num")
+    (num,) = as_dims([num], "linspace", "num", one=True)
     y = Tensor(np.linspace(start._value, stop._value, num).astype(start.dtype), name=name)
     if y.dtype.kind == "f":  # differentiable in start and stop (op ``LinSpace``), as TensorFlow
         record("LinSpace", (start, stop), (y,), keep_inputs=False)
@@ -703,10 +707,14 @@ def range(start, limit=None, delta=1, dtype=None, name=None):  # noqa: A001
     dtype = dtypes.check_dtype(dtype, "range")
     first = convert_to_tensor(start, dtype=dtype, what="range")
     step = convert_to_tensor(delta, what="range")._value
+    end = convert_to_tensor(limit, what="range")._value
+    for arg, v in (("start", first._value), ("limit", end), ("delta", step)):
+        if not np.isfinite(v):
+            raise ValueError(f"range: {arg} must be a finite number, got {arg}={v}")
     if step == 0:
         raise ValueError(f"range: delta={delta!r} would never reach limit={limit!r}; delta must "
                          "not be 0 (e.g. delta=1, or a negative delta to count down)")
-    value = np.arange(first._value, convert_to_tensor(limit, what="range")._value, step)
+    value = np.arange(first._value, end, step)
     return Tensor(value.astype(dtype or first.dtype), name=name)
 
 
@@ -747,6 +755,8 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     value = convert_to_tensor(value, what="split")
     axis = check_axis(axis, value.ndim, "split", shape=value.shape)
     length = value.shape[axis]
+    if isinstance(num_or_size_splits, Tensor) and num_or_size_splits.ndim == 0:
+        num_or_size_splits = num_or_size_splits._value.item()  # a 0-d Tensor: a count
     if isinstance(num_or_size_splits, (int, np.integer)) and not isinstance(num_or_size_splits,
                                                                            bool):
         n = int(num_or_size_splits)

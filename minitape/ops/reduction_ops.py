@@ -227,6 +227,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=False, name=None):  # noqa
     1, or ``np.inf``. The gradient of the euclidean norm at exactly 0 is NaN, as in TF.
     """
     tensor = math_ops.floating(tensor, "norm")
+    axis = check_axes(axis, tensor.ndim, "norm", shape=tensor.shape)
     if ord in ("euclidean", "fro", 2, 2.0):
         return math_ops.sqrt(reduce_sum(tensor * tensor, axis=axis, keepdims=keepdims), name=name)
     if ord in (1, 1.0):
@@ -302,7 +303,9 @@ def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
     >>> mt.math.reduce_std(mt.constant([[1.0, 3.0], [2.0, 2.0]]), axis=1).numpy()
     array([1., 0.], dtype=float32)
     """
-    variance = reduce_variance(input_tensor, axis=axis, keepdims=keepdims)
+    x = math_ops.floating(input_tensor, "reduce_std")
+    axes = check_axes(axis, x.ndim, "reduce_std", shape=x.shape)  # (named as reduce_std)
+    variance = reduce_variance(x, axis=axes, keepdims=keepdims)
     return math_ops.sqrt(variance, name=name)
 
 

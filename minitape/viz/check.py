@@ -14,7 +14,11 @@ sources and the target and compares, *locally*:
 Both run in float64 (float32 ops are promoted for the check), so a tolerance of ``1e-5`` tells
 a wrong rule from rounding. Inputs with more than ``max_elements`` elements are checked along a
 few random directions ``v`` instead of element by element: ``<vjp(u), v>`` against
-``(sum(u * f(x + h v)) - sum(u * f(x - h v))) / 2h``.
+``(sum(u * f(x + h v)) - sum(u * f(x - h v))) / 2h``. Elementwise built-in ops (``Sin``,
+``Mul``, ...: output element ``i`` depends on input element ``i`` only) move every element at
+once, so they are checked element by element at the cost of two forward runs. If the op's
+forward refuses float64 (a function with a float32 constant in it), the op is checked in its
+own dtype, with a larger step and tolerances to match, and the row says so.
 
 To run an op again the check needs its forward: built-in ops register one next to their
 gradient (``registry.register_forward``), ``mt.primitive`` ops and ``custom_gradient``
@@ -57,7 +61,16 @@ from ..tape import GradientTape
 from ..tensor import Tensor
 
 STEP = 1e-6             # finite-difference step, relative to max(1, |x|)
+
+# Built-in ops whose output element i depends on input element i only (where the input has the
+# output's shape): their finite differences move every element at once.
+ELEMENTWISE = frozenset({
+    "Abs", "AddV2", "Cast", "Cos", "Elu", "Erf", "Exp", "Expm1", "Identity", "LeakyRelu", "Log",
+    "Log1p", "Maximum", "Minimum", "Mul", "Neg", "Pow", "RealDiv", "Reciprocal", "Relu",
+    "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Square", "Sub", "Tan", "Tanh",
+})
 KINK_TOLERANCE = 1e-3   # one-sided differences further apart than this (relative): a kink
+# (For a smooth function they differ by about step * f'', so the tolerance grows with the step.)
 
 
 @dataclass
@@ -116,7 +129,10 @@ class TapeCheck:
 
     In a notebook it shows a short table; when a row failed, the tape drawn with the failing
     ops in red, each labelled with its rule's and the finite differences' values. ``str()``
-    gives the same table as text.
+    gives the same table as text (statuses only, and the values of the failing rows, so that
+    it prints the same on every machine). ``draw()`` returns that drawing, ``summary()`` the
+    first line, ``details()`` the failing rows' lines, and ``assert_ok("Exercise 1")`` raises
+    ``AssertionError`` with them when a row failed (the lessons' check cells end with it).
     """
 
     def __init__(self, tape, target, sources, rows, rtol, atol):
@@ -133,51 +149,80 @@ class TapeCheck:
         return [r for r in self.rows if not r.ok]
 
     def summary(self) -> str:
-        """One sentence: how many ops passed, failed, were skipped."""
+        """One line: how many ops were checked, and which failed."""
+        if not self.rows:
+            return "check_tape: no op lies between the sources and the target"
         counts = {}
         for r in self.rows:
             counts[r.status] = counts.get(r.status, 0) + 1
-        parts = [f"{n} {status}" for status, n in counts.items()]
-        if not self.rows:
-            return "check_tape: no op lies between the sources and the target"
-        head = "all gradients agree with finite differences" if self.ok else \
+        parts = ", ".join(f"{n} {status}" for status, n in counts.items())
+        head = "every gradient agrees with finite differences" if self.ok else \
             "wrong gradient in " + ", ".join(r.label() for r in self.failing)
-        return f"check_tape: {head} ({len(self.rows)} ops: {', '.join(parts)})"
+        ops = f"{len(self.rows)} op" + ("s" if len(self.rows) != 1 else "")
+        return f"check_tape: {head} ({ops}: {parts})"
+
+    def details(self) -> list:
+        """Text lines for each failing row: why, and the rule's and the numeric values."""
+        lines = []
+        for r in self.failing:
+            why = r.note or (f"its gradient disagrees with finite differences (max abs error "
+                             f"{r.max_abs_error:.2g})")
+            lines.append(f"{r.label()}: {why}")
+            for k, (a, n) in enumerate(zip(r.analytic or (), r.numeric or ())):
+                if a is not None:
+                    lines.append(f"    input {k}: gradient rule  {_text(a)}")
+                    lines.append(f"    {'':>{len(str(k)) + 6}} finite diffs   {_text(n)}")
+        return lines
 
     def __repr__(self):
+        # Only what is the same on every machine (statuses, failing values), not tiny errors.
         lines = [self.summary()]
         for r in self.rows:
-            line = f"  {r.label():<28} {r.status:<18}"
-            if r.max_abs_error is not None:
-                line += f" max abs error {r.max_abs_error:.1e}"
-            if r.note:
-                line += f"  ({r.note})"
-            lines.append(line.rstrip())
-            if r.status == "failed":
-                for k, (a, n) in enumerate(zip(r.analytic, r.numeric)):
-                    if a is None:
-                        continue
-                    lines.append(f"      input {k}: gradient rule {_text(a)}")
-                    lines.append(f"      {'':>{len(str(k)) + 6}}  finite diffs  {_text(n)}")
-        return "\n".join(lines)
+            note = "" if r.status in ("ok", "failed") or not r.note else f"  ({r.note})"
+            lines.append(f"  {r.label():<28} {r.status}{note}".rstrip())
+        return "\n".join(lines + [("  " + line) for line in self.details()])
+
+    def assert_ok(self, what=None):
+        """Return ``self`` if no op failed; else show the check (the failing ops in red, in a
+        notebook) and raise ``AssertionError`` naming each failing op and why.
+
+        ``what`` (e.g. ``"Exercise 1"``) starts the message. For lessons' check cells. It also
+        raises when nothing was checked (no recorded op between the sources and the target).
+        """
+        head = f"{what}: " if what else ""
+        if not self.rows:
+            raise AssertionError(
+                head + "check_tape checked nothing: no op the tape recorded lies between the "
+                "sources and the target; compute the target inside the `with GradientTape()` "
+                "block, from the sources (watch constants with tape.watch)")
+        if self.ok:
+            return self
+        try:
+            from IPython import get_ipython
+            if get_ipython() is not None:
+                from IPython.display import display
+                display(self)
+        except ImportError:
+            pass
+        raise AssertionError(head + self.summary() + "\n" + "\n".join(self.details()))
 
     def _table_html(self) -> str:
         cells = []
         for r in self.rows:
             colour = {"failed": "#c0392b", "ok": "#1e7b34"}.get(r.status, "#777777")
-            err = "" if r.max_abs_error is None else f"{r.max_abs_error:.1e}"
             values = ""
             if r.status == "failed":
-                values = "<br>".join(
-                    f"input {k}: rule {html.escape(_text(a))}<br>"
-                    f"&nbsp;&nbsp;finite diffs {html.escape(_text(n))}"
-                    for k, (a, n) in enumerate(zip(r.analytic, r.numeric)) if a is not None)
-            cells.append(f"<tr><td>{html.escape(r.label())}</td>"
-                         f"<td style='color:{colour}'><b>{r.status}</b></td><td>{err}</td>"
-                         f"<td style='text-align:left'>{values}{html.escape(r.note)}</td></tr>")
+                values = "".join(
+                    f"<br>input {k}: gradient rule {html.escape(_text(a))}; "
+                    f"finite diffs {html.escape(_text(n))}"
+                    for k, (a, n) in enumerate(zip(r.analytic or (), r.numeric or ()))
+                    if a is not None)
+            cells.append(f"<tr><td style='text-align:left'>{html.escape(r.label())}</td>"
+                         f"<td style='text-align:left;color:{colour}'><b>{r.status}</b></td>"
+                         f"<td style='text-align:left'>{html.escape(r.note)}{values}</td></tr>")
         return (f"<p><b>{html.escape(self.summary())}</b></p>"
-                "<table><tr><th>op</th><th>status</th><th>max abs error</th><th>details</th>"
-                "</tr>" + "".join(cells) + "</table>")
+                "<table><tr><th>op</th><th>status</th><th>details</th></tr>"
+                + "".join(cells) + "</table>")
 
     def _repr_html_(self):
         return self._table_html()
@@ -187,13 +232,15 @@ class TapeCheck:
         giving its rule's and the finite differences' values. ``kwargs`` go to ``draw_tape``."""
         from .draw import draw_tape
         styles = {f"op{r.index}": {"color": "#c0392b", "fillcolor": "#f9d6d2",
-                                   "style": "filled,bold", "penwidth": "2.5"}
+                                   "style": "rounded,filled,bold", "penwidth": "2.5"}
                   for r in self.failing}
         kwargs.setdefault("collapse", not styles)
         dot = draw_tape(self.tape, self.target, self.sources, node_styles=styles, **kwargs)
         for r in self.failing:
             lines = [f"{r.label()}: wrong gradient"]
-            for k, (a, n) in enumerate(zip(r.analytic, r.numeric)):
+            if r.note:
+                lines.append(r.note)
+            for k, (a, n) in enumerate(zip(r.analytic or (), r.numeric or ())):
                 if a is not None:
                     lines.append(f"input {k}: rule {_text(a, 3)}")
                     lines.append(f"finite diffs {_text(n, 3)}")
@@ -204,12 +251,10 @@ class TapeCheck:
         return dot
 
     def _ipython_display_(self):
-        from IPython.display import HTML, display
+        from IPython.display import display
         if not self.ok:
             display(self.draw())
-        display(HTML(self._table_html()), metadata={})
-        # (a text/plain copy for terminals and for nbval)
-        print(self.summary())
+        display({"text/html": self._table_html(), "text/plain": repr(self)}, raw=True)
 
 
 def _text(value, digits=4) -> str:
@@ -272,7 +317,7 @@ def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements
     >>> check = mt.viz.check_tape(tape, y, x)
     >>> check.ok, [r.label() for r in check.failing]
     (False, ['#2 CustomGradient square'])
-    >>> float(check.failing[0].analytic[0]) / float(check.failing[0].numeric[0])
+    >>> round(float(check.failing[0].analytic[0] / check.failing[0].numeric[0]), 6)
     0.5
     """
     if not isinstance(tape, GradientTape):
@@ -304,13 +349,16 @@ def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements
     try:
         with np.errstate(all="ignore"):   # finite differences may step outside a domain
             values = _Values(ops, tape.watched)
+            watched = {t._id: t for t in tape.watched}
             rows = []
             for position, op in enumerate(ops):
                 if position in chosen:
                     inputs = values.inputs(op)
                     wanted = [reaches is None or i in reaches for i in op.input_ids]
+                    variables = [watched.get(i) for i in op.input_ids[_function_inputs(op):]] \
+                        if op.custom else []
                     rows.append(_check_op(op, position + 1, inputs, wanted, rng, rtol, atol,
-                                          max_elements, directions))
+                                          max_elements, directions, variables))
                 values.advance(op)
     finally:
         state.tapes, state.accumulators = saved_tapes, saved_acc
@@ -436,7 +484,8 @@ def _function_inputs(op):
     return len(op.input_ids) - (op.attrs or {}).get("variable_reads", 0)
 
 
-def _check_op(op, index, inputs, wanted, rng, rtol, atol, max_elements, directions):
+def _check_op(op, index, inputs, wanted, rng, rtol, atol, max_elements, directions,
+              variables=()):
     name = (op.attrs or {}).get("function", op.type) if op.custom else op.type
     row = CheckRow(index, op.type, name, "skipped")
     if not op.custom:
@@ -472,29 +521,52 @@ def _check_op(op, index, inputs, wanted, rng, rtol, atol, max_elements, directio
         row.note = (f"no forward registered for {op.type}: "
                     f"minitape.registry.register_forward('{op.type}', fn)")
         return row
-    # First in float64; an op whose forward refuses float64 (a custom function with a float32
-    # constant) is checked in its own dtype, with a step and tolerances to match.
+    # First in float64; an op whose forward or rule refuses float64 (a function with a float32
+    # constant in it) is checked in its own dtype, with a step and tolerances to match.
     try:
-        return _compare(op, row, grad, inputs, checked, np.dtype(np.float64), rng, rtol, atol,
-                        max_elements, directions)
+        row = _compare(op, row, grad, inputs, checked, np.dtype(np.float64), rng, rtol, atol,
+                       max_elements, directions, variables=variables)
+        if variables and row.status != "failed":
+            row.note = "the gradients of the Variables it reads are not checked"
+        return row
+    except _RuleError as error:
+        if not isinstance(error.__cause__, TypeError):
+            return _rule_failed(row, error.__cause__)
+        first = error.__cause__
     except (TypeError, ValueError) as error:
         first = error
     dtype = op.input_dtypes[checked[0]]
     eps = float(np.finfo(dtype).eps)
     try:
         row = _compare(op, row, grad, inputs, checked, None, rng, max(rtol, eps ** 0.5 * 10),
-                       max(atol, eps ** 0.5), max_elements, directions, step=eps ** (1 / 3))
-        row.note = (row.note + "; " if row.note else "") + \
-            f"checked in {dtype.name}: in float64 its forward raised {type(first).__name__}"
-        return row
-    except Exception as error:  # the forward or the rule itself fails: say so, do not crash
+                       max(atol, eps ** 0.5), max_elements, directions, step=eps ** (1 / 3),
+                       variables=variables)
+    except _RuleError as error:
+        return _rule_failed(row, error.__cause__)
+    except Exception as error:  # the forward itself fails: say so, do not crash
         row.status = "failed"
-        row.note = f"could not run it again: {type(error).__name__}: {error}"
+        row.note = f"could not run the op again: {type(error).__name__}: {error}"
         return row
+    row.note = (row.note + "; " if row.note else "") + \
+        f"checked in {dtype.name}: in float64 it raised {type(first).__name__}: {first}"
+    return row
+
+
+class _RuleError(Exception):
+    """The gradient function itself raised (its exception is the ``__cause__``)."""
+
+
+def _rule_failed(row, error):
+    row.status = "failed"
+    if isinstance(error, NotImplementedError):
+        row.note = "its gradient function is not written yet (it raises NotImplementedError)"
+    else:
+        row.note = f"its gradient function raised {type(error).__name__}: {error}"
+    return row
 
 
 def _compare(op, row, grad, inputs, checked, dtype, rng, rtol, atol, max_elements, directions,
-             step=STEP):
+             step=STEP, variables=()):
     """Fill ``row`` with the comparison of the gradient rule and the finite differences."""
     view = _OpView(op, dtype)
     xs = [np.asarray(v, dtype) if dtype is not None and np.asarray(v).dtype.kind == "f"
@@ -508,9 +580,13 @@ def _compare(op, row, grad, inputs, checked, dtype, rng, rtol, atol, max_element
     # A random output gradient: entries of size 0.5 to 1.5 with random signs (never near 0,
     # so a kink in any output shows in the weighted sum).
     us = [_cotangent(rng, o) for o in outs]
-    analytic = _rule(op, grad, x_tensors, outs, us, view, checked)
+    try:
+        analytic = _rule(op, grad, x_tensors, outs, us, view, checked, variables)
+    except Exception as error:
+        raise _RuleError() from error
     row.dtype = "float64" if dtype is not None else str(outs[0].dtype)
     a_out, n_out = [None] * len(inputs), [None] * len(inputs)
+    elementwise = op.type in ELEMENTWISE and op.forward is None and not op.custom
     worst_abs = worst_rel = 0.0
     failed, kinks, wrong_shape = False, [], []
     for k in checked:
@@ -527,14 +603,26 @@ def _compare(op, row, grad, inputs, checked, dtype, rng, rtol, atol, max_element
             moved[k] = Tensor(x)
             return _run_forward(op, moved, view)
 
-        if xs[k].size <= max_elements:
-            num, kink = _elementwise(phi, xs[k], outs, us, step)
+        # An elementwise op (output i depends on input i only) is differenced in one go: all
+        # elements moved at once. Others element by element, or along random directions.
+        diagonal = elementwise and all(o.shape == xs[k].shape for o in outs)
+        if diagonal or xs[k].size <= max_elements:
+            method = _diagonal if diagonal else _elementwise
+
+            def differences(h, phi=phi, x=xs[k], method=method):
+                return method(phi, x, outs, us, h)
+
+            num, kink = differences(step)
             a = g.reshape(-1)
             shown_a, shown_n = summarize(g), summarize(num.reshape(xs[k].shape))
         else:
             vs = rng.standard_normal((directions,) + xs[k].shape)
+
+            def differences(h, phi=phi, x=xs[k], vs=vs):
+                return _directional(phi, x, outs, us, vs, h)
+
             a = np.array([np.sum(g * v) for v in vs])
-            num, kink = _directional(phi, xs[k], outs, us, vs, step)
+            num, kink = differences(step)
             shown_a, shown_n = a, num
             row.directional = True
         err = np.abs(a - num)
@@ -544,9 +632,7 @@ def _compare(op, row, grad, inputs, checked, dtype, rng, rtol, atol, max_element
         err = np.where(both_infinite, 0.0, err)
         if bad.any():
             # A jump (sign at 0, round at .5): the differences grow as the step shrinks.
-            num_small = (_elementwise(phi, xs[k], outs, us, step / 8)[0]
-                         if xs[k].size <= max_elements
-                         else _directional(phi, xs[k], outs, us, vs, step / 8)[0])
+            num_small = differences(step / 8)[0]
             jump = np.abs(num_small - num) > KINK_TOLERANCE * (1 + np.abs(num))
             # A forward that is not finite next to the point (sqrt at 0): no derivative.
             kink = kink | jump | ~np.isfinite(num)
@@ -565,15 +651,14 @@ def _compare(op, row, grad, inputs, checked, dtype, rng, rtol, atol, max_element
         row.status, row.note = "failed", "; ".join(wrong_shape)
     elif kinks:
         row.status = "not differentiable"
-        row.note = ("the forward has a kink or a jump at the recorded value of input "
-                    + ", ".join(str(k) for k in kinks)
-                    + ": the one-sided differences disagree, so no gradient rule is exact here")
+        row.note = ("a kink or a jump at the recorded value of input "
+                    + ", ".join(str(k) for k in kinks) + ": the one-sided differences disagree")
     else:
         row.status = "failed" if failed else "ok"
     return row
 
 
-def _rule(op, grad, x_tensors, outs, us, view, checked):
+def _rule(op, grad, x_tensors, outs, us, view, checked, variables=()):
     """The gradient rule's vector-Jacobian product for output gradients ``us``: ndarrays (or
     None) aligned with the op's inputs."""
     out_grads = [Tensor(u) for u in us]
@@ -581,7 +666,12 @@ def _rule(op, grad, x_tensors, outs, us, view, checked):
         # Run the function again at the check's inputs: its grad_fn then closes over them.
         n = _function_inputs(op)
         _, grad_fn = op.forward(*x_tensors[:n])
-        result = grad_fn(*out_grads)
+        if variables:   # f read Variables: grad_fn(*dy, variables) -> (input grads, var grads)
+            if any(v is None for v in variables):
+                raise ValueError("the Variables the function read are not watched by the tape")
+            result = grad_fn(*out_grads, variables=list(variables))[0]
+        else:
+            result = grad_fn(*out_grads)
         result = list(result) if isinstance(result, (list, tuple)) else [result]
         if len(result) != n:
             _raise_arity(op, len(result), n)
@@ -593,8 +683,12 @@ def _rule(op, grad, x_tensors, outs, us, view, checked):
         recorded.skip_input_indices = tuple(k for k in range(len(x_tensors)) if k not in checked)
         in_grads = call_gradient(recorded, grad, out_grads)
         recorded.skip_input_indices = None
-    return [None if g is None else np.asarray(g._value if isinstance(g, Tensor) else g)
-            for g in in_grads]
+    for k, g in enumerate(in_grads):
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(f"it returned {type(g).__name__} for input {k}; gradients must be "
+                            "minitape Tensors (so that they can be differentiated again): "
+                            "build them with minitape operations")
+    return [None if g is None else g._value for g in in_grads]
 
 
 def _raise_arity(op, got, expected):
@@ -623,6 +717,13 @@ def _weighted(outs_a, outs_b, us):
     return total
 
 
+def _kink_tolerance(step):
+    """How far apart the one-sided differences may be (relative) before we call it a kink:
+    ``KINK_TOLERANCE`` in float64; in float32 the step is 5000 times larger, and so is the
+    gap a smooth function leaves (``step * f''``): only a clear kink counts there."""
+    return KINK_TOLERANCE if step <= STEP else 0.5
+
+
 def _elementwise(phi, x, outs, us, step):
     """Central differences for each element of ``x``; also whether the one-sided ones agree."""
     flat = x.reshape(-1)
@@ -637,8 +738,25 @@ def _elementwise(phi, x, outs, us, step):
         forward = _weighted(phi(up.reshape(x.shape)), outs, us) / h_up
         backward = _weighted(outs, phi(down.reshape(x.shape)), us) / h_down
         num[i] = (forward * h_up + backward * h_down) / (h_up + h_down)
-        kink[i] = abs(forward - backward) > KINK_TOLERANCE * (1 + abs(num[i]))
+        kink[i] = abs(forward - backward) > _kink_tolerance(step) * (1 + abs(num[i]))
     return num, kink
+
+
+def _diagonal(phi, x, outs, us, step):
+    """Central differences of an elementwise op for every element of ``x`` at once (its
+    Jacobian is diagonal); and whether the one-sided ones agree."""
+    h = step * np.maximum(1.0, np.abs(x))
+    up, down = x + h, x - h
+    h_up, h_down = up - x, x - down   # (the steps as represented)
+    f_up, f_down = phi(up), phi(down)
+    forward = backward = 0.0
+    for a, b, c, u in zip(f_up, outs, f_down, us):
+        if u.dtype.kind == "f":
+            forward = forward + u * (a - b).astype(np.float64) / h_up
+            backward = backward + u * (b - c).astype(np.float64) / h_down
+    num = (forward * h_up + backward * h_down) / (h_up + h_down)
+    kink = np.abs(forward - backward) > _kink_tolerance(step) * (1 + np.abs(num))
+    return np.reshape(num, -1), np.reshape(kink, -1)
 
 
 def _directional(phi, x, outs, us, vs, step):
@@ -650,5 +768,5 @@ def _directional(phi, x, outs, us, vs, step):
         forward = _weighted(phi((x + h * v).astype(x.dtype)), outs, us) / h
         backward = _weighted(outs, phi((x - h * v).astype(x.dtype)), us) / h
         num[d] = (forward + backward) / 2
-        kink[d] = abs(forward - backward) > KINK_TOLERANCE * (1 + abs(num[d]))
+        kink[d] = abs(forward - backward) > _kink_tolerance(step) * (1 + abs(num[d]))
     return num, kink

@@ -333,6 +333,62 @@ def _run_attrs(run, n_tapes, highlighted):
     return attrs
 
 
+def _group_by_module(graph, view):
+    """Take the ops of each Module call out of ``view`` and return them as groups, with the
+    tensors that only live inside a call hidden (``(new view, groups)``)."""
+    groups, by_call = [], {}
+    for op in view.ops:
+        if op.module_call is not None:
+            if op.module_call not in by_call:
+                by_call[op.module_call] = []
+                groups.append(by_call[op.module_call])
+            by_call[op.module_call].append(op)
+    grouped = {op.id for g in groups for op in g}
+    tensors = {t.id: t for t in graph.tensors}
+    special = set(graph.target_ids) | set(graph.source_ids)
+    special |= {t.id for t in graph.tensors if t.watched or t.variable}
+    readers = {}
+    for op in graph.ops:
+        for i in op.inputs:
+            readers.setdefault(i, set()).add(op.id)
+    hidden = set()
+    for g in groups:
+        inside = {op.id for op in g}
+        for op in g:
+            for t in op.outputs + op.inputs:
+                if t in special:
+                    continue
+                # Hidden: what the call made and only the call itself read (the layer's
+                # inner steps). Its inputs and its result stay visible.
+                if tensors[t].produced_by in inside and readers.get(t, set()) <= inside \
+                        and readers.get(t):
+                    hidden.add(t)
+    new = View([op for op in view.ops if op.id not in grouped], view.runs,
+               [t for t in view.tensors if t not in hidden], view.hidden_ops)
+    return new, groups
+
+
+def _module_attrs(ops, n_tapes, highlighted):
+    first = ops[0]
+    counts = {}
+    for op in ops:
+        counts[op.type] = counts.get(op.type, 0) + 1
+    kinds = ", ".join(t if n == 1 else f"{t} x{n}" for t, n in counts.items())
+    lines = [(f"{first.module} ({first.module_type})", None, True),
+             (textwrap.shorten(kinds, 50), None, False),
+             (f"#{first.number} ... #{ops[-1].number}" if len(ops) > 1 else f"#{first.number}",
+              None, False)]
+    lines += [(p, "gray30", False) for p in first.module_params[:4]]
+    attrs = _op_attrs(first, n_tapes, highlighted)
+    attrs.update(shape="box", style="rounded,filled,bold", label=_table(lines))
+    if not any(op.connected for op in ops):
+        attrs.update(fillcolor=GREY_FILL)
+    attrs.pop("tooltip", None)
+    if first.source:
+        attrs["tooltip"] = printable(f"{first.location}: {first.source}")
+    return attrs
+
+
 # -- step 3: the Digraph --------------------------------------------------------------------------
 
 @functools.cache
@@ -363,7 +419,7 @@ def _drawing_class():
 
 def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nodes=300,
               depth=None, highlight=None, why=True, rankdir="TB", graph=None,
-              contributions=False, source=False, node_styles=None):
+              contributions=False, source=False, node_styles=None, group=None):
     """Draw a tape (or a list of tapes) as a ``graphviz.Digraph``.
 
     Args:
@@ -383,6 +439,10 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
         source: write the learner's source line under each op (it is always the tooltip).
         node_styles: optional ``{node id: {graphviz attribute: value}}`` applied last (e.g.
             ``check_tape`` draws failing ops in red).
+        group: ``"module"`` draws each call of a ``Module`` (a ``Dense``, a ``Sequential``'s
+            layers) as one box labelled with the module's name and its parameters, the ops
+            between modules as usual. None (the default) groups by module only when the
+            tape has more than ``max_nodes`` ops; ``False`` never groups.
 
     Returns:
         A ``graphviz.Digraph``; in a notebook it shows as SVG (and PNG). ``.source`` is the
@@ -394,8 +454,19 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
     tapes = as_tape_list(tape)
     if graph is None:
         graph = tape_graph(tapes, target, sources)
-    view = choose_view(graph, depth, collapse, min_run, max_nodes,
+    if group is None:
+        group = "module" if (max_nodes and len(graph.ops) > max_nodes
+                             and any(op.module_call for op in graph.ops)) else False
+    if group not in (False, "module"):
+        raise ValueError(f"draw_tape: group must be 'module', None or False, got {group!r}")
+    if group == "module":
+        collapse = False    # a module box replaces the chains inside it
+    view = choose_view(graph, depth, collapse, min_run,
+                       max_nodes if group != "module" else None,
                        keep=(highlight,) if highlight else ())
+    modules = []
+    if group == "module":
+        view, modules = _group_by_module(graph, view)
     dot = _drawing_class()("tape", graph_attr={"rankdir": rankdir, "fontname": "Helvetica",
                                                "bgcolor": "white", "pad": "0.1",
                                                "size": f"{MAX_WIDTH_INCHES},100"},
@@ -418,6 +489,12 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
             run_of[op.id] = run_id
         dot.node(run_id, **_run_attrs(run, graph.n_tapes, highlight in run_of and
                                       run_of[highlight] == run_id))
+    for module in modules:
+        module_id = f"module{module[0].module_call}"
+        for op in module:
+            run_of[op.id] = module_id
+        dot.node(module_id, **_module_attrs(module, graph.n_tapes, highlight in run_of and
+                                            run_of[highlight] == module_id))
     for op in view.ops:
         attrs = _op_attrs(op, graph.n_tapes, op.id == highlight, source)
         dot.node(op.id, **{**attrs, **styles.get(op.id, {})})

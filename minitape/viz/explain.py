@@ -40,6 +40,19 @@ from .graph import gradient_kind, stop_recording_spans
 from .labels import tensor_labels
 
 
+class Explanation(str):
+    """The sentence ``explain`` returns: a ``str`` that a notebook shows as wrapped prose
+    (not as a long quoted string) and a terminal prints wrapped at 88 columns."""
+
+    def __repr__(self):
+        import textwrap
+        return textwrap.fill(str(self), 88)
+
+    def _repr_html_(self):
+        import html
+        return f'<p style="max-width:60em">{html.escape(str(self))}</p>'
+
+
 def explain(tape, target, source) -> str:
     """One sentence saying why ``tape.gradient(target, source)`` is (or is not) ``None``.
 
@@ -49,9 +62,10 @@ def explain(tape, target, source) -> str:
         source: one source (a Tensor or Variable).
 
     Returns:
-        A sentence: the reason and what to do about it.
+        An ``Explanation`` (a ``str``): the reason and what to do about it, naming tensors
+        as the drawings label them (the learner's variable names).
     """
-    return diagnose(tape, target, source)[1]
+    return Explanation(diagnose(tape, target, source)[1])
 
 
 def diagnose(tape, target, source) -> tuple:

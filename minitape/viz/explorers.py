@@ -71,7 +71,9 @@ class _Explorer(widgets.VBox):
 
     def _build_widgets(self, controls):
         self._syncing = False
-        self._image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        # natural size (not stretched to the notebook's width), shrunk if the notebook is narrow
+        self._image = widgets.Image(format="png", layout=widgets.Layout(
+            max_width="100%", align_self="flex-start", height="auto"))
         self._image.add_class("minitape-explorer-image")
         self._label = widgets.HTML()
         self._label.add_class("minitape-explorer-text")
@@ -203,9 +205,9 @@ class JacobianExplorer(_Explorer):
         self.x = _floating_tensor(x, "JacobianExplorer x")
         y = f(self.x)
         if not isinstance(y, Tensor) or y.dtype.kind != "f":
+            got = f"a {y.dtype} Tensor" if isinstance(y, Tensor) else type(y).__name__
             raise TypeError(f"JacobianExplorer: f(x) must return a floating minitape Tensor, "
-                            f"got {type(y).__name__}{'' if not isinstance(y, Tensor) else ' ' + str(y.dtype)}; "
-                            "write f with minitape operations")
+                            f"got {got}; write f with minitape operations")
         self.y = y
         self.n, self.m = int(self.x.size), int(y.size)
         self.passes = {"reverse": self.m, "forward": self.n, "vectorized": 1}
@@ -363,16 +365,18 @@ class JacobianExplorer(_Explorer):
         latest pass outlined, and a colour bar."""
         from matplotlib.patches import Rectangle
         m, n = self.m, self.n
-        width = min(9.0, max(4.5, 2.0 + 0.3 * n))
-        height = min(7.0, max(3.0, 1.5 + 0.3 * m))
+        width = min(9.0, max(4.5, 2.5 + 0.3 * n))
+        height = min(7.0, max(2.5, 1.6 + 0.3 * m))
+        square = max(m, n) <= 40 and max(m, n) <= 4 * min(m, n)
         fig = _new_figure(width, height)
+        fig.set_layout_engine("tight")
         ax = fig.add_subplot()
         lim = float(np.max(np.abs(self.full))) if self.full.size else 1.0
         lim = lim if lim > 0 else 1.0
         import matplotlib
         cmap = matplotlib.colormaps["seismic"].with_extremes(bad="0.85")
         im = ax.imshow(np.ma.masked_invalid(self.current), cmap=cmap, vmin=-lim, vmax=lim,
-                       interpolation="nearest", aspect="auto" if max(m, n) > 40 else "equal")
+                       interpolation="nearest", aspect="equal" if square else "auto")
         fig.colorbar(im, ax=ax, shrink=0.8)
         k = self._step
         if self._mode == "reverse" and k:
@@ -384,6 +388,11 @@ class JacobianExplorer(_Explorer):
             for r in range(1, b):
                 ax.axhline(r * m / b - 0.5, color="0.3", lw=0.8)
                 ax.axvline(r * n / b - 0.5, color="0.3", lw=0.8)
+        from matplotlib.ticker import MaxNLocator
+        for axis, size in ((ax.xaxis, n), (ax.yaxis, m)):   # element indices: integers
+            axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+            if size <= 12:
+                axis.set_ticks(range(size))
         ax.set_xlabel(f"input element (x shape {tuple(self.x.shape)}, flattened)")
         ax.set_ylabel(f"output element (f(x) shape {tuple(self.y.shape)})")
         ax.set_title(f"{self._mode} mode: pass {k} of {self.passes[self._mode]}")
@@ -440,6 +449,7 @@ class DescentExplorer(_Explorer):
         learning_rate, momentum, steps: the optimizer's settings.
         resolution: grid points per axis for the contours; ``arrows``: per axis for the
             gradient field.
+        labels: the names of the two coordinates, for the axes and the sliders.
 
     The updates, with ``g`` the gradient at the current point:
         - gradient descent: ``x <- x - learning_rate * g``;
@@ -475,7 +485,8 @@ class DescentExplorer(_Explorer):
     """
 
     def __init__(self, f, x0, *, bounds=None, method="gradient descent", learning_rate=0.1,
-                 momentum=0.9, steps=20, resolution=60, arrows=15, **kwargs):
+                 momentum=0.9, steps=20, resolution=60, arrows=15, labels=("x[0]", "x[1]"),
+                 **kwargs):
         super().__init__(**kwargs)
         if not callable(f):
             raise TypeError(f"DescentExplorer expects a function f(p) of a 2-vector, got "
@@ -490,6 +501,10 @@ class DescentExplorer(_Explorer):
         del value, grad           # f(x0) checked: scalar, floating, differentiable
         self._image = None
         self._resolution, self._arrows = int(resolution), int(arrows)
+        if len(labels) != 2 or not all(isinstance(s, str) for s in labels):
+            raise ValueError(f"DescentExplorer: labels must be two strings (the names of the "
+                             f"two coordinates), got {labels!r}")
+        self.labels = tuple(labels)
         self._x0 = np.asarray(start.numpy(), dtype=float)
         self._bounds = None
         self.bounds = bounds
@@ -751,8 +766,8 @@ class DescentExplorer(_Explorer):
         ax.set_ylim(y_lo, y_hi)
         if 1 / 3 <= (y_hi - y_lo) / (x_hi - x_lo) <= 3:
             ax.set_aspect("equal")   # so the gradient looks perpendicular to the contours
-        ax.set_xlabel("x[0]")
-        ax.set_ylabel("x[1]")
+        ax.set_xlabel(self.labels[0])
+        ax.set_ylabel(self.labels[1])
         ax.set_title(self._method if self._method == "newton"
                      else f"{self._method}, learning rate {self._learning_rate:g}")
         ax.legend(loc="upper right", fontsize="small")
@@ -765,7 +780,7 @@ class DescentExplorer(_Explorer):
             "method": widgets.Dropdown(options=list(METHODS), value=self._method,
                                        description="method"),
             "learning_rate": widgets.FloatLogSlider(value=max(self._learning_rate, 1e-4),
-                                                    base=10, min=-4, max=1, step=0.05,
+                                                    base=10, min=-4, max=1, step=0.001,
                                                     description="learning rate",
                                                     readout_format=".3g"),
             "momentum": widgets.FloatSlider(value=self._momentum, min=0.0, max=0.99,
@@ -773,9 +788,11 @@ class DescentExplorer(_Explorer):
             "steps": widgets.IntSlider(value=self._steps, min=0, max=max(200, self._steps),
                                        description="steps"),
             "x0_0": widgets.FloatSlider(value=self._x0[0], min=x_lo, max=x_hi,
-                                        step=(x_hi - x_lo) / 200, description="x0[0]"),
+                                        step=(x_hi - x_lo) / 1000, readout_format=".3g",
+                                        description=f"start {self.labels[0]}"),
             "x0_1": widgets.FloatSlider(value=self._x0[1], min=y_lo, max=y_hi,
-                                        step=(y_hi - y_lo) / 200, description="x0[1]"),
+                                        step=(y_hi - y_lo) / 1000, readout_format=".3g",
+                                        description=f"start {self.labels[1]}"),
         }
         style = {"description_width": "initial"}
         for name, w in self._controls.items():
@@ -808,7 +825,7 @@ class DescentExplorer(_Explorer):
                              (c["x0_1"], y_lo, y_hi, self._x0[1])):
             w.min, w.max = min(lo, w.min), max(hi, w.max)   # widen, set, then narrow
             w.value = v
-            w.min, w.max, w.step = lo, hi, (hi - lo) / 200
+            w.min, w.max, w.step = lo, hi, (hi - lo) / 1000
         c["method"].value = self._method
         c["learning_rate"].value = max(self._learning_rate, 1e-4)
         c["momentum"].value = min(self._momentum, 0.99)

@@ -69,6 +69,10 @@ class OpNode:
         source: the learner's source line that made it (stripped), or None.
         location: ``"file.py:12"`` or ``"cell 3:2"`` of that line, or None.
         backward_of: the number of the tape whose backward pass ran this op, else None.
+        module, module_type, module_call: the innermost Module call that made the op: its
+            name (``"dense"``), class name (``"Dense"``) and the call's number in this
+            drawing (1, 2, ...); None outside any Module.
+        module_params: that Module's Variables as ``"kernel 784x256"`` strings.
     """
 
     id: str
@@ -86,6 +90,10 @@ class OpNode:
     source: str | None = None
     location: str | None = None
     backward_of: int | None = None
+    module: str | None = None
+    module_type: str | None = None
+    module_call: int | None = None
+    module_params: tuple = ()
 
     @property
     def stop_gradient(self) -> bool:
@@ -276,6 +284,7 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
     graph.backward_visited = bool(visited)
     node_of = {}     # tensor _id -> node id ("t1", ...), in order of first appearance
     tensors = {}     # node id -> TensorNode
+    calls = {}       # Module call stamp -> its number in this drawing
     for number, (op, tape_ids, copies) in enumerate(merged, start=1):
         for i, shape, dtype in zip(op.input_ids + op.output_ids,
                                    op.input_shapes + op.output_shapes,
@@ -290,6 +299,11 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
                       tuple(node_of[i] for i in op.output_ids), gradient_kind(op),
                       number=number, seqs=seqs, visited=not visited.isdisjoint(seqs),
                       source=text, location=location, backward_of=op.backward_of)
+        if op.module_calls:
+            module, stamp = op.module_calls[-1]
+            node.module, node.module_type = module.name, type(module).__name__
+            node.module_call = calls.setdefault(stamp, len(calls) + 1)
+            node.module_params = _params(module)
         graph.ops.append(node)
         _add_tensors(tensors, op, node, copies)
         for k, i in enumerate(node.inputs):
@@ -340,6 +354,15 @@ def _merged_ops(tapes):
             else:
                 by_outputs[key] = (op, (k,), (op,))
     return sorted(by_outputs.values(), key=lambda item: item[0].seq)
+
+
+def _params(module):
+    """A Module's Variables as ``("kernel 3x2", "bias 2")``, for the drawing's module boxes."""
+    try:
+        variables = module.variables
+    except Exception:      # a Module in the middle of being built
+        return ()
+    return tuple(f"{v.name} {'x'.join(map(str, v.shape)) or 'scalar'}" for v in variables)
 
 
 def _contribution(passes, seqs, k):

@@ -146,7 +146,9 @@ class TapePlayer(widgets.VBox):
         self._slider = widgets.IntSlider(value=0, min=0, max=n, description="step")
         widgets.jslink((self._play, "value"), (self._slider, "value"))
         self._text = widgets.HTML()
+        # (continuous_update=False: the value changes on Enter or when the box loses focus)
         self._answer_box = widgets.Text(placeholder="your number", description="answer",
+                                        continuous_update=False,
                                         layout=widgets.Layout(width="16em"))
         self._check = widgets.Button(description="check")
         self._feedback = widgets.HTML()
@@ -156,7 +158,7 @@ class TapePlayer(widgets.VBox):
                           self._quiz_row, self._graph_view])
         self._slider.observe(self._on_slider, names="value")
         self._check.on_click(self._on_check)
-        self._answer_box.on_submit(self._on_check)
+        self._answer_box.observe(self._on_check, names="value")
         self._refresh()
 
     # -- state ----------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def _array(value, what):
                         f"{type(value).__name__}") from None
 
 
-def plot_gradient(f, x, ax=None, label="y"):
+def plot_gradient(f, x, ax=None, label="y", title=None):
     """Plot ``y = f(x)`` and its derivative ``dy/dx`` against ``x``.
 
     Args:
@@ -75,19 +75,25 @@ def plot_gradient(f, x, ax=None, label="y"):
     ax.plot(x.numpy(), _array(y, "plot_gradient"), label=label)
     ax.plot(x.numpy(), dy_dx.numpy(), label=f"d{label}/dx")
     ax.set_xlabel("x")
+    ax.set_ylabel(f"{label} and d{label}/dx")
+    ax.set_title(title or f"{label} and its derivative d{label}/dx")
     ax.legend()
     return ax
 
 
-def imshow_zero_center(matrix, ax=None, **kwargs):
+def imshow_zero_center(matrix, ax=None, quantity="value", title=None, xlabel="column",
+                       ylabel="row", **kwargs):
     """Show a signed matrix with the colour map centred on zero (blue < 0 < red).
 
     Args:
         matrix: a 2-D Tensor or array, shape ``(rows, columns)``.
         ax: optional Axes; other keyword arguments go to ``Axes.imshow`` (e.g. ``extent``).
+        quantity: what the colours mean, the colour bar's label (e.g. ``"d2y/dx2"``).
+        title, xlabel, ylabel: the Axes' title (default: the quantity and the shape) and
+            axis labels.
 
     Returns:
-        The Axes; its image has ``vmin = -vmax = -max|matrix|`` and a colour bar.
+        The Axes; its image has ``vmin = -vmax = -max|matrix|`` and a labelled colour bar.
     """
     image = _array(matrix, "imshow_zero_center")
     if image.ndim != 2:
@@ -97,7 +103,11 @@ def imshow_zero_center(matrix, ax=None, **kwargs):
     ax = _axes(ax)
     kwargs.setdefault("cmap", "seismic")
     im = ax.imshow(image, vmin=-lim, vmax=lim, **kwargs)
-    ax.figure.colorbar(im, ax=ax)
+    bar = ax.figure.colorbar(im, ax=ax)
+    bar.set_label(f"{quantity} (blue < 0 < red)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title or f"{quantity}, shape {image.shape}")
     return ax
 
 
@@ -123,9 +133,11 @@ def plot_as_patches(j, ax=None):
     j = np.pad(j, [(0, 0), (1, 1), (0, 0), (1, 1)], constant_values=-lim)
     s = j.shape
     image = j.reshape(s[0] * s[1], s[2] * s[3])
-    ax = imshow_zero_center(image, ax=ax, extent=[-0.5, s[2] - 0.5, s[0] - 0.5, -0.5])
-    ax.set_xlabel("input index (each patch: a (batch, batch) slice)")
-    ax.set_ylabel("output index")
+    ax = imshow_zero_center(image, ax=ax, extent=[-0.5, s[2] - 0.5, s[0] - 0.5, -0.5],
+                            quantity="d output / d input",
+                            title="Jacobian as (batch, batch) patches",
+                            xlabel="input index (each patch: a (batch, batch) slice)",
+                            ylabel="output index")
     return ax
 
 
@@ -149,8 +161,8 @@ def plot_jacobian(j, target_ndim=None, ax=None):
         raise ValueError(f"plot_jacobian: target_ndim={k} is not between 0 and {j.ndim}")
     rows = int(np.prod(j.shape[:k]))
     matrix = j.reshape(rows, -1) if j.size else np.zeros((rows, 0))
-    ax = imshow_zero_center(matrix, ax=ax)
-    ax.set_xlabel(f"source element (source shape {j.shape[k:]})")
-    ax.set_ylabel(f"target element (target shape {j.shape[:k]})")
-    ax.set_title(f"Jacobian {j.shape}")
+    ax = imshow_zero_center(matrix, ax=ax, quantity="d target / d source",
+                            title=f"Jacobian {j.shape}",
+                            xlabel=f"source element (source shape {j.shape[k:]})",
+                            ylabel=f"target element (target shape {j.shape[:k]})")
     return ax

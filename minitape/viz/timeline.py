@@ -30,8 +30,8 @@ draws it with matplotlib (imported only then).
 >>> data = timeline_data(outer, inner)
 >>> [row.label for row in data.rows]
 ['tape 1', 'tape 2']
->>> [(op.type, op.backward_of) for op in data.rows[0].ops]
-[('Mul', None), ('Mul', 'tape 2')]
+>>> [(op.type, op.backward_of) for op in data.rows[0].ops]   # y, then dy = x*1 + 1*x
+[('Mul', None), ('Mul', 'tape 2'), ('Mul', 'tape 2'), ('AddV2', 'tape 2')]
 >>> [kind for kind, seq, label in data.rows[1].markers]
 ['gradient', 'released']
 """
@@ -312,7 +312,7 @@ def _draw(data: Timeline):
     handles = [
         Line2D([], [], marker="o", ls="none", color=_COLORS["op"], label="op recorded"),
         Line2D([], [], marker="^", ls="none", color=_COLORS["backward"],
-               label="op of another tape's backward pass"),
+               label="op of a backward pass (recorded)"),
         Patch(facecolor="C0", alpha=0.15, label="recording"),
         Patch(facecolor="0.85", edgecolor="0.5", hatch="//", label="stop_recording"),
         Patch(facecolor="none", edgecolor="C3", hatch="xx", label="forgotten by reset"),

@@ -1,0 +1,156 @@
+"""``minitape.notebook.setup`` (the lessons' one set-up line) and the helpers of
+``scripts/run_notebooks.py`` that keep re-executed lessons byte-for-byte stable."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+import minitape as mt
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def restore_settings():
+    saved = np.get_printoptions(), warnings.formatwarning
+    yield
+    np.set_printoptions(**saved[0])
+    warnings.formatwarning = saved[1]
+
+
+def test_import_minitape_does_not_import_the_notebook_settings():
+    code = ("import sys, numpy as np, minitape as mt; "
+            "print('minitape.notebook' in sys.modules, np.get_printoptions()['precision'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "8"]
+
+
+def test_setup_seeds_like_set_seed(restore_settings):
+    import minitape.notebook
+
+    minitape.notebook.setup(seed=3)
+    first = mt.random.normal([4]).numpy()
+    mt.random.set_seed(3)
+    assert np.array_equal(first, mt.random.normal([4]).numpy())
+
+
+def test_setup_without_seed_leaves_the_generator_alone(restore_settings):
+    import minitape.notebook
+
+    mt.random.set_seed(5)
+    mt.random.normal([2])
+    expected_next = mt.random.normal([3]).numpy()
+    mt.random.set_seed(5)
+    mt.random.normal([2])
+    minitape.notebook.setup(seed=None)
+    assert np.array_equal(mt.random.normal([3]).numpy(), expected_next)
+
+
+def test_setup_prints_arrays_to_five_decimals_and_scalars_in_full(restore_settings):
+    import minitape.notebook
+
+    minitape.notebook.setup()
+    # Two float32 values that differ only in the digits a CPU changes print the same.
+    a = mt.constant([-0.20043278, 1.1624806])
+    b = mt.constant([-0.20043272, 1.1624806])
+    assert str(a) == str(b) == "mt.Tensor([-0.20043  1.16248], shape=(2,), dtype=float32)"
+    # A scalar keeps every digit (the guides' printed numbers), in NumPy 1's style.
+    assert str(mt.constant(0.9999546)) == "mt.Tensor(0.9999546, shape=(), dtype=float32)"
+    assert repr(np.float32(6.0)) == "6.0"
+
+
+def test_setup_shows_warnings_on_one_line(restore_settings):
+    import minitape.notebook
+
+    minitape.notebook.setup()
+    text = warnings.formatwarning("careful", UserWarning, "/tmp/ipykernel_123.py", 7)
+    assert text == "UserWarning: careful\n"
+
+
+@pytest.mark.parametrize("seed", ["0", 1.5, True])
+def test_setup_rejects_a_seed_that_is_not_an_int(seed, restore_settings):
+    import minitape.notebook
+
+    with pytest.raises(TypeError, match="setup\\(seed=...\\) takes an int or None"):
+        minitape.notebook.setup(seed=seed)
+
+
+# -- scripts/run_notebooks.py ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def run_notebooks():
+    pytest.importorskip("jupytext")
+    spec = importlib.util.spec_from_file_location("run_notebooks",
+                                                  ROOT / "scripts" / "run_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cell_ids_kept_or_derived_from_the_source(run_notebooks):
+    nb = new_notebook(cells=[new_markdown_cell("# title"), new_code_cell("x = 1"),
+                             new_code_cell("x = 1")])
+    nb.cells[0]["id"] = "06-000"
+    nb.cells[1]["id"] = "1f2e3d4c"            # a random id, as jupytext gives a new cell
+    nb.cells[2]["id"] = "a9b8c7d6"
+    run_notebooks.stable_cell_ids(nb, "06")
+    ids = [c["id"] for c in nb.cells]
+    assert ids[0] == "06-000"
+    assert ids[1].startswith("06-") and ids[2].startswith("06-") and ids[1] != ids[2]
+    # The same cells get the same ids on every machine.
+    again = new_notebook(cells=[new_markdown_cell("# title"), new_code_cell("x = 1"),
+                                new_code_cell("x = 1")])
+    for cell in again.cells:
+        cell["id"] = "ffffffff"
+    again.cells[0]["id"] = "06-000"
+    run_notebooks.stable_cell_ids(again, "06")
+    assert [c["id"] for c in again.cells] == ids
+    nbformat.validate(nb)
+
+
+def test_stream_pieces_are_joined(run_notebooks):
+    cell = new_code_cell("print(...)", outputs=[
+        new_output("stream", name="stdout", text="before gradient: keeps"),
+        new_output("stream", name="stdout", text=" 4 tensors\n"),
+        new_output("stream", name="stderr", text="UserWarning: w\n"),
+        new_output("stream", name="stdout", text="after\n"),
+    ])
+    nb = new_notebook(cells=[cell])
+    run_notebooks.coalesce_streams(nb)
+    assert [(o.name, o.text) for o in nb.cells[0].outputs] == [
+        ("stdout", "before gradient: keeps 4 tensors\n"), ("stderr", "UserWarning: w\n"),
+        ("stdout", "after\n")]
+
+
+def test_widget_model_ids_become_stable(run_notebooks):
+    model, layout = "8ac8fd36d65b4aad875d59853961b6d8", "001ea382d284439e8fe881d24f831696"
+    view = {"model_id": model, "version_major": 2, "version_minor": 0}
+    cell = new_code_cell("player", outputs=[new_output(
+        "execute_result", data={"application/vnd.jupyter.widget-view+json": view,
+                                "text/plain": "TapePlayer(...)"}, execution_count=1)])
+    nb = new_notebook(cells=[cell], metadata={"widgets": {run_notebooks.WIDGET_STATE: {
+        "state": {model: {"model_name": "VBoxModel", "state": {"layout": f"IPY_MODEL_{layout}"}},
+                  layout: {"model_name": "LayoutModel", "state": {}}},
+        "version_major": 2, "version_minor": 0}}})
+    first = run_notebooks.stable_widget_ids(nb, "04_inside_the_tape")
+    text = nbformat.writes(first)
+    assert model not in text and layout not in text
+    state = first.metadata["widgets"][run_notebooks.WIDGET_STATE]["state"]
+    by_name = {m["model_name"]: model_id for model_id, m in state.items()}
+    new_model, new_layout = by_name["VBoxModel"], by_name["LayoutModel"]
+    assert state[new_model]["state"]["layout"] == f"IPY_MODEL_{new_layout}"
+    assert first.cells[0].outputs[0].data[
+        "application/vnd.jupyter.widget-view+json"]["model_id"] == new_model
+    # Another run makes other random ids; the stored ones come out the same.
+    other = nbformat.reads(text.replace(new_model, "1" * 32).replace(new_layout, "2" * 32),
+                           as_version=4)
+    assert nbformat.writes(run_notebooks.stable_widget_ids(other, "04_inside_the_tape")) == text
