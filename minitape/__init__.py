@@ -14,7 +14,7 @@ The renderers in ``minitape.viz`` load graphviz, matplotlib and ipywidgets only 
 """
 
 from . import dtypes
-from .dtypes import float16, float32, float64, int32, int64
+from .dtypes import float16, float32, float64, int32, int64, complex64, complex128
 from .dtypes import bool_ as bool  # noqa: A001 (TensorFlow's name: mt.bool)
 from .tensor import Tensor, Variable, constant, convert_to_tensor
 from .tape import GradientTape, UnconnectedGradients

@@ -3,8 +3,13 @@
 A learner who runs TensorFlow code with ``import minitape as tf`` meets names minitape does not
 have. Python's bare ``AttributeError: module 'minitape' has no attribute 'tensordot'`` does not
 say whether minitape lacks the function or the learner mistyped it. So the module-level
-``__getattr__`` of ``minitape``, ``mt.math``, ``mt.nn``, ``mt.linalg`` and ``mt.random``
-(Python calls it only for a name the module does not have) raises the ``AttributeError`` that
+``__getattr__`` of ``minitape``, ``mt.math``, ``mt.nn``, ``mt.linalg``, ``mt.random``, the
+``mt.keras`` modules (``mt.keras``, ``mt.keras.layers``, ``.models``, ``.losses``,
+``.activations``; ``mt.keras.optimizers`` is ``mt.optimizers``, which speaks of
+``tf.optimizers``) and the other modules mirroring TensorFlow's (``mt.train``, ``mt.data``,
+``mt.errors``, ``mt.saved_model``, ``mt.image``, ``mt.autodiff``, ``mt.config``,
+``mt.dtypes``) (Python
+calls it only for a name the module does not have) raises the ``AttributeError`` that
 ``missing_attribute`` builds:
 
 - a public TensorFlow name: minitape does not implement ``tf.X``; the closest minitape function

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry
+from .dtypes import complex_gradient_error
 from .recording import SMALL_VALUE_SIZE, summarize
 
 
@@ -79,6 +80,8 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
 
     Raises:
         LookupError: an op on the path has no registered gradient.
+        TypeError: the path goes through a complex Tensor (minitape does not differentiate
+            complex numbers).
         ValueError, TypeError: a gradient function returned the wrong number, shape or dtype
             of gradients.
     """
@@ -99,6 +102,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             if release:
                 op.release()
             continue
+        for k, d in enumerate(op.input_dtypes):
+            if d.kind == "c" and op.input_ids[k] in reaches_source:
+                raise complex_gradient_error(
+                    "GradientTape.gradient", f" (the path from the target to a source goes "
+                    f"through {op.type}, whose input {k} is {d.name})")
         fn = op.grad_fn or registry.lookup(op.type)   # LookupError if none is registered
         if fn is None:                                  # declared not differentiable
             if release:

@@ -1,7 +1,8 @@
 """Dtypes: minitape's dtypes are plain NumPy dtypes.
 
 ``mt.float32`` *is* ``np.dtype("float32")``, so ``t.dtype == mt.float32`` and
-``t.dtype == np.float32`` both hold. Only floating dtypes carry gradients.
+``t.dtype == np.float32`` both hold. Only floating dtypes carry gradients (complex values
+compute but are not differentiated).
 """
 
 import numpy as np
@@ -12,11 +13,15 @@ float64 = np.dtype("float64")
 int32 = np.dtype("int32")
 int64 = np.dtype("int64")
 bool_ = np.dtype("bool")
+complex64 = np.dtype("complex64")
+complex128 = np.dtype("complex128")
 
 #: The dtype of a Python float or a list of floats, as in TensorFlow.
 DEFAULT_FLOAT = float32
 #: The dtype of a Python int or a list of ints, as in TensorFlow.
 DEFAULT_INT = int32
+#: The dtype of a Python complex or a list holding one, as in TensorFlow.
+DEFAULT_COMPLEX = complex128
 
 
 def as_dtype(dtype):
@@ -40,19 +45,45 @@ def is_floating(dtype) -> bool:
     return dtype.kind == "f"
 
 
-def check_dtype(dtype, what, arg="dtype"):
-    """``as_dtype``, then check it is one minitape computes with: bool, integer or floating.
+def complex_gradient_error(what, detail=""):
+    """The ``TypeError`` for a gradient asked of, or through, a complex Tensor.
 
-    Strings, objects, complex numbers and dates are refused with a ``TypeError`` naming
-    ``what`` (the function) and ``arg`` (its argument); None stays None.
+    TensorFlow differentiates complex functions (with the conjugate convention of
+    ``tf.GradientTape``); minitape computes with complex numbers but does not differentiate
+    them, and says so rather than returning a silent ``None``.
+    """
+    return TypeError(
+        f"{what}: minitape does not differentiate complex numbers{detail}. Complex Tensors "
+        "(mt.complex64, mt.complex128) can be created, printed and used in arithmetic, but "
+        "no gradient flows through them; differentiate the real and imaginary parts as two "
+        "float Tensors instead.")
+
+
+def check_dtype(dtype, what, arg="dtype"):
+    """``as_dtype``, then check it is one minitape computes with: bool, integer, floating or
+    complex.
+
+    Strings, objects and dates are refused with a ``TypeError`` naming ``what`` (the
+    function) and ``arg`` (its argument); None stays None. (Complex dtypes are accepted here;
+    gradients through them are not: see ``complex_gradient_error``.)
 
     >>> check_dtype("float64", "cast")
     dtype('float64')
+    >>> check_dtype("complex64", "cast")
+    dtype('complex64')
     """
     dtype = as_dtype(dtype)
-    if dtype is not None and dtype.kind not in "biuf":
-        extra = "; minitape has no complex numbers" if dtype.kind == "c" else ""
+    if dtype is not None and dtype.kind not in "biufc":
         raise TypeError(f"{what}: {arg}={dtype.name} is not supported: minitape Tensors hold "
                         "bool, integer or floating values (mt.bool, mt.int32, mt.int64, "
-                        f"mt.float16, mt.float32, mt.float64){extra}")
+                        "mt.float16, mt.float32, mt.float64) or complex ones (mt.complex64, "
+                        "mt.complex128)")
     return dtype
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
+    if name.startswith("_"):  # ``__path__`` (asked by ``from .x import y``), ...
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry
+from .dtypes import complex_gradient_error
 from .nest import flatten, pack_like
 from .recording import Operation
 from .recording import state as _state
@@ -103,6 +104,11 @@ def _jvp(acc, op_type, inputs, outputs, attrs, grad_fn, tangents_in):
     fn = grad_fn or registry.lookup(op_type)
     if fn is None:  # not differentiable: no tangent flows
         return [None] * len(outputs)
+    for t in list(inputs) + list(outputs):
+        if t.dtype.kind == "c":
+            raise complex_gradient_error(
+                "ForwardAccumulator", f" (a tangent reached {op_type}, which has a "
+                f"{t.dtype.name} {'output' if any(t is o for o in outputs) else 'input'})")
     op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn)
     accumulators = _state.accumulators
     position = accumulators.index(acc)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tape import (UnconnectedGradients, check_sources, outside_minitape_error, pack_results,
+from .tape import (UnconnectedGradients, check_sources, complex_target_error,
+                   outside_minitape_error, pack_results,
                    reshape_gradient, unconnected_result)
 from .tensor import Tensor
 
@@ -54,6 +55,8 @@ def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.N
         raise outside_minitape_error(target, "GradientTape.jacobian target")
     tape._begin_backward("jacobian")
     flat_sources = check_sources(sources, "jacobian")
+    if target.dtype.kind == "c":
+        raise complex_target_error(target, "GradientTape.jacobian")
     n = target.size
     if target.dtype.kind != "f":
         grads = {}
@@ -103,6 +106,9 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
                          f"{target.shape[0]}, source {source.shape} has {source.shape[0]}; "
                          "use jacobian for unrelated batches")
     tape._begin_backward("batch_jacobian")
+    check_sources(source, "batch_jacobian")
+    if target.dtype.kind == "c":
+        raise complex_target_error(target, "GradientTape.batch_jacobian")
     b, rest = target.shape[0], target.shape[1:]
     n = int(np.prod(rest))
     one_hots = np.broadcast_to(np.eye(n, dtype=target.dtype).reshape((n, 1) + rest),

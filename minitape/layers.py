@@ -39,6 +39,53 @@ def _positive_int(value, what, arg):
     return int(value)
 
 
+_KERNEL_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
+
+
+def _check_initializer(initializer, layer):
+    """``kernel_initializer`` at construction: one of the names, or a callable (as Keras)."""
+    if callable(initializer):
+        return initializer
+    if isinstance(initializer, str) and initializer in _KERNEL_INITIALIZERS:
+        return initializer
+    raise (ValueError if isinstance(initializer, str) else TypeError)(
+        f"{layer}: kernel_initializer must be one of {list(_KERNEL_INITIALIZERS)} or a callable "
+        f"initializer(shape, dtype=...) returning the initial kernel (e.g. mt.random.normal, "
+        f"as in Keras), got {type(initializer).__name__} {initializer!r:.60}")
+
+
+def _initial_kernel(initializer, shape, dtype, glorot_limit, layer):
+    """The kernel's first value, an ndarray of ``shape`` and ``dtype``.
+
+    A name: ``glorot_uniform`` (uniform in ``[-glorot_limit, glorot_limit]``), ``zeros``,
+    ``ones``. A callable is called as Keras calls an initializer, ``initializer(shape,
+    dtype=dtype)`` with ``shape`` a tuple of ints; it may return a Tensor, an ndarray or a
+    nested list, of that shape and of a floating or integer dtype (cast to ``dtype``).
+    """
+    if isinstance(initializer, str):
+        if initializer == "glorot_uniform":
+            return random_ops.uniform(shape, -glorot_limit, glorot_limit, dtype=dtype)._value
+        return np.full(shape, 0.0 if initializer == "zeros" else 1.0, dtype)
+    try:
+        value = initializer(shape, dtype=dtype)
+    except TypeError as e:
+        raise TypeError(f"{layer}: kernel_initializer {initializer!r:.60} could not be called "
+                        f"as initializer(shape, dtype=...) (as Keras calls it) with "
+                        f"shape={shape}, dtype={dtype.name}: {e}") from e
+    what = f"{layer}: the value of kernel_initializer({shape}, dtype={dtype.name})"
+    try:
+        array = np.asarray(value._value if isinstance(value, Tensor) else value)
+    except (TypeError, ValueError):
+        array = np.asarray(None)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{what} must be a Tensor or an array of numbers, got "
+                        f"{type(value).__name__} {value!r:.60}")
+    if array.shape != tuple(shape):
+        raise ValueError(f"{what} has shape {array.shape}, expected {tuple(shape)}: an "
+                         "initializer must return a value of the shape it is given")
+    return array.astype(dtype)  # (a new array: the Variable owns it)
+
+
 class Dense(Module):
     """``activation(x @ kernel + bias)``, as ``tf.keras.layers.Dense``.
 
@@ -46,19 +93,29 @@ class Dense(Module):
     (Glorot-uniform), then ``bias`` ``(units,)`` (zeros). Integer inputs are cast to the
     layer's dtype, as Keras does.
 
+    ``kernel_initializer``: ``"glorot_uniform"`` (the default), ``"zeros"``, ``"ones"``, or a
+    callable that Keras would accept, called as ``initializer(shape, dtype=dtype)`` when the
+    layer builds (e.g. ``mt.random.normal``; it returns a Tensor or an array of that shape).
+
     Raises:
-        TypeError: ``units`` is not an int (``True``, ``2.5``, ``"8"``).
+        TypeError: ``units`` is not an int (``True``, ``2.5``, ``"8"``); a
+            ``kernel_initializer`` that is neither a name nor a callable, or whose value is
+            not numbers.
         ValueError: ``units`` is 0 or negative (Keras: "expected a positive integer"), an
-            unknown activation name, or a later call with another input width.
+            unknown activation or initializer name, an initializer value of the wrong shape,
+            or a later call with another input width.
+
+    >>> import minitape as mt
+    >>> layer = mt.layers.Dense(2, kernel_initializer=lambda shape, dtype: mt.ones(shape, dtype))
+    >>> layer(mt.constant([[1.0, 2.0, 3.0]]))
+    <mt.Tensor: shape=(1, 2), dtype=float32, numpy=array([[6., 6.]], dtype=float32)>
     """
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  dtype=dtypes.float32, name=None):
         units = _positive_int(units, "Dense", "units")
         super().__init__(name=name)
-        if kernel_initializer not in ("glorot_uniform", "zeros", "ones"):
-            raise ValueError(f"Dense: kernel_initializer must be 'glorot_uniform', 'zeros' or "
-                             f"'ones', got {kernel_initializer!r}")
+        kernel_initializer = _check_initializer(kernel_initializer, "Dense")
         self.units = units
         self.activation = _activation(activation)
         self.use_bias = use_bias
@@ -69,11 +126,8 @@ class Dense(Module):
 
     def build(self, in_features):
         shape = (in_features, self.units)
-        if self.kernel_initializer == "glorot_uniform":
-            limit = np.sqrt(6.0 / (in_features + self.units))
-            init = random_ops.uniform(shape, -limit, limit, dtype=self.dtype)
-        else:
-            init = np.full(shape, 0.0 if self.kernel_initializer == "zeros" else 1.0, self.dtype)
+        init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
+                               np.sqrt(6.0 / (in_features + self.units)), f"Dense '{self.name}'")
         self.kernel = Variable(init, name="kernel")
         self.kernel.path = f"{self.name}/kernel"
         if self.use_bias:
@@ -169,10 +223,8 @@ _ = (Tensor, array_ops)
 
 def _default_name(base):
     """Keras's default layer names (``conv2d``, ``conv2d_1``, ...), unique like Module's."""
-    from . import module
-    count = module._name_counts.get(base, 0)
-    module._name_counts[base] = count + 1
-    return base if count == 0 else f"{base}_{count}"
+    from .module import unique_name
+    return unique_name(base)
 
 
 def _pair(value, layer, arg):
@@ -215,10 +267,15 @@ class Conv2D(Module):
         strides: an int or ``(sh, sw)``, 1 by default.
         padding: ``"valid"`` (the default, as Keras) or ``"same"``.
         activation: a name (``"relu"``, ...), a callable, or None.
+        kernel_initializer: ``"glorot_uniform"`` (the default), ``"zeros"``, ``"ones"``, or a
+            callable ``initializer(shape, dtype=dtype)`` as Keras calls it (e.g.
+            ``mt.random.normal``), returning a value of ``shape`` ``(kh, kw, in, filters)``.
 
     Raises:
-        ValueError: bad sizes or padding at construction; at call time an input that is not
-            rank 4, or whose channels differ from those the layer was built for.
+        ValueError: bad sizes, padding or initializer name at construction; at call time an
+            input that is not rank 4, or whose channels differ from those the layer was built
+            for, or an initializer value of the wrong shape.
+        TypeError: a ``kernel_initializer`` that is neither a name nor a callable.
 
     >>> import minitape as mt
     >>> conv = mt.layers.Conv2D(4, 3, padding="same", activation="relu")
@@ -233,9 +290,7 @@ class Conv2D(Module):
         if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters < 1:
             raise ValueError(f"Conv2D: filters must be a positive int (the number of output "
                              f"channels), got {filters!r}")
-        if kernel_initializer not in ("glorot_uniform", "zeros", "ones"):
-            raise ValueError(f"Conv2D: kernel_initializer must be 'glorot_uniform', 'zeros' or "
-                             f"'ones', got {kernel_initializer!r}")
+        kernel_initializer = _check_initializer(kernel_initializer, "Conv2D")
         self.filters = int(filters)
         self.kernel_size = _pair(kernel_size, "Conv2D", "kernel_size")
         self.strides = _pair(strides, "Conv2D", "strides")
@@ -250,11 +305,9 @@ class Conv2D(Module):
     def build(self, in_channels):
         kh, kw = self.kernel_size
         shape = (kh, kw, in_channels, self.filters)
-        if self.kernel_initializer == "glorot_uniform":
-            limit = np.sqrt(6.0 / (kh * kw * (in_channels + self.filters)))
-            init = random_ops.uniform(shape, -limit, limit, dtype=self.dtype)
-        else:
-            init = np.full(shape, 0.0 if self.kernel_initializer == "zeros" else 1.0, self.dtype)
+        init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
+                               np.sqrt(6.0 / (kh * kw * (in_channels + self.filters))),
+                               f"Conv2D '{self.name}'")
         self.kernel = Variable(init, name="kernel")
         self.kernel.path = f"{self.name}/kernel"
         if self.use_bias:

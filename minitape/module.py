@@ -40,7 +40,11 @@ def _in_module_scope(call):
 
 
 def _unique_name(cls):
-    base = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+    return unique_name(re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower())
+
+
+def unique_name(base):
+    """``base``, then ``base_1``, ``base_2``, ... (Keras's default layer names); thread-safe."""
     with _name_lock:
         count = _name_counts.get(base, 0)
         _name_counts[base] = count + 1

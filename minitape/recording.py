@@ -289,7 +289,9 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
                            origin, forward)
         tape._ops.append(op)
         for t in outputs:
-            if t._value.dtype.kind == "f":
+            # (Complex outputs are tracked too, so that a gradient asked through them
+            # raises a clear error in the backward pass instead of a silent None.)
+            if t._value.dtype.kind in "fc":
                 tracked.add(t._id)
     if state.accumulators:
         from .forward import propagate_tangents

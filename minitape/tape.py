@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backward import LastPass, add_gradients, backward
+from .dtypes import complex_gradient_error
 from .nest import flatten, pack_like
 from .recording import Operation, next_seq, record, state, summarize  # noqa: F401 (re-exported)
 
@@ -154,7 +155,9 @@ class GradientTape:
         """Watch a Tensor or Variable (or a nested list/tuple/dict of them).
 
         A non-floating tensor is not watched: ``UserWarning`` "The dtype of the watched tensor
-        must be floating (e.g. float32), got int32", and its gradient is ``None``.
+        must be floating (e.g. float32), got int32", and its gradient is ``None``. A complex
+        tensor gets the same warning (minitape does not differentiate complex numbers; asking
+        for its gradient raises ``TypeError``).
 
         Raises:
             TypeError: if an item is not a minitape Tensor or Variable.
@@ -170,8 +173,10 @@ class GradientTape:
     def _watch_one(self, t, warn):
         if t._value.dtype.kind != "f":
             if warn:
+                extra = ("; minitape does not differentiate complex numbers"
+                         if t._value.dtype.kind == "c" else "")
                 warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float32), "
-                              f"got {t.dtype.name}", UserWarning, stacklevel=3)
+                              f"got {t.dtype.name}{extra}", UserWarning, stacklevel=3)
             return
         if t._id not in self._watched:
             self._watched[t._id] = t
@@ -214,7 +219,9 @@ class GradientTape:
 
         Raises:
             RuntimeError: a non-persistent tape asked a second time.
-            TypeError: a target or source that is not a minitape Tensor.
+            TypeError: a target or source that is not a minitape Tensor; a complex target or
+                source, or a path from the target to a source through a complex Tensor
+                (minitape does not differentiate complex numbers).
             ValueError: ``output_gradients`` of the wrong shape.
             LookupError: a path goes through an op with no registered gradient.
         """
@@ -355,6 +362,8 @@ def _seed_gradients(targets, output_gradients):
                              f"{len(targets)}; give one per target (same structure)")
     seeds = {}
     for t, g in zip(targets, flat_out):
+        if t._value.dtype.kind == "c":
+            raise complex_target_error(t, "GradientTape.gradient")
         if t._value.dtype.kind != "f":
             continue  # integer targets have no gradient
         if g is None:
@@ -373,7 +382,16 @@ def check_sources(sources, what):
     for s in flat:
         if not isinstance(s, Tensor):
             raise outside_minitape_error(s, f"GradientTape.{what} source")
+        if s._value.dtype.kind == "c":
+            raise complex_gradient_error(f"GradientTape.{what}",
+                                         f" (a source is a {s.dtype.name} Tensor of shape "
+                                         f"{s.shape})")
     return flat
+
+
+def complex_target_error(target, what):
+    return complex_gradient_error(what, f" (the target is a {target.dtype.name} Tensor of "
+                                        f"shape {target.shape})")
 
 
 def pack_results(sources, flat_sources, grads, unconnected, batch_shape):

@@ -11,7 +11,8 @@ read of it, and a later ``assign`` never changes what an earlier operation saved
 
 Conversion rules (as TensorFlow's ``convert_to_tensor``):
 
-- a Python float, or a list of floats, becomes float32; a Python int becomes int32;
+- a Python float, or a list of floats, becomes float32; a Python int becomes int32; a Python
+  complex becomes complex128 (complex values compute, but no gradient flows through them);
 - a NumPy array keeps its dtype;
 - a Python value mixed with a Tensor in an operation takes the Tensor's dtype;
 - two Tensors of different dtypes are never cast silently (``TypeError``; use ``mt.cast``).
@@ -477,14 +478,14 @@ def _owned(array):
 
 
 def _read_only_view(value):
-    """A read-only view of a Tensor's array. The array (and the array it views, if it is a
-    view: another Tensor's) is made read-only first, so that NumPy refuses to make the view
-    writable again (``flags.writeable = True`` needs a writable base)."""
-    if value.flags.writeable:
-        base = value.base
-        if type(base) is np.ndarray and base.flags.writeable:
-            base.flags.writeable = False
-        value.flags.writeable = False
+    """A read-only view of a Tensor's array. The array, and the arrays it is a view of (other
+    Tensors'), are made read-only first, so that NumPy refuses to make the view writable
+    again (``flags.writeable = True`` needs a writable base)."""
+    array = value
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            array.flags.writeable = False
+        array = array.base
     return value.view()
 
 
@@ -508,9 +509,11 @@ def _from_python(value, dtype, what):
         raise ValueError(f"{what}: could not make a rectangular array from {value!r:.80}: {e}") \
             from None
     kind = array.dtype.kind
-    if kind not in "biuf":
+    if kind not in "biufc":
         raise _kind_error(value, what)
     if dtype is None:
+        if kind == "c":
+            return array.astype(dtypes.DEFAULT_COMPLEX)
         if kind == "f":
             return array.astype(dtypes.DEFAULT_FLOAT)
         if kind in "iu":
@@ -536,8 +539,8 @@ def _cast_checked(array, dtype, original, what):
     if array.dtype == dtype:
         return array
     src, dst = array.dtype.kind, dtype.kind
-    ok = ((src == "b" and dst == "b") or (src in "iu" and dst in "iuf")
-          or (src == "f" and dst == "f"))
+    ok = ((src == "b" and dst == "b") or (src in "iu" and dst in "iufc")
+          or (src == "f" and dst in "fc") or (src == "c" and dst == "c"))
     if ok and src in "iu" and dst in "iu" and array.size:
         info = np.iinfo(dtype)
         ok = info.min <= array.min() and array.max() <= info.max
@@ -554,6 +557,8 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
 
     Args:
         value: a Tensor, Variable, Python number or (nested) list, or NumPy array/scalar.
+            Python floats give float32, ints int32, complex numbers complex128 (as
+            TensorFlow); an ndarray keeps its dtype (bool, integer, floating or complex).
         dtype: optional; a Python value or ndarray is converted to it when no information
             is lost; a Tensor must already have it.
         name: optional name for a new Tensor.
@@ -596,7 +601,7 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         return value
     dtype = dtypes.as_dtype(dtype)
     if isinstance(value, (np.ndarray, np.generic)):
-        if value.dtype.kind not in "biuf":
+        if value.dtype.kind not in "biufc":
             raise _kind_error(value, what)
         # The Tensor owns its data: the caller's array is copied (a cast copies anyway), so
         # a later ``a[:] = 5`` cannot change the Tensor, nor a value a tape saved, as in
@@ -606,7 +611,7 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         if dtype is not None:
             array = _cast_checked(array, dtype, value, what)
         return Tensor(_owned(array) if array is value else array, name=name)
-    if isinstance(value, (numbers.Number, list, tuple)) and not isinstance(value, complex):
+    if isinstance(value, (numbers.Number, list, tuple)):
         return Tensor(_from_python(value, dtype, what), name=name)
     raise _kind_error(value, what)
 
@@ -622,6 +627,8 @@ def constant(value, dtype=None, name=None) -> Tensor:
     <mt.Tensor: shape=(), dtype=float32, numpy=3.0>
     >>> mt.constant([1, 2]).dtype
     dtype('int32')
+    >>> mt.constant(1 + 2j)           # complex128, as TensorFlow (no gradients through it)
+    <mt.Tensor: shape=(), dtype=complex128, numpy=(1+2j)>
     """
     if isinstance(value, Tensor):
         value = value._value
@@ -642,6 +649,8 @@ def convert_like(value, dtype, what) -> Tensor:
             return Tensor(dtype.type(value))
         if dtype.kind in "iu" and isinstance(value, int):
             return Tensor(_cast_checked(np.asarray(value), dtype, value, what)[()])
+        if dtype.kind == "c":
+            return Tensor(dtype.type(value))
         raise TypeError(
             f"{what}: cannot use the Python value {value!r} with a Tensor of dtype {dtype.name} "
             f"without losing information; use a value of that dtype or mt.cast the Tensor"

@@ -65,8 +65,9 @@ dy_dx.numpy()
 
 # %% [markdown]
 # What did the tape record? `mt.viz.draw_tape` draws it: the Variable `x` (a source), the `Pow`
-# operation, and the result `y`; after `gradient` each tensor also shows the gradient that
-# reached it.
+# operation with its exponent 2 (a constant, grey: no gradient goes to it), and the result `y`.
+# After `gradient`, red dashed arrows show the way the gradient came back, and each tensor it
+# reached shows it in red (`grad 6.0` at `x`).
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(tape, y, x)
@@ -304,7 +305,8 @@ print(tape.gradient(z, y).numpy())
 
 # %% [markdown]
 # The drawing shows the two `Mul` operations; the gradient that reached `y` is the 18 we asked
-# for, and `x` is greyed out because it does not lie between the target and the source.
+# for, and `x` and the first `Mul` are greyed out because they do not lie between the target
+# and the source.
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(tape, z, y)

@@ -497,7 +497,7 @@ print('g.shape:', g.shape)
 j_sum = mt.reduce_sum(j, axis=[0, 1])
 delta = mt.reduce_max(abs(g - j_sum)).numpy()
 assert delta < 1e-3
-print('delta:', delta)
+print('delta:', delta.round(6))   # equal up to float32 rounding
 
 # %%
 del tape
@@ -747,7 +747,7 @@ jb.shape
 # %%
 error = mt.reduce_max(abs(jb - j_sum))
 assert error < 1e-3
-print(error.numpy())
+print(error.numpy().round(6))   # equal up to float32 rounding (the last bit varies by CPU)
 
 # %%
 del tape

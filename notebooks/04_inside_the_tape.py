@@ -54,8 +54,9 @@ print(tape)
 
 # %% [markdown]
 # `mt.viz.draw_tape(tape, target, sources)` draws it. Ops are rounded boxes with their type and
-# sequence number (the order they ran in); tensors are ellipses with their shape, dtype and
+# number (`#1`, `#2`: the order they ran in); tensors are ellipses with their shape, dtype and
 # value. `x` has a green border because the tape watches it; the target `z` has a bold one.
+# Tensors filled orange are the ones the tape saved for its backward pass.
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(tape, z, x)
@@ -156,7 +157,7 @@ print(round(float(2 * 2.0**2 * np.cos(2.0**2) + np.sin(2.0**2)), 4))  # the form
 
 # %% [markdown]
 # The player's steps are plain state you can read: `player.step`, `player.text` (the sentence)
-# and `player.highlighted` (the id of the node drawn in orange). Here is the whole walk as text:
+# and `player.highlighted` (the id of the node drawn in blue). Here is the whole walk as text:
 
 # %%
 player = mt.viz.TapePlayer(tape, z, x, names={'x': x, 'y': y, 's': s, 'z': z},
@@ -359,7 +360,8 @@ print(mt.viz.explain(tape, y, x))
 
 # %% [markdown]
 # The drawing says the same thing, in a note next to the source. Since nothing the tape
-# watched was used, it recorded no operation at all: `y` and `x` are two lone, grey nodes.
+# watched was used, it recorded no operation at all: the target `y` and the source `x` are two
+# lone, grey nodes.
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(tape, y, x)

@@ -6,7 +6,7 @@ folders and HOME, so nothing touches the user's folders), opens a copy of
 
 - the tape graphs rendered (``image/svg+xml`` outputs, shown by JupyterLab as ``<img>``);
 - the ``TapePlayer`` widget rendered its graph inline, and moving its slider changes both the
-  highlighted node (the one drawn in orange) and the sentence.
+  highlighted node (the one drawn in the highlight colour) and the sentence.
 
 A second test opens lesson 01 as a clone has it (stored outputs, untrusted, not re-run) and
 checks that every stored drawing and figure shows as an image (an untrusted notebook shows no
@@ -48,7 +48,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-HIGHLIGHT = "#e66100"        # minitape.viz.draw's HIGHLIGHT colour (checked below)
+HIGHLIGHT = "#1f5fbf"        # minitape.viz.draw's HIGHLIGHT colour (checked below)
 SERVER_START_TIMEOUT = 60    # seconds
 PAGE_TIMEOUT = 60_000        # milliseconds: generous, the machine may be busy
 
@@ -222,7 +222,8 @@ def browser(tmp_path):
 
 # -- reading the page ----------------------------------------------------------------------------
 
-# The node drawn in orange in the player's SVG: its <title> is the graph's node id ("op12").
+# The node drawn in the highlight colour in the player's SVG: its <title> is the graph's node id
+# ("op12").
 HIGHLIGHTED_JS = """(colour) => {
     const svg = document.querySelector('.widget-html svg');
     if (!svg) return null;

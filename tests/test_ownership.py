@@ -211,6 +211,16 @@ def _binary_ops():
         "maximum": mt.maximum,
         "where": lambda a, b: mt.where(mt.greater(a, b), a, b),
         "operator": lambda a, b: mt.constant(1.0, mt.float64) * a + b,
+        "subtract": mt.subtract,
+        "divide": lambda a, b: mt.divide(a, b * b + 1.0),
+        "minimum": mt.minimum,
+        "concat": lambda a, b: mt.concat([a, b], axis=0),
+        "stack": lambda a, b: mt.stack([a, b], axis=-1),
+        "einsum": lambda a, b: mt.einsum("...,...->...", a, b),
+        "matmul": lambda a, b: mt.matmul(mt.reshape(a, [-1, 1]), mt.reshape(b, [1, -1])),
+        "tensordot": lambda a, b: mt.tensordot(a, b, axes=a.ndim),
+        "pad_value": lambda a, b: mt.pad(a, [[1, 0]] + [[0, 0]] * (a.ndim - 1),
+                                         constant_values=b.flat[0]),
     }
 
 

@@ -102,7 +102,7 @@ OTHER_HOOKED = ["minitape.keras", "minitape.keras.layers", "minitape.keras.model
                 "minitape.keras.losses", "minitape.keras.activations",
                 "minitape.keras.optimizers", "minitape.optimizers", "minitape.train",
                 "minitape.data", "minitape.errors", "minitape.saved_model", "minitape.image",
-                "minitape.autodiff", "minitape.config"]
+                "minitape.autodiff", "minitape.config", "minitape.dtypes"]
 
 
 @pytest.mark.parametrize("module_name", OTHER_HOOKED)

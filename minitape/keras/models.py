@@ -439,5 +439,7 @@ def _progress_line(steps, logs, verbose):
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
     # ``minitape/_tf_names.py``).
+    if name.startswith("_"):  # ``__path__`` (asked by ``from .x import y``), ...
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .._tf_names import missing_attribute
     raise missing_attribute(__name__, name)

@@ -85,7 +85,12 @@ def _reshape_grad(op, dy):
 
 
 def transpose(a, perm=None, name=None):
-    """Permute axes (op ``Transpose``); ``perm`` defaults to reversing them, as ``tf.transpose``."""
+    """Permute axes (op ``Transpose``); ``perm`` defaults to reversing them, as ``tf.transpose``.
+
+    Raises:
+        ValueError: ``perm`` is not a permutation of the axes (an entry out of range, a
+            repeated axis, a wrong length); entries may be negative, counting from the end.
+    """
     a = convert_to_tensor(a, what="transpose")
     perm = (tuple(builtins.range(a.ndim))[::-1] if perm is None
             else check_perm(perm, a.ndim, "transpose", shape=a.shape))
@@ -224,6 +229,10 @@ def gather(params, indices, axis=0, name=None):
     """Take ``indices`` along ``axis`` (op ``GatherV2``), as ``tf.gather`` (``batch_dims=0``).
 
     The gradient is a dense Tensor (a scatter-add), not TensorFlow's IndexedSlices.
+
+    Raises:
+        ValueError: ``axis`` out of range (a 0-d ``params`` has none), or an index out of
+            range for that axis. TypeError: non-integer indices, a name that is not a str.
     """
     params = convert_to_tensor(params, what="gather")
     indices = np.asarray(convert_to_tensor(indices, what="gather indices").numpy())
@@ -349,7 +358,11 @@ def _stack_grad(op, dy):
 
 
 def unstack(value, axis=0):
-    """Split along ``axis`` into a list of Tensors, as ``tf.unstack`` (recorded slices)."""
+    """Split along ``axis`` into a list of Tensors, as ``tf.unstack`` (recorded slices).
+
+    Raises:
+        ValueError: ``axis`` out of range (a 0-d Tensor cannot be unstacked).
+    """
     value = convert_to_tensor(value, what="unstack")
     axis = check_axis(axis, value.ndim, "unstack", shape=value.shape)
     return [getitem(value, (slice(None),) * axis + (i,)) for i in builtins.range(value.shape[axis])]
@@ -696,26 +709,55 @@ def _linspace_grad(op, dy):
 
 
 def range(start, limit=None, delta=1, dtype=None, name=None):  # noqa: A001
-    """``[start, start+delta, ...)`` up to ``limit``, as ``tf.range`` (int32 for ints).
+    """``[start, start+delta, ...)`` up to ``limit`` (excluded), as ``tf.range``.
+
+    ``range(n)`` counts from 0. Without ``dtype`` the dtype comes from the arguments, as
+    TensorFlow infers it: the widest of their dtypes in the order int32 < int64 < float32 <
+    float64, so Python ints give int32 and any Python float gives float32 (``range(10.)`` and
+    ``range(0, 1, 0.25)`` are float32). With ``dtype`` the Python arguments are converted to it
+    (without losing information, as ``mt.constant``).
+
+    Returns:
+        A 1-D Tensor of ``ceil((limit - start) / delta)`` elements (none if that is <= 0).
 
     Raises:
-        ValueError: ``delta`` is 0 (the range would never reach ``limit``), as TensorFlow.
-        TypeError: a non-numeric argument or ``dtype``.
+        ValueError: ``delta`` is 0 (the range would never reach ``limit``), as TensorFlow; an
+            argument that is not a scalar, or not finite.
+        TypeError: a non-numeric argument or ``dtype``, or a bool.
+
+    >>> import minitape as mt
+    >>> mt.range(5)
+    <mt.Tensor: shape=(5,), dtype=int32, numpy=array([0, 1, 2, 3, 4], dtype=int32)>
+    >>> mt.range(3.)
+    <mt.Tensor: shape=(3,), dtype=float32, numpy=array([0., 1., 2.], dtype=float32)>
+    >>> mt.range(1, 2, 0.25).numpy()
+    array([1.  , 1.25, 1.5 , 1.75], dtype=float32)
     """
     if limit is None:
         start, limit = 0, start
     dtype = dtypes.check_dtype(dtype, "range")
-    first = convert_to_tensor(start, dtype=dtype, what="range")
-    step = convert_to_tensor(delta, what="range")._value
-    end = convert_to_tensor(limit, what="range")._value
-    for arg, v in (("start", first._value), ("limit", end), ("delta", step)):
-        if not np.isfinite(v):
-            raise ValueError(f"range: {arg} must be a finite number, got {arg}={v}")
-    if step == 0:
+    if dtype is not None and dtype.kind not in "iuf":
+        raise TypeError(f"range: dtype={dtype.name} is not supported; a range has an integer or "
+                        "floating dtype (as tf.range), e.g. mt.int32 or mt.float32")
+    args = {}
+    for arg, v in (("start", start), ("limit", limit), ("delta", delta)):
+        t = convert_to_tensor(v, dtype=None if isinstance(v, Tensor) else dtype, what="range")
+        if t.dtype.kind not in "iuf":
+            raise TypeError(f"range: {arg} must be an int or a float, got {arg}={v!r:.40} "
+                            f"({t.dtype.name})")
+        if t.ndim != 0:
+            raise ValueError(f"range: {arg} must be a scalar, got shape {t.shape}")
+        if not np.isfinite(t._value):
+            raise ValueError(f"range: {arg} must be a finite number, got {arg}={t._value}")
+        args[arg] = t
+    if args["delta"]._value == 0:
         raise ValueError(f"range: delta={delta!r} would never reach limit={limit!r}; delta must "
                          "not be 0 (e.g. delta=1, or a negative delta to count down)")
-    value = np.arange(first._value, end, step)
-    return Tensor(value.astype(dtype or first.dtype), name=name)
+    if dtype is None:  # TensorFlow's order: int32 < int64 < float32 < float64
+        dtype = max((t.dtype for t in args.values()),
+                    key=lambda d: (d.kind == "f", d.itemsize))
+    value = np.arange(args["start"]._value, args["limit"]._value, args["delta"]._value)
+    return Tensor(value.astype(dtype), name=name)
 
 
 def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002

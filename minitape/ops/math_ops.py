@@ -17,6 +17,7 @@ import math as _pymath
 
 import numpy as np
 
+from .. import errors
 from ..registry import RegisterGradient, no_gradient, register_forward
 from ..recording import record
 from ..tensor import Tensor, convert_like, convert_to_tensor
@@ -94,11 +95,11 @@ def _no_bool(x, op_type):
 
 
 def numeric(x, op_type):
-    """Convert ``x`` and check it is numeric (float or int): no arithmetic on bools."""
+    """Convert ``x`` and check it is numeric (float, int or complex): no arithmetic on bools."""
     if type(x) is Tensor and x._value.dtype.kind in "fiu":
         return x  # the hot path: nothing to convert or check
     x = convert_to_tensor(x, what=op_type)
-    if x._value.dtype.kind not in "fiu":
+    if x._value.dtype.kind not in "fiuc":
         _no_bool(x, op_type)
     return x
 
@@ -220,7 +221,7 @@ def divide(x, y, name=None):
     x, y = elementwise_operands(x, y, "RealDiv")
     if x._value.dtype.kind == "b":
         _no_bool(x, "RealDiv")
-    if x._value.dtype.kind != "f":
+    if x._value.dtype.kind not in "fc":
         x, y = cast(x, np.float64), cast(y, np.float64)
     z = _out(x._value / y._value, name)
     record("RealDiv", (x, y), (z,))
@@ -659,18 +660,23 @@ def cast(x, dtype, name=None):
     """Convert ``x`` to ``dtype`` (op ``Cast``), as ``tf.cast``.
 
     The gradient flows between floating dtypes (cast back); to or from an integer or bool it
-    is None.
+    is None. A complex value cast to a real dtype keeps its real part, as TensorFlow; a cast
+    to or from a complex dtype computes, but a gradient asked through it raises
+    ``TypeError`` (minitape does not differentiate complex numbers).
 
     Raises:
-        TypeError: a ``dtype`` minitape does not compute with (``str``, ``object``, complex):
-            only bool, integer and floating dtypes.
+        TypeError: a ``dtype`` minitape does not compute with (``str``, ``object``, dates):
+            only bool, integer, floating and complex dtypes.
     """
     from ..dtypes import check_dtype
     dtype = check_dtype(dtype, "cast")
     x = convert_to_tensor(x, what="cast")
     if x._value.dtype == dtype:
         return x
-    y = _out(np.asarray(x._value).astype(dtype)[()], name)
+    value = np.asarray(x._value)
+    if value.dtype.kind == "c" and dtype.kind != "c":
+        value = value.real  # (NumPy would warn that it drops the imaginary part)
+    y = _out(value.astype(dtype)[()], name)
     record("Cast", (x,), (y,), attrs={"dtype": dtype}, keep_inputs=False)
     return y
 
@@ -721,17 +727,23 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     the transposes moved around when the op had them).
 
     Raises:
-        ValueError: rank below 2, or inner dimensions that differ.
+        mt.errors.InvalidArgumentError: rank below 2, inner dimensions that differ, or batch
+            dimensions that do not broadcast, as TensorFlow; it is also a ``ValueError``.
+
+    >>> import minitape as mt
+    >>> mt.matmul(mt.ones([2, 3]), mt.ones([2, 3]))
+    Traceback (most recent call last):
+    ...
+    minitape.errors.InvalidArgumentError: matmul: cannot multiply shapes (2, 3) and (2, 3): ...
     """
     a, b = binary_operands(a, b, "MatMul")
     if a._value.dtype.kind == "b":
         _no_bool(a, "MatMul")
     av, bv = a._value, b._value
     if av.ndim < 2 or bv.ndim < 2:
-        raise ValueError(
+        raise errors.InvalidArgumentError(None, "MatMul", (
             f"matmul needs two Tensors of rank 2 or more (matrices), got shapes {a.shape} and "
-            f"{b.shape}; add an axis with mt.reshape or mt.expand_dims, e.g. [[1., 2., 3.]]"
-        )
+            f"{b.shape}; add an axis with mt.reshape or mt.expand_dims, e.g. [[1., 2., 3.]]"))
     # A transpose is a NumPy view (no copy); BLAS reads it as a transposed matrix.
     if transpose_a:
         av = av.swapaxes(-1, -2)
@@ -740,10 +752,19 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     if av.shape[-1] != bv.shape[-2]:
         flags = (f" (after transpose_a={transpose_a}, transpose_b={transpose_b})"
                  if transpose_a or transpose_b else "")
-        raise ValueError(f"matmul: cannot multiply shapes {av.shape} and {bv.shape}{flags}: the "
-                         f"inner dimensions {av.shape[-1]} and {bv.shape[-2]} differ (a's last "
-                         "axis must equal b's second-to-last); transpose one of them "
-                         "(mt.transpose, or transpose_a=True / transpose_b=True)")
+        raise errors.InvalidArgumentError(None, "MatMul", (
+            f"matmul: cannot multiply shapes {av.shape} and {bv.shape}{flags}: the inner "
+            f"dimensions {av.shape[-1]} and {bv.shape[-2]} differ (a's last axis must equal "
+            "b's second-to-last); transpose one of them (mt.transpose, or transpose_a=True / "
+            "transpose_b=True)"))
+    if av.ndim > 2 and bv.ndim > 2:
+        try:
+            np.broadcast_shapes(av.shape[:-2], bv.shape[:-2])
+        except ValueError:
+            raise errors.InvalidArgumentError(None, "BatchMatMulV2", (
+                f"matmul: the batch dimensions of shapes {a.shape} and {b.shape} (all but the "
+                f"last two axes: {av.shape[:-2]} and {bv.shape[:-2]}) do not broadcast; they "
+                "must be equal or 1")) from None
     op_type = "MatMul" if av.ndim == 2 and bv.ndim == 2 else "BatchMatMulV2"
     c = _out(_matmul_values(av, bv), name)
     record(op_type, (a, b), (c,),

@@ -23,12 +23,14 @@ _PUBLIC = {"Sum": "reduce_sum", "Mean": "reduce_mean", "Max": "reduce_max",
 
 
 def numeric(x, what):
-    """Convert ``x`` and check its dtype is numeric (float or int): sums, means, products and
-    extrema of bool Tensors are refused, as TensorFlow does."""
+    """Convert ``x`` and check its dtype is numeric: sums, means, products and extrema of bool
+    Tensors are refused, as TensorFlow does; complex values are summed, averaged and
+    multiplied, but have no maximum or minimum (they are not ordered)."""
     x = convert_to_tensor(x, what=what)
-    if x._value.dtype.kind not in "iuf":
-        hint = (f"; to count the True entries use {what}(mt.cast(x, mt.int32))"
-                if x._value.dtype.kind == "b" else "")
+    kind = x._value.dtype.kind
+    if kind not in "iuf" and not (kind == "c" and what not in ("reduce_max", "reduce_min")):
+        hint = (f"; to count the True entries use {what}(mt.cast(x, mt.int32))" if kind == "b"
+                else "")
         raise TypeError(f"{what} expects a numeric Tensor (float or int), got "
                         f"{x.dtype.name}{hint}")
     return x
@@ -73,6 +75,14 @@ def _spread(op, dy):
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
     """Sum over ``axis`` (all axes by default), as ``tf.reduce_sum`` (op ``Sum``).
 
+    ``axis``: None, an int (negative counts from the end), a list of ints or an int Tensor.
+    The sum over an empty axis is 0, as TensorFlow.
+
+    Raises:
+        TypeError: a bool Tensor (count True entries with ``mt.cast(x, mt.int32)`` first) or
+            an axis that is not an int.
+        ValueError: an axis out of range or named twice (``mt.errors.InvalidArgumentError``).
+
     >>> import minitape as mt
     >>> mt.reduce_sum(mt.constant([[1., 2.], [3., 4.]]), axis=0)
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([4., 6.], dtype=float32)>
@@ -90,7 +100,11 @@ def _sum_grad(op, dy):
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
-    """Mean over ``axis``, as ``tf.reduce_mean`` (op ``Mean``); integer means truncate, as TF."""
+    """Mean over ``axis``, as ``tf.reduce_mean`` (op ``Mean``); integer means truncate, as TF.
+
+    The mean over an empty axis is NaN (TensorFlow's value); for an integer Tensor, which has
+    no NaN, that raises ``ValueError``. Other errors as ``reduce_sum``.
+    """
     return _reduce("Mean", _mean, input_tensor, axis, keepdims, name, False, False)
 
 
@@ -100,7 +114,7 @@ def _mean(x, axis, keepdims):
     The mean of nothing is NaN, as in TensorFlow (an int Tensor has no NaN: ValueError)."""
     count = _pymath.prod([x.shape[a] for a in axis])
     if count == 0:
-        if x.dtype.kind != "f":
+        if x.dtype.kind not in "fc":
             raise ValueError(f"reduce_mean: the mean over axis={axis} of a {x.dtype.name} "
                              f"Tensor of shape {x.shape} is a mean of no values (NaN), which "
                              "an integer cannot hold; cast it first: mt.cast(x, mt.float32)")
@@ -134,12 +148,16 @@ _EMPTY = {np.maximum.reduce: _lowest, np.minimum.reduce: _highest}
 
 
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
-    """Maximum over ``axis`` (op ``Max``); ties share the gradient equally, as TF."""
+    """Maximum over ``axis`` (op ``Max``), as ``tf.reduce_max``; ties share the gradient
+    equally, as TF. The maximum over an empty axis is ``-inf`` (the lowest int for ints), as
+    TensorFlow. Errors as ``reduce_sum`` (complex Tensors too: they are not ordered)."""
     return _reduce("Max", np.maximum.reduce, input_tensor, axis, keepdims, name, True, True)
 
 
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
-    """Minimum over ``axis`` (op ``Min``); ties share the gradient equally, as TF."""
+    """Minimum over ``axis`` (op ``Min``), as ``tf.reduce_min``; ties share the gradient
+    equally, as TF. The minimum over an empty axis is ``inf`` (the highest int for ints), as
+    TensorFlow. Errors as ``reduce_max``."""
     return _reduce("Min", np.minimum.reduce, input_tensor, axis, keepdims, name, True, True)
 
 

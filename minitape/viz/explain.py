@@ -232,6 +232,11 @@ def _blocked_path(ops, target_id, source, src, upstream):
                     f"the path from {src} to the target goes through {op.type} (op #{number}), "
                     "which has no gradient by design: use a differentiable op instead, or "
                     "mt.custom_gradient to define one")
+        if any(dt.kind == "c" for dt in op.output_dtypes):
+            return ("complex_path",
+                    f"the path from {src} to the target goes through {op.type} (op #{number}), "
+                    "whose output is complex, and minitape does not differentiate complex "
+                    "numbers: work with the real and imaginary parts as two float tensors")
         if any(dt.kind != "f" for dt in op.output_dtypes):
             return ("integer_path",
                     f"the path from {src} to the target goes through {op.type} (op #{number}), "
