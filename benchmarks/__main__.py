@@ -99,6 +99,12 @@ def targets(results):
     add(14, "jacobian", "batch_jacobian (hidden 32), ms", bj, 2.0)
     add(14, "hessian", "minitape / torch (fastest API)",
         ratio("hessian", 0, "minitape", "torch"), 0.5)
+    add(14, "conv", "minitape / torch", ratio("conv", 0, "minitape", "torch"), 1.5)
+    add(14, "check_tape", "seconds for 1,000 ops", value("check_tape", 0, "minitape"), 1.0)
+    lesson_times = [row["values"]["minitape"] for row in results.get("lessons", {}).get("rows", [])
+                    if "minitape" in row["values"]]
+    add(14, "lessons", "seconds for the slowest lesson",
+        max(lesson_times) if lesson_times else None, 60.0)
     add(6, "no_tape", "minitape / numpy (scalar)", ratio("no_tape", 0, "minitape", "numpy"), 2.0)
     add(6, "memory", "minitape / numpy peak (non-persistent)",
         ratio("memory", 0, "minitape", "numpy"), 1.2)

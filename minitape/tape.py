@@ -287,12 +287,13 @@ class GradientTape:
             last.gradients = grads
             self._last_pass = last
         if release:
-            self._release()
+            self._release(ops=False)   # (the walk released each op as it passed it)
         return grads
 
-    def _release(self):
-        for op in self._ops:
-            op.release()
+    def _release(self, ops=True):
+        if ops:
+            for op in self._ops:
+                op.release()
         if not self._released:
             self._released = True
             self._event("released")

@@ -839,13 +839,14 @@ print(tape.jacobian(y, x).numpy()[:, 0].round(5))
 # will differ).
 #
 # A *wide* function, many inputs and one output (every loss is one), is one reverse pass, and
-# as many forward passes as there are inputs:
+# as many forward passes as there are inputs (the button *time the three modes* measures what
+# each costs on your machine):
 
 # %%
 def loss_like(x):
     return mt.reduce_sum(mt.math.tanh(x)**2)
 
-wide = mt.viz.JacobianExplorer(loss_like, mt.linspace(-2.0, 2.0, 20))
+wide = mt.viz.JacobianExplorer(loss_like, mt.linspace(-2.0, 2.0, 20), repeat=0)
 print(wide.passes)
 wide
 
@@ -857,7 +858,7 @@ wide
 def curve(t):
     return mt.math.sin(t * mt.linspace(1.0, 4.0, 12))
 
-tall = mt.viz.JacobianExplorer(curve, [0.5], mode='forward')
+tall = mt.viz.JacobianExplorer(curve, [0.5], mode='forward', repeat=0)
 print(tall.passes)
 tall
 
@@ -875,7 +876,7 @@ def per_example(x):
     return mt.math.tanh(x @ w)
 
 blocks = mt.viz.JacobianExplorer(per_example, mt.reshape(mt.linspace(-1.0, 1.0, 8), [4, 2]),
-                                 batch=True)
+                                 batch=True, repeat=0)
 blocks
 
 # %% [markdown]

@@ -154,3 +154,30 @@ def test_widget_model_ids_become_stable(run_notebooks):
     other = nbformat.reads(text.replace(new_model, "1" * 32).replace(new_layout, "2" * 32),
                            as_version=4)
     assert nbformat.writes(run_notebooks.stable_widget_ids(other, "04_inside_the_tape")) == text
+
+
+def test_execute_honours_nbval_tags(run_notebooks, tmp_path):
+    # A tiny lesson run in a real kernel: a cell tagged raises-exception may raise (its error is
+    # stored, as nbval will compare it), a cell tagged nbval-skip is not run and loses its stale
+    # output, and the cells after both still run.
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    raises = new_code_cell("raise ValueError('shown to the learner')",
+                           metadata={"tags": ["raises-exception"]})
+    skipped = new_code_cell("print('never')", metadata={"tags": ["nbval-skip"]},
+                            execution_count=3,
+                            outputs=[new_output("stream", name="stdout", text="stale\n")])
+    nb = new_notebook(cells=[new_code_cell("x = 1"), raises, skipped,
+                             new_code_cell("print(x + 1)")])
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"99-{i:03d}"
+    path = tmp_path / "99_tags.ipynb"
+    nbformat.write(nb, path)
+    run_notebooks.execute(path)
+    out = nbformat.read(path, as_version=4)
+    error = out.cells[1].outputs[0]
+    assert (error.output_type, error.ename, error.evalue) == (
+        "error", "ValueError", "shown to the learner")
+    assert out.cells[2].outputs == [] and out.cells[2].execution_count is None
+    assert out.cells[3].outputs[0].text == "2\n"
+    assert [c["id"] for c in out.cells] == ["99-000", "99-001", "99-002", "99-003"]

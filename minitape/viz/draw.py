@@ -551,7 +551,11 @@ def _draw_events(dot, graph, view, run_of):
             text += f"\n(tape {e.tape})"
         dot.node(node_id, text, shape="note", style="filled", fillcolor="#fff8dc",
                  fontcolor="gray30", color="gray60")
-        if e.after is not None:
+        shown = [t for t in e.tensors if t in view.tensors]
+        if shown:     # the note points at what the block computed
+            for t in shown:
+                dot.edge(node_id, t, style="dotted", arrowhead="none", color="gray60")
+        elif e.after is not None:
             dot.edge(run_of.get(e.after, e.after), node_id, style="dotted", arrowhead="none",
                      color="gray60")
 

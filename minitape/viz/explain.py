@@ -84,7 +84,7 @@ def diagnose(tape, target, source) -> tuple:
         return ("source_not_tensor",
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "
                 "so no tape can follow it: create it with mt.Variable(...) or mt.constant(...)")
-    label = _name_of(tape, source)
+    label = _name_of(tape, target, source)
     name = label if not re.fullmatch(r"t\d+", label) else None   # a name from the code
     src = _describe(source, "source", label)
     if source.dtype.kind != "f":
@@ -141,12 +141,19 @@ def _code(name, fallback):
     return name if name is not None else fallback
 
 
-def _name_of(tape, t):
-    """The learner's name for ``t`` (``x``), as the drawings label it (``labels.py``)."""
-    ops = list(tape.operations)
-    ids = [i for op in ops for i in op.input_ids + op.output_ids] + [t._id]
-    labels = tensor_labels(ops, list(dict.fromkeys(ids)), {t._id: t}, {t._id: t.name})
-    return labels[t._id]
+def _name_of(tape, target, source):
+    """The learner's name for ``source`` (``x``): its label in ``draw_tape(tape, target,
+    source)``, so the sentence and the drawing say the same thing."""
+    from .graph import tape_graph
+    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
+    try:
+        return tape_graph(tape, targets or None, source).tensor(source).label
+    except KeyError:       # a source the tape never saw: label it on its own
+        ops = list(tape.operations)
+        ids = [i for op in ops for i in op.input_ids + op.output_ids] + [source._id]
+        labels = tensor_labels(ops, list(dict.fromkeys(ids)), {source._id: source},
+                               {source._id: source.name})
+        return labels[source._id]
 
 
 def _describe(t, role, name):

@@ -160,7 +160,7 @@ class JacobianExplorer(_Explorer):
             whose examples do not interact: the picture then marks the ``b x b`` blocks, of
             which only the diagonal ones can be non-zero (what ``batch_jacobian`` computes).
         repeat: each mode is timed this many times on ``x`` (the fastest run is kept);
-            0 skips timing.
+            0 skips timing until ``measure()`` is called (or its button pressed).
 
     Attributes (plain Python state; setting ``mode`` or ``step`` redraws the widget):
         passes: ``{"reverse": m, "forward": n, "vectorized": 1}``.
@@ -351,6 +351,9 @@ class JacobianExplorer(_Explorer):
         if any(t is not None for t in self.times.values()):
             lines.append("measured on this input: " + ", ".join(
                 f"{m} {_format_seconds(self.times[m])}" for m in MODES))
+        else:
+            lines.append("times: not measured yet (the button 'time the three modes', or "
+                         ".measure())")
         if self.batch:
             b = self.batch
             lines.append(f"batch of {b}: only the {b} diagonal blocks can be non-zero; "
@@ -410,7 +413,13 @@ class JacobianExplorer(_Explorer):
         widgets.jslink((self._play, "value"), (self._slider, "value"))
         self._mode_buttons.observe(self._from_control("mode"), names="value")
         self._slider.observe(self._from_control("step"), names="value")
-        self._build_widgets([self._mode_buttons, widgets.HBox([self._play, self._slider])])
+        # Timing on request: measured times differ on every run (a stored notebook that
+        # held them would change each time it is executed).
+        self._time_button = widgets.Button(description="time the three modes")
+        self._time_button.add_class("minitape-explorer-measure")
+        self._time_button.on_click(lambda _: self.measure())
+        self._build_widgets([self._mode_buttons,
+                             widgets.HBox([self._play, self._slider, self._time_button])])
         self._refresh()
 
     def _sync_controls(self):

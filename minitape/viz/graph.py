@@ -179,6 +179,7 @@ class Event:
     end: int | None
     tape: int
     after: str | None = None
+    tensors: tuple = ()     # for a stop_recording block: the leaf tensors made inside it
 
 
 @dataclass
@@ -331,7 +332,7 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
         tensors[nid].is_target = True
     for nid in graph.source_ids:
         tensors[nid].is_source = True
-    graph.events = _events(tapes, graph.ops)
+    graph.events = _events(tapes, graph.ops, graph.tensors)
     if targets:
         mark_connected(graph)
     return graph
@@ -459,7 +460,7 @@ def stop_recording_spans(events):
     return spans
 
 
-def _events(tapes, ops) -> list:
+def _events(tapes, ops, tensors=()) -> list:
     """The stop_recording blocks and resets of every tape, each placed after the last op
     recorded before it."""
     seqs = [(op.seq, op.id) for op in ops]
@@ -473,7 +474,22 @@ def _events(tapes, ops) -> list:
     for e in events:
         before = [op_id for s, op_id in seqs if s < e.seq]
         e.after = before[-1] if before else None
+        if e.kind == "stop_recording":
+            e.tensors = _made_during(ops, tensors, e.seq, e.end)
     return sorted(events, key=lambda e: e.seq)
+
+
+def _made_during(ops, tensors, start, end):
+    """Leaf tensors (no recorded op made them, not watched) created between the stamps
+    ``start`` and ``end``: what a ``stop_recording`` block computed and the tape then read as
+    constants. Tensor ids grow with time, so such a tensor's id lies between the outputs of
+    the last op before the block and those of the first op after it."""
+    tid = {n.id: n.tensor_id for n in tensors}
+    lo = max((tid[o] for op in ops if op.seq < start for o in op.outputs), default=-1)
+    hi = min((tid[o] for op in ops if end is not None and op.seq > end for o in op.outputs),
+             default=float("inf"))
+    return tuple(n.id for n in tensors if n.produced_by is None and not n.watched
+                 and not n.variable and lo < n.tensor_id < hi)
 
 
 def mark_connected(graph: TapeGraph) -> None:
