@@ -423,21 +423,22 @@ mt.viz.draw_tape(tape, loss, [w1, w2])
 
 
 # %% [markdown]
-# Each recorded operation (`tape._ops`, a plain list; every entry is an `Operation`) keeps only
-# the tensors its gradient needs, in `op._inputs` and `op._outputs` (`None` marks what was not
-# kept). This helper counts the arrays a tape holds on to, and their size:
+# Each recorded operation (`tape.operations`, in the order they ran; every entry is an
+# `Operation`) keeps only the tensors its gradient needs, in `op._inputs` and `op._outputs`
+# (`None` marks what was not kept). This helper counts the arrays a tape holds on to, and
+# their size:
 
 # %%
 def saved_arrays(tape):
     """The arrays a tape keeps for its backward pass: how many, and their size in KiB."""
     kept = {}
-    for op in tape._ops:
+    for op in tape.operations:
         for t in (op._inputs or ()) + (op._outputs or ()):
             if t is not None:
                 kept[id(t._value)] = t._value.nbytes
     return len(kept), sum(kept.values()) // 1024
 
-for op in tape._ops:
+for op in tape.operations:
     ins = ['kept' if t is not None else '-' for t in op._inputs]
     outs = ['kept' if t is not None else '-' for t in op._outputs]
     print(f'{op.type:8} inputs {ins}  outputs {outs}')

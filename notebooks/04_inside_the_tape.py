@@ -121,14 +121,38 @@ for e in g.edges:
     print(f'{e.kind:6} #{e.index}: {tail} -> {head}')
 
 # %% [markdown]
-# Underneath, the tape is just a list, `tape._ops`, of `Operation`s in the order they ran;
+# After `gradient`, the graph also says what the backward pass did: `op.visited` is True for
+# every op it went through, and each input edge carries the *contribution* it sent back to its
+# tensor. `y = x * x` sends $y$'s gradient times `x` along each of its two edges; `x`'s gradient
+# is the sum of the two.
+
+# %%
+tape.gradient(z, x)
+g = mt.viz.tape_graph(tape, z, x)
+label = {t.id: t.label for t in g.tensors} | {op.id: f'{op.type} #{op.number}' for op in g.ops}
+for e in g.edges:
+    if e.carried:
+        print(f'{label[e.head]} sends {e.gradient} back to {label[e.tail]}')
+print('the gradient of x:', g.tensor(x).gradient)
+
+# %% [markdown]
+# `draw_tape(..., contributions=True)` writes those contributions on the red arrows and the sum
+# at the tensor that received several; `source=True` writes under each op the line of code that
+# made it (it is always the op's tooltip). Tensors in orange are the ones the tape *saved* for
+# the backward pass (a persistent tape keeps everything).
+
+# %% tags=["nbval-ignore-output"]
+mt.viz.draw_tape(tape, z, x, contributions=True, source=True)
+
+# %% [markdown]
+# Underneath, the tape is just a list, `tape.operations`, of `Operation`s in the order they ran;
 # `gradient` walks it in reverse (read `backward` in `minitape/backward.py`). Each operation knows
 # its inputs and outputs by the tensors' numbers, `_id`: every tensor gets one when it is made,
 # unique in the whole program (the graph's `t1`, `t2`, ... number only one tape's tensors).
 
 # %%
 ids = {x._id: 'x', y._id: 'y', z._id: 'z'}
-for op in reversed(tape._ops):
+for op in reversed(tape.operations):
     print(op.type, 'reads', [ids[i] for i in op.input_ids],
           'writes', [ids[i] for i in op.output_ids])
 
@@ -180,6 +204,36 @@ player.step = 0
 player
 
 # %% [markdown]
+# ### Your turn: the player as a quiz
+#
+# With `quiz=True` each backward step first asks for the number it is about to compute, and
+# shows it, with the chain-rule product that gives it, once you have answered in the box. In
+# code: `quiz.expected` is that number and `quiz.answer(value)` says whether `value` is right.
+
+# %%
+quiz = mt.viz.TapePlayer(tape, z, x, quiz=True, rankdir='LR')
+quiz.step = next(k for k, s in enumerate(quiz.steps) if s.kind == 'backward')
+print(quiz.text)           # the question
+print(quiz.answer(1.0))    # a guess
+print(quiz.feedback)       # the right number, and why
+
+# %% tags=["nbval-ignore-output"]
+quiz
+
+# %% [markdown]
+# ### Take the player with you
+#
+# `player.to_html()` is one self-contained web page, every step's sentence and drawing and a
+# slider, with nothing to install and no internet needed; `player.save_html('walk.html')` writes
+# it to a file to open in any browser or send to someone. (The player's output in a notebook
+# carries the same frames, so a notebook viewer that shows no widgets still shows the walk.)
+
+# %%
+page = player.to_html()
+print(page.count('<section'), 'frames,', 'http' in page.replace('http://www.w3.org', ''),
+      'external links')
+
+# %% [markdown]
 # ## 4. Nested tapes: a second derivative
 #
 # The advanced guide's higher-order example. The inner tape `t1` records $y = x^3$; its
@@ -198,8 +252,8 @@ with mt.GradientTape() as t2:
     # which means the gradient computation is differentiable as well.
     dy_dx = t1.gradient(y, x)
 
-print('t1 recorded:', [op.type for op in t1._ops])
-print('t2 recorded:', [op.type for op in t2._ops])
+print('t1 recorded:', [op.type for op in t1.operations])
+print('t2 recorded:', [op.type for op in t2.operations])
 
 # %% [markdown]
 # `t2` holds the two forward `Mul`s (it was recording too) followed by the ops of `t1`'s backward
@@ -276,7 +330,7 @@ mt.viz.timeline(outer, inner)
 def saved_tensors(tape):
     """How many tensors the ops of `tape` still hold for the backward pass."""
     return sum(t is not None
-               for op in tape._ops
+               for op in tape.operations
                for t in (op._inputs or ()) + (op._outputs or ()))
 
 def record(persistent):
@@ -289,7 +343,7 @@ def record(persistent):
     return tape, loss, a
 
 tape, loss, a = record(persistent=False)
-for op in tape._ops:
+for op in tape.operations:
     ins = ['kept' if t is not None else '-' for t in op._inputs]
     outs = ['kept' if t is not None else '-' for t in op._outputs]
     print(f'{op.type:6} inputs {ins}  outputs {outs}')
@@ -479,7 +533,7 @@ print(mt.viz.check_tape(tape, loss, x))
 #     d2y = t2.gradient(dy, x)
 # d3y = t3.gradient(d2y, x)
 # print(d3y.numpy())        # 6.0
-# print(len(t3._ops))       # 20: the 2 forward Muls, t1's backward pass (6 ops), t2's (12)
+# print(len(t3.operations))       # 20: the 2 forward Muls, t1's backward pass (6 ops), t2's (12)
 # ```
 # `mt.viz.draw_tape([t1, t2, t3])` colours each op by the tapes that recorded it.
 #

@@ -195,10 +195,22 @@ mt.viz.DescentExplorer(line_loss, [-1.5, 1.5], learning_rate=0.3, steps=25, labe
 with mt.GradientTape(persistent=True) as tape:
     loss = loss_fn(model, x, y)
 grads = tape.gradient(loss, model.trainable_variables)
-print(len(tape._ops), 'operations recorded')
+print(len(tape.operations), 'operations recorded')
+
+# %% [markdown]
+# Drawn op by op, that is a tall picture. `group='module'` draws each call of a layer as one box,
+# named after the layer, with its parameters (`kernel`, `bias`) listed inside and drawn next to
+# it: the picture reads like the model. (A tape of more than `max_nodes` ops is grouped this way
+# by default.)
 
 # %% tags=["nbval-ignore-output"]
-mt.viz.draw_tape(tape, loss, model.trainable_variables)
+mt.viz.draw_tape(tape, loss, model.trainable_variables, group='module')
+
+# %% [markdown]
+# And op by op, for the curious: every `MatMul`, `AddV2` and activation of the three layers.
+
+# %% tags=["nbval-ignore-output"]
+mt.viz.draw_tape(tape, loss, model.trainable_variables, group=False)
 
 # %% [markdown]
 # ## The update, done by an optimizer

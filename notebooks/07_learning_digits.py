@@ -289,7 +289,7 @@ for k in range(6):
 with mt.GradientTape() as tape:
     loss = loss_fn(cnn, images_train[:64], y_train[:64], training=True)
 grads = tape.gradient(loss, cnn.trainable_variables)
-print(len(tape._ops), 'operations recorded')
+print(len(tape.operations), 'operations recorded')
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(tape, loss, cnn.trainable_variables, group='module')

@@ -401,3 +401,78 @@ def test_lesson_as_cloned_shows_its_drawings(lab, browser):
     # No cell of the stored lesson shows an error.
     assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
     page.close()
+
+
+# -- the quiz, the dark theme and an explorer ---------------------------------------------------
+
+QUIZ_NOTEBOOK = [
+    "import minitape as mt\n"
+    "x = mt.Variable(3.0)\n"
+    "with mt.GradientTape(persistent=True) as tape:\n"
+    "    a = x * 2.0\n"
+    "    b = x * 3.0\n"
+    "    s = a + b\n"
+    "quiz = mt.viz.TapePlayer(tape, s, x, quiz=True)\n"
+    "quiz.step = next(k for k, st in enumerate(quiz.steps) if st.kind == 'backward'\n"
+    "                 and st.op.type == 'Mul')\n"
+    "quiz",
+    "explorer = mt.viz.JacobianExplorer(lambda v: mt.math.sin(v) * v, mt.linspace(0.0, 1.0, 6),\n"
+    "                                   repeat=0)\n"
+    "explorer",
+]
+
+
+def test_quiz_dark_theme_and_explorer(lab, browser):
+    """In the dark theme: the player asks, checks a wrong then a right answer, and its drawing
+    keeps its own white background; an explorer's picture changes when its slider moves."""
+    import nbformat
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in QUIZ_NOTEBOOK])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, lab.root / "quiz.ipynb")
+    themes = lab.settings / "@jupyterlab" / "apputils-extension"
+    themes.mkdir(parents=True, exist_ok=True)
+    (themes / "themes.jupyterlab-settings").write_text(json.dumps({"theme": "JupyterLab Dark"}))
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(PAGE_TIMEOUT)
+    page.goto(lab.url("lab/tree/quiz.ipynb"))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
+    assert page.evaluate("() => document.body.dataset.jpThemeLight") == "false"   # dark
+    run_all(page)
+    page.wait_for_function(ALL_RAN_JS, arg=len(QUIZ_NOTEBOOK), timeout=PAGE_TIMEOUT)
+    assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
+
+    # The question, then the box: a wrong answer, then the right one (3.0, from b = x * 3).
+    page.wait_for_function("() => [...document.querySelectorAll('.widget-html code')]"
+                           ".some(c => c.textContent.endsWith('ds/dx = ?'))")
+    box = page.locator(".widget-text input").first
+    box.fill("7")
+    box.press("Enter")
+    page.get_by_text(re.compile(r"not quite \(you said 7\.0\)")).first.wait_for()
+    box.fill("3")
+    box.press("Enter")
+    page.get_by_text(re.compile(r"^right: ds/dx = ")).first.wait_for()
+    # The drawing brings its own opaque white background onto the dark page.
+    fill = page.evaluate("() => document.querySelector('.widget-html svg g.graph > polygon')"
+                         ".getAttribute('fill')")
+    assert fill == "white"
+
+    # The explorer: one step of the pass slider redraws the picture (a new blob URL).
+    image = page.locator("img.minitape-explorer-image").first
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("() => { const i = document.querySelector("
+                           "'img.minitape-explorer-image'); return i && i.complete"
+                           " && i.naturalWidth > 0; }")
+    before = image.get_attribute("src")
+    text = page.locator(".minitape-explorer-text").first.text_content()
+    handle = page.locator(".minitape-explorer .minitape-explorer-step .noUi-handle").first
+    handle.focus()
+    handle.press("ArrowRight")
+    page.wait_for_function("(old) => document.querySelector('.minitape-explorer-text')"
+                           ".textContent !== old", arg=text)
+    page.wait_for_function("(old) => document.querySelector('img.minitape-explorer-image')"
+                           ".getAttribute('src') !== old", arg=before)
+    assert "pass 4 of 6" in page.locator(".minitape-explorer-text").first.text_content()
+    page.close()

@@ -86,7 +86,7 @@ def test_labels_from_a_notebook_cell():
             "g = mt.viz.tape_graph(tape)\n", store_history=True)
         assert result.success, result.error_in_exec
         g = shell.user_ns["g"]
-        assert [t.label for t in g.tensors if t.label != "t1"] == ["x", "y", "z", "w"]
+        assert [t.label for t in g.tensors] == ["x", "y", "z", "1.0", "w"]
         assert g.ops[0].location.startswith("cell ") and g.ops[0].location.endswith(":3")
         assert g.ops[0].source == "y = x * x"
     finally:

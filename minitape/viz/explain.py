@@ -85,7 +85,8 @@ def diagnose(tape, target, source) -> tuple:
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "
                 "so no tape can follow it: create it with mt.Variable(...) or mt.constant(...)")
     label = _name_of(tape, target, source)
-    name = label if not re.fullmatch(r"t\d+", label) else None   # a name from the code
+    # A name from the code (not ``t3``, not a constant's value) can be written as code.
+    name = label if label.isidentifier() and not re.fullmatch(r"t\d+", label) else None
     src = _describe(source, "source", label)
     if source.dtype.kind != "f":
         return ("integer_source",

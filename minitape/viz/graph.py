@@ -321,8 +321,12 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
     for node in tensors.values():
         _describe(node, live.get(node.tensor_id), tapes, passes)
     graph.tensors = list(tensors.values())
+    constants = {n.tensor_id: _number_text(n.value) for n in graph.tensors
+                 if n.produced_by is None and not n.watched and not n.variable
+                 and n.tensor_id not in live                  # (not a target or source)
+                 and n.value is not None and np.ndim(n.value) == 0}
     labels = tensor_labels([op for op, _, _ in merged], list(node_of), live,
-                           {n.tensor_id: n.name for n in graph.tensors})
+                           {n.tensor_id: n.name for n in graph.tensors}, constants)
     for node in graph.tensors:
         node.label = labels[node.tensor_id]
     graph.target_ids = tuple(dict.fromkeys(node_of[t._id] for t in targets if t._id in node_of))
@@ -355,6 +359,15 @@ def _merged_ops(tapes):
             else:
                 by_outputs[key] = (op, (k,), (op,))
     return sorted(by_outputs.values(), key=lambda item: item[0].seq)
+
+
+def _number_text(value):
+    """``1.0``, ``0.5``, ``3``: a scalar constant as the code would write it."""
+    v = np.asarray(value).item()
+    if isinstance(v, float):
+        text = f"{v:.6g}"
+        return text if any(c in text for c in ".eni") else text + ".0"
+    return str(v)
 
 
 def _params(module):

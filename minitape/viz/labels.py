@@ -11,7 +11,8 @@ that reference becomes a name, by these rules (the first that applies wins):
 3. for a result inside a larger expression, the exact text of the sub-expression that made
    it when it is short: in ``z = mt.math.sin(x * x)`` the ``Mul`` output is ``x * x``
    (Python 3.11's ``co_positions`` gives the instruction's columns);
-4. otherwise ``t1``, ``t2``, ... counted per drawing.
+4. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
+5. otherwise ``t1``, ``t2``, ... counted per drawing.
 
 One line can run several ops (``mt.nn.softmax`` computes an ``exp``, a sum and a division):
 only the last op recorded from that line made the assigned value, so only it takes the
@@ -122,7 +123,7 @@ def names_from_origin(origin_op, n_outputs, lines, last_of_line):
     return [None] * n_outputs
 
 
-def tensor_labels(ops, tensors, live, names):
+def tensor_labels(ops, tensors, live, names, constants=None):
     """Decide every tensor's label for one drawing.
 
     Args:
@@ -131,6 +132,8 @@ def tensor_labels(ops, tensors, live, names):
         live: tensor id -> the Tensor/Variable object when the drawing has it (watched
             tensors, targets, sources): where a constant or Variable was made.
         names: tensor id -> the explicit ``name=`` (None where there is none).
+        constants: optional tensor id -> the text of a scalar constant's value (``1.0`` in
+            ``w = y + 1.0``), used when the code gives the tensor no name.
 
     Returns:
         dict tensor id -> label.
@@ -170,7 +173,7 @@ def tensor_labels(ops, tensors, live, names):
         explicit = names.get(i)
         if not isinstance(explicit, str) or explicit == "Variable":  # (the default name)
             explicit = None
-        label = explicit or from_code.get(i)
+        label = explicit or from_code.get(i) or (constants or {}).get(i)
         if label is None:
             unnamed += 1
             label = f"t{unnamed}"
