@@ -1,4 +1,5 @@
-"""``mt.config`` and ``mt.device``: minitape runs on the CPU, and says so.
+"""``mt.config`` and ``mt.device``: minitape runs on the CPU, and says so; and the one switch
+of the tape's record, ``record_source_lines``.
 
 As ``tf.config.list_physical_devices`` and ``tf.device``: code written for TensorFlow that
 asks which devices exist, or places work on ``"/CPU:0"``, runs unchanged. Asking for a GPU
@@ -14,7 +15,8 @@ import re
 from . import errors
 
 __all__ = ["list_physical_devices", "list_logical_devices", "device", "PhysicalDevice",
-           "LogicalDevice", "run_functions_eagerly", "functions_run_eagerly"]
+           "LogicalDevice", "run_functions_eagerly", "functions_run_eagerly",
+           "record_source_lines", "source_lines_recorded"]
 
 PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
 LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
@@ -92,3 +94,37 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from ._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
+
+
+def record_source_lines(enabled=True):
+    """Switch on (or off) noting the learner's line of code that made each recorded op.
+
+    With it, drawings label tensors with the names the code gave them (``y`` for
+    ``y = x * x``), and ops carry their source line (``mt.viz.tape_graph``'s ``OpNode.source``).
+    It costs about 7% of a scalar op's time, so minitape switches it on by itself only in
+    IPython and Jupyter; a plain script that draws tapes calls this first. (minitape's own;
+    TensorFlow has no such setting.)
+
+    Args:
+        enabled: True or False.
+
+    Raises:
+        TypeError: ``enabled`` is not a bool.
+
+    >>> import minitape as mt
+    >>> was = mt.config.source_lines_recorded()
+    >>> mt.config.record_source_lines(True)
+    >>> mt.config.source_lines_recorded()
+    True
+    >>> mt.config.record_source_lines(was)
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(f"record_source_lines expects True or False, got {enabled!r}")
+    from . import recording
+    recording.capture_source = enabled
+
+
+def source_lines_recorded():
+    """True if recorded ops note the learner's line of code (see ``record_source_lines``)."""
+    from . import recording
+    return recording.capture_source

@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from .config import record_source_lines
 from .ops.random_ops import set_seed
 
 __all__ = ["setup", "PRECISION"]
@@ -49,7 +50,10 @@ def setup(seed: int | None = 0) -> None:
       the last digits of a float32 result differ from one CPU to another; scalars still print
       with every digit (``0.9999546``), as NumPy's shortest exact form;
     - shows a warning as one line, ``UserWarning: message``, instead of two lines starting with a
-      file name that changes every run.
+      file name that changes every run;
+    - makes the tape note the line of code that made each op
+      (``mt.config.record_source_lines(True)``; on by itself in Jupyter), so drawings name
+      tensors as the lesson's code does.
 
     The settings are process-wide (NumPy's print options, ``warnings.formatwarning``), which is
     why ``import minitape`` does not do this.
@@ -80,3 +84,4 @@ def setup(seed: int | None = 0) -> None:
         set_seed(int(seed))
     np.set_printoptions(legacy="1.25", precision=PRECISION)
     warnings.formatwarning = _one_line_warning
+    record_source_lines(True)   # drawings name tensors as the lesson's code does

@@ -13,7 +13,8 @@ What an ``Operation`` keeps:
 - ``origin``: *where in the learner's code* it was created, as a reference (the code object
   and the instruction offset of the first frame outside the ``minitape`` package). Nothing is
   formatted while recording; ``source_line(op)`` turns it into ``("cell 3:2", "y = x * x")``
-  when a drawing asks;
+  when a drawing asks. (On in IPython and Jupyter, off in plain scripts unless
+  ``mt.config.record_source_lines(True)``: see ``capture_source``);
 - ``backward_of``: the number of the tape whose backward pass executed it (an outer tape
   recording an inner tape's gradient: how second derivatives are made), else None;
 - ``forward``: for ``mt.primitive`` and ``custom_gradient`` ops, the function that computes it
@@ -50,6 +51,13 @@ next_seq = itertools.count(1).__next__
 """A new stamp of the global sequence (ops and tape events share it)."""
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# Whether ``record`` notes the learner's line that made each op (``learner_frame``). It costs
+# about 7% of a scalar op's time, so it is on where drawings are made, in IPython and Jupyter
+# (decided when minitape is imported), and off in plain scripts and benchmarks;
+# ``mt.config.record_source_lines(True)`` switches it on anywhere (``mt.notebook.setup()``
+# does). Without it, drawings label tensors by ``name=``, else ``t1``, ``t2``, ...
+capture_source = "IPython" in sys.modules
 
 
 def learner_frame(depth=2):
@@ -281,7 +289,7 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
         else:
             continue
         if origin == 0:
-            origin = learner_frame()
+            origin = learner_frame() if capture_source else None
         if tape._persistent:
             op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, origin, forward)
         else:

@@ -309,7 +309,7 @@ class Variable(Tensor):
                          name="Variable" if name is None else name)
         self.trainable = bool(trainable)
         self.path = self.name  # layers set e.g. "dense/kernel"
-        self._origin = _recording.learner_frame(1)
+        self._origin = _recording.learner_frame(1) if _recording.capture_source else None
 
     def read_value(self) -> Tensor:
         """The current value as a Tensor (a read: a tape watches it like any other read)."""
@@ -635,7 +635,7 @@ def constant(value, dtype=None, name=None) -> Tensor:
     t = convert_to_tensor(value, dtype=dtype, name=name, what="constant")
     # (convert_to_tensor already copied an ndarray: the new Tensor owns its array.)
     t = Tensor(t._value, name=name)
-    t._origin = _recording.learner_frame(1)
+    t._origin = _recording.learner_frame(1) if _recording.capture_source else None
     return t
 
 

@@ -153,3 +153,24 @@ def test_last_pass_keeps_small_contributions(persistent):
     (op,) = tape.operations
     c = tape.last_pass.contributions
     assert float(c[(op.seq, 0)]) == float(c[(op.seq, 1)]) == 3.0
+
+
+def test_source_lines_are_recorded_in_ipython_and_on_request_only():
+    import subprocess
+    import sys
+    script = ("import minitape as mt\nx = mt.Variable(3.0)\nwith mt.GradientTape() as t:\n"
+              "    y = x * x\nprint(mt.config.source_lines_recorded(), "
+              "mt.viz.tape_graph(t).tensor(y).label)\n")
+    plain = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert plain == ["False", "t2"]        # a plain script pays nothing for the names
+    ipython = subprocess.run([sys.executable, "-c", "import IPython\n" + script],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert ipython[0] == "True"
+    asked = subprocess.run(
+        [sys.executable, "-c", script.replace("x = mt.Variable", "mt.config.record_source_lines("
+                                              "True)\nx = mt.Variable")],
+        capture_output=True, text=True, check=True).stdout.split()
+    assert asked[0] == "True"
+    with pytest.raises(TypeError, match="True or False"):
+        mt.config.record_source_lines("yes")

@@ -939,8 +939,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         raise TypeError(f"one_hot: indices must be integers, got {indices.dtype.name}; use "
                         "mt.cast(indices, mt.int32)")
     depth = as_dims([depth], "one_hot depth")[0]
-    axis = check_axis(-1 if axis is None else axis, indices.ndim + 1, "one_hot",
-                      shape=indices.shape)
+    axis = check_axis(-1 if axis is None else axis, indices.ndim, "one_hot",
+                      shape=indices.shape, new_axis=True)
     given = [v for v in (on_value, off_value) if isinstance(v, Tensor)]
     dtype = dtypes.as_dtype(dtype) if dtype is not None else (
         given[0].dtype if given else np.dtype(np.float32))
