@@ -228,11 +228,17 @@ def test_argmax_argmin_are_int64_and_not_differentiable():
     lambda x: mt.reverse(x, [2]),
     lambda x: mt.split(x, 2, axis=3),
     lambda x: mt.boolean_mask(x, [True, False], axis=2),
-    lambda x: mt.one_hot([0, 1], 3, axis=3),
 ])
 def test_wrong_axis_raises_value_error_naming_the_range(call):
     with pytest.raises(ValueError, match=r"out of range for a Tensor of rank 2"):
         call(mt.ones([2, 3]))
+
+
+def test_one_hot_axis_is_a_new_axis_of_the_indices():
+    with pytest.raises(ValueError, match=r"out of range for a new axis of a Tensor of rank 1 "
+                                         r".*valid positions are -2 to 1"):
+        mt.one_hot([0, 1], 3, axis=3)
+    assert mt.one_hot([0, 1], 3, axis=0).shape == (3, 2)
 
 
 def test_axis_of_the_wrong_type_raises_type_error():

@@ -159,7 +159,9 @@ def test_wide_and_tall_functions_swap_the_bargain():
     assert tall_.passes == {"reverse": 3, "forward": 1, "vectorized": 1}
     np.testing.assert_allclose(tall_.full[:, 0], [1.0, 1.0, np.cos(0.5)], rtol=1e-6)
     assert tall_.times == {"reverse": None, "forward": None, "vectorized": None}
-    assert "measured" not in tall_.text
+    assert "measured on this input" not in tall_.text and "not measured yet" in tall_.text
+    tall_.measure(repeat=1)
+    assert "measured on this input" in tall_.text and all(tall_.times.values())
 
 
 def test_an_output_that_does_not_depend_on_x_gives_zeros():
