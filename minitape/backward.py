@@ -60,7 +60,8 @@ class LastPass:
         return summarize(value) if self.summarize_large else None
 
 
-def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pass=None):
+def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pass=None,
+                   check_complex=True):
     """Walk ``ops`` in reverse and apply the chain rule; yield one step per op it passes.
 
     Args:
@@ -71,6 +72,8 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         batch_ndim: leading batch axes on every gradient (vectorized Jacobians), else 0.
         release: free each op's saved tensors as soon as the walk is past it.
         last_pass: optional ``LastPass`` to fill (visited ops, contributions, reached).
+        check_complex: look for complex inputs on the path (and raise); a tape that recorded
+            no complex tensor passes False and skips the check.
 
     Yields:
         ``(op, out_grads, in_grads)`` for every op whose gradient function ran:
@@ -102,11 +105,8 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             if release:
                 op.release()
             continue
-        for k, d in enumerate(op.input_dtypes):
-            if d.kind == "c" and op.input_ids[k] in reaches_source:
-                raise complex_gradient_error(
-                    "GradientTape.gradient", f" (the path from the target to a source goes "
-                    f"through {op.type}, whose input {k} is {d.name})")
+        if check_complex:
+            _check_complex_path(op, reaches_source)
         fn = op.grad_fn or registry.lookup(op.type)   # LookupError if none is registered
         if fn is None:                                  # declared not differentiable
             if release:
@@ -129,7 +129,10 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         in_grads = call_gradient(op, fn, out_grads, batch_ndim)
         op.skip_input_indices = None
         for k, (i, g) in enumerate(zip(op.input_ids, in_grads)):
-            if g is None or i not in reaches_source:
+            if g is None:
+                continue
+            if i not in reaches_source:   # computed, but nobody needs it: not sent
+                in_grads = list(in_grads)
                 in_grads[k] = None
                 continue
             # The common case (a Tensor of the input's exact shape and dtype) is checked
@@ -151,12 +154,24 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         yield op, out_grads, in_grads
 
 
-def backward(ops, seeds, source_ids, batch_ndim=0, release=False, last_pass=None):
+def backward(ops, seeds, source_ids, batch_ndim=0, release=False, last_pass=None,
+             check_complex=True):
     """Run ``backward_steps`` to the end; return dict tensor id -> gradient Tensor."""
     grads = dict(seeds)
-    for _ in backward_steps(ops, grads, source_ids, batch_ndim, release, last_pass):
+    for _ in backward_steps(ops, grads, source_ids, batch_ndim, release, last_pass,
+                            check_complex):
         pass
     return grads
+
+
+def _check_complex_path(op, reaches_source):
+    """Raise if a complex input of ``op`` lies on the path to a source: minitape does not
+    differentiate complex numbers (a clear error, not a silent None)."""
+    for k, d in enumerate(op.input_dtypes):
+        if d.kind == "c" and op.input_ids[k] in reaches_source:
+            raise complex_gradient_error(
+                "GradientTape.gradient", f" (the path from the target to a source goes "
+                f"through {op.type}, whose input {k} is {d.name})")
 
 
 def _skipped_inputs(input_ids, reaches_source):
@@ -183,9 +198,8 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
         in_grads = _call_per_row(op, fn, out_grads, batch_ndim)
     else:
         in_grads = fn(op, *out_grads)
-    if type(in_grads) is not list:  # a list, which the walk fills in place
-        # (a one-input op may return its gradient bare)
-        in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
+    if not isinstance(in_grads, (list, tuple)):
+        in_grads = [in_grads]  # a one-input op may return its gradient bare
     if len(in_grads) != len(op.input_ids):
         raise ValueError(
             f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "

@@ -297,10 +297,14 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
                            origin, forward)
         tape._ops.append(op)
         for t in outputs:
-            # (Complex outputs are tracked too, so that a gradient asked through them
-            # raises a clear error in the backward pass instead of a silent None.)
-            if t._value.dtype.kind in "fc":
+            kind = t._value.dtype.kind
+            if kind == "f":
                 tracked.add(t._id)
+            elif kind == "c":
+                # Tracked too, so that a gradient asked through it raises a clear error in
+                # the backward pass instead of a silent None (the tape then checks for it).
+                tracked.add(t._id)
+                tape._has_complex = True
     if state.accumulators:
         from .forward import propagate_tangents
         propagate_tangents(op_type, inputs, outputs, attrs, grad_fn)

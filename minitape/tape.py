@@ -76,6 +76,7 @@ class GradientTape:
         self._watch_accessed_variables = bool(watch_accessed_variables)
         self._ops = []              # Operations in execution order
         self._tracked = set()       # ids of watched tensors and of recorded outputs
+        self._has_complex = False   # an op recorded a complex output (backward checks paths)
         self._watched = {}          # id -> watched Tensor/Variable, in first-watch order
         self._recording = False     # inside the context and not paused
         self._used = False          # a non-persistent tape's one gradient call happened
@@ -280,7 +281,8 @@ class GradientTape:
         last = LastPass(summarize_large=self._persistent) if batch_ndim == 0 else None
         state.backward_of.append(self.number)
         try:
-            grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release, last)
+            grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release, last,
+                             check_complex=self._has_complex)
         finally:
             state.backward_of.pop()
         if last is not None:
