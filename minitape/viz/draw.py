@@ -351,10 +351,14 @@ def _group_by_module(graph, view):
     for op in graph.ops:
         for i in op.inputs:
             readers.setdefault(i, set()).add(op.id)
-    hidden = set()
+    hidden, params = set(), {}
     for g in groups:
         inside = {op.id for op in g}
         for op in g:
+            for t in op.inputs:      # the call's own parameters go inside its box
+                if tensors[t].variable and readers.get(t, set()) <= inside:
+                    hidden.add(t)
+                    params.setdefault(g[0].module_call, {})[t] = tensors[t]
             for t in op.outputs + op.inputs:
                 if t in special:
                     continue
@@ -365,10 +369,10 @@ def _group_by_module(graph, view):
                     hidden.add(t)
     new = View([op for op in view.ops if op.id not in grouped], view.runs,
                [t for t in view.tensors if t not in hidden], view.hidden_ops)
-    return new, groups
+    return new, [(g, list(params.get(g[0].module_call, {}).values())) for g in groups]
 
 
-def _module_attrs(ops, n_tapes, highlighted):
+def _module_attrs(ops, params, n_tapes, highlighted):
     first = ops[0]
     counts = {}
     for op in ops:
@@ -378,7 +382,15 @@ def _module_attrs(ops, n_tapes, highlighted):
              (textwrap.shorten(kinds, 50), None, False),
              (f"#{first.number} ... #{ops[-1].number}" if len(ops) > 1 else f"#{first.number}",
               None, False)]
-    lines += [(p, "gray30", False) for p in first.module_params[:4]]
+    if params:   # the Variables drawn inside the box, with the gradient that reached them
+        for p in params:
+            shape = "x".join(str(d) for d in p.shape) or "scalar"
+            lines.append((f"{p.label} {shape}", "gray30", False))
+            if p.gradient is not None:
+                lines.append((textwrap.shorten(f"grad {format_value(p.gradient, 3)}", 48),
+                              GRADIENT_COLOUR, False))
+    else:
+        lines += [(p, "gray30", False) for p in first.module_params[:4]]
     attrs = _op_attrs(first, n_tapes, highlighted)
     attrs.update(shape="box", style="rounded,filled,bold", label=_table(lines))
     if not any(op.connected for op in ops):
@@ -489,11 +501,12 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
             run_of[op.id] = run_id
         dot.node(run_id, **_run_attrs(run, graph.n_tapes, highlight in run_of and
                                       run_of[highlight] == run_id))
-    for module in modules:
+    for module, params in modules:
         module_id = f"module{module[0].module_call}"
         for op in module:
             run_of[op.id] = module_id
-        dot.node(module_id, **_module_attrs(module, graph.n_tapes, highlight in run_of and
+        dot.node(module_id, **_module_attrs(module, params, graph.n_tapes,
+                                            highlight in run_of and
                                             run_of[highlight] == module_id))
     for op in view.ops:
         attrs = _op_attrs(op, graph.n_tapes, op.id == highlight, source)
@@ -504,7 +517,7 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
         dot.node("hidden", f"{view.hidden_ops} earlier ops not shown\n(depth / max_nodes limit)",
                  shape="plaintext", fontcolor=GREY_TEXT)
     if why and len(tapes) == 1 and target is not None:
-        _draw_why(dot, tapes[0], graph, target, sources)
+        _draw_why(dot, tapes[0], graph, target, sources, set(view.tensors))
     if graph.n_tapes > 1:
         _draw_legend(dot, graph.n_tapes)
     return dot
@@ -560,7 +573,7 @@ def _draw_events(dot, graph, view, run_of):
                      color="gray60")
 
 
-def _draw_why(dot, tape, graph, target, sources):
+def _draw_why(dot, tape, graph, target, sources, visible):
     """A note next to each source whose gradient is None, saying why (``explain``)."""
     from ..nest import flatten
     from .explain import diagnose
@@ -573,6 +586,8 @@ def _draw_why(dot, tape, graph, target, sources):
         try:
             node = graph.tensor(s).id
         except KeyError:
+            continue
+        if node not in visible:       # (drawn inside a module's box, or cut by depth)
             continue
         note = f"why_{node}"
         dot.node(note, printable("why None: " + textwrap.fill(sentence, 48)), shape="note",

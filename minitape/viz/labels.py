@@ -14,9 +14,10 @@ that reference becomes a name, by these rules (the first that applies wins):
 4. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
 5. otherwise ``t1``, ``t2``, ... counted per drawing.
 
-One line can run several ops (``mt.nn.softmax`` computes an ``exp``, a sum and a division):
-only the last op recorded from that line made the assigned value, so only it takes the
-assigned name; the others fall through to rule 3 or 4.
+One line can run several ops (``mt.nn.softmax`` computes an ``exp``, a sum and a division;
+``model(x)`` runs every layer): only the last op recorded from that instruction made its
+value, so only it takes the assigned name or the sub-expression's text; the others are
+``t1``, ``t2``, ...
 
 ``tensor_labels`` is the one function that decides; drawings, ``explain``, the player and
 ``check_tape`` all use its answer (through ``TapeGraph``'s ``TensorNode.label``).
@@ -156,11 +157,13 @@ def tensor_labels(ops, tensors, live, names, constants=None):
         if assigned is not None:
             for i, name in zip(outputs[len(outputs) - len(assigned):], assigned):
                 from_code.setdefault(i, name)
-        for op in group:
-            for i, name in zip(op.output_ids,
-                               names_from_origin(op, len(op.output_ids), lines, False)):
-                if name is not None:
-                    from_code.setdefault(i, name)
+        # The sub-expression's text names what the expression computed: the last op's
+        # output (``model(x)`` runs many ops; only its result is ``model(x)``).
+        last = group[-1]
+        for i, name in zip(last.output_ids,
+                           names_from_origin(last, len(last.output_ids), lines, False)):
+            if name is not None:
+                from_code.setdefault(i, name)
     for i, obj in live.items():
         origin = getattr(obj, "_origin", None)
         if origin is not None and i not in from_code:
