@@ -39,25 +39,48 @@ class LastPass:
         contributions: ``(op seq, input index) -> value`` of the gradient that edge carried
             back: the ndarray itself when it has at most 16 elements, ``(min, mean, max)`` for a
             larger one when ``summarize_large`` (persistent tapes), else None.
-        reached: ``tensor id -> value`` of the total gradient of each intermediate tensor (same
-            rule for large values).
+        reached: ``tensor id -> value`` of the total gradient of each tensor the pass sent
+            gradient to, or of a target (its seed): the sum of its contributions (same rule
+            for large values; a large total made of several contributions is None). Computed
+            when first read, from ``contributions``: the pass itself records each edge once.
         gradients: ``tensor id -> Tensor``, the gradients the pass returned (the sources').
     """
 
-    __slots__ = ("visited", "contributions", "reached", "gradients", "summarize_large")
+    __slots__ = ("visited", "contributions", "gradients", "summarize_large", "ops", "seeds",
+                 "_reached")
 
     def __init__(self, summarize_large=True):
         self.visited = []
         self.contributions = {}
-        self.reached = {}
         self.gradients = {}
         self.summarize_large = summarize_large
+        self.ops = ()          # the ops of the pass, to find each edge's tensor
+        self.seeds = {}        # target id -> kept value of its seed
+        self._reached = None
 
     def keep(self, value):
         """What to keep of a gradient's ndarray: itself (small), a summary, or None."""
         if value.size <= SMALL_VALUE_SIZE:
             return value
         return summarize(value) if self.summarize_large else None
+
+    @property
+    def reached(self):
+        if self._reached is None:
+            inputs = {op.seq: op.input_ids for op in self.ops}
+            parts = {}
+            for (seq, k), value in self.contributions.items():
+                parts.setdefault(inputs[seq][k], []).append(value)
+            reached = dict(self.seeds)
+            for i, values in parts.items():
+                if len(values) == 1:
+                    reached[i] = values[0]
+                elif all(isinstance(v, np.ndarray) or np.isscalar(v) for v in values):
+                    reached[i] = sum(values[1:], np.asarray(values[0]))
+                else:
+                    reached[i] = None    # (summaries of large values do not add up)
+            self._reached = reached
+        return self._reached
 
 
 def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pass=None,
@@ -98,10 +121,18 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
     if last_pass is not None:
         visited, contributions, keep = (last_pass.visited, last_pass.contributions,
                                         last_pass.keep)
+        last_pass.ops = ops
+        last_pass.seeds = {i: keep(g._value) for i, g in grads.items()}
     # 2. Reverse sweep.
     for op in reversed(ops):
-        out_grads = list(map(grads.get, op.output_ids))  # None where no gradient arrived
-        if reaches_source.isdisjoint(op.input_ids) or _all_none(out_grads):
+        output_ids = op.output_ids
+        if len(output_ids) == 1:      # (most ops: written out, as this runs once per op)
+            out_grads = [grads.get(output_ids[0])]
+            arrived = out_grads[0] is not None
+        else:
+            out_grads = list(map(grads.get, output_ids))  # None where none arrived
+            arrived = not _all_none(out_grads)
+        if not arrived or reaches_source.isdisjoint(op.input_ids):
             if release:
                 op.release()
             continue
@@ -112,13 +143,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             if release:
                 op.release()
             continue
-        for k, i in enumerate(op.output_ids):
+        for k, i in enumerate(output_ids):
             if i not in source_ids:
-                g = grads.pop(i, None)  # nothing upstream needs this entry any more
-                if last_pass is not None and g is not None:
-                    value = g._value
-                    last_pass.reached[i] = value if value.size <= SMALL_VALUE_SIZE \
-                        else keep(value)
+                grads.pop(i, None)  # nothing upstream needs this entry any more
             if out_grads[k] is None:  # another output got a gradient, this one none: zeros
                 out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
                                                op.output_dtypes[k]))

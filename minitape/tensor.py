@@ -264,13 +264,25 @@ class Tensor:
         raise TypeError(f"'{type(self).__name__}' object does not support item assignment: a "
                         f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
 
-    def __getattr__(self, name):
-        # Python calls this only for an attribute a Tensor lacks. ``t[0].assign(1)`` on a
-        # plain Tensor gets an explanation (hasattr(t, "assign") stays False, as in TF).
-        if name in ("assign", "assign_add", "assign_sub"):
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}: a "
-                                 f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+    # ``t[0].assign(1)`` on a plain Tensor gets an explanation, and ``hasattr(t, "assign")``
+    # stays False, as in TensorFlow: properties that raise AttributeError. (Not a
+    # ``__getattr__``: a class with one loses CPython's fast attribute access on every op.)
+    @property
+    def assign(self):
+        raise _immutable("assign", self)
+
+    @property
+    def assign_add(self):
+        raise _immutable("assign_add", self)
+
+    @property
+    def assign_sub(self):
+        raise _immutable("assign_sub", self)
+
+
+def _immutable(name, t):
+    return AttributeError(f"'{type(t).__name__}' object has no attribute {name!r}: a Tensor is "
+                          f"immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
 
 
 _IMMUTABLE_FIX = ("To change values in place, keep them in a mt.Variable and assign into a slice "
