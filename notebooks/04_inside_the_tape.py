@@ -230,8 +230,8 @@ quiz
 
 # %%
 page = player.to_html()
-print(page.count('<section'), 'frames,', 'http' in page.replace('http://www.w3.org', ''),
-      'external links')
+print(page.count('<section'), 'frames')
+print('links to other sites:', 'http' in page.replace('http://www.w3.org', ''))
 
 # %% [markdown]
 # ## 4. Nested tapes: a second derivative
