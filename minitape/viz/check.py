@@ -59,6 +59,7 @@ from ..nest import flatten
 from ..recording import Operation, state, summarize
 from ..tape import GradientTape
 from ..tensor import Tensor
+from .draw import format_value
 
 STEP = 1e-6             # finite-difference step, relative to max(1, |x|)
 
@@ -258,16 +259,8 @@ class TapeCheck:
 
 
 def _text(value, digits=4) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, tuple):
-        lo, mean, hi = value
-        return f"min {lo:.{digits}g}, mean {mean:.{digits}g}, max {hi:.{digits}g}"
-    array = np.asarray(value)
-    if array.ndim == 0:
-        return f"{float(array):.{digits}g}"
-    text = np.array2string(array, precision=digits, separator=", ", suppress_small=True)
-    return " ".join(text.split())
+    """A value for the report: as the drawings write it (``format_value``), ``-`` for none."""
+    return "-" if value is None else format_value(value, digits)
 
 
 # -- check_tape ---------------------------------------------------------------------------------
