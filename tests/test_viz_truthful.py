@@ -280,3 +280,18 @@ def test_the_stop_recording_note_points_at_what_the_block_computed():
     dot = draw_tape(t, z, [x, y]).source
     assert f"stop_recording1 -> {g.tensor(y_sq).id} " in dot
     assert "op1 -> stop_recording1" not in dot          # not on an op that was recorded
+
+
+def test_a_module_box_hides_the_constants_the_call_made_but_not_its_data():
+    mt.random.set_seed(0)
+    dense, drop = mt.layers.Dense(4), mt.layers.Dropout(0.5)
+    x = mt.constant(np.ones((2, 3), np.float32))
+    with mt.GradientTape() as tape:
+        h = dense(x)
+        y = drop(h, training=True)
+    g = tape_graph(tape)
+    mul = next(op for op in g.ops if op.type == "Mul")
+    mask = next(i for i in mul.inputs if i != g.tensor(h).id)
+    dot = draw_tape(tape, group="module").source
+    assert f"\t{g.tensor(x).id} [" in dot and f"\t{g.tensor(h).id} [" in dot
+    assert f"\t{mask} [" not in dot                 # Dropout's own mask: inside its box

@@ -359,6 +359,14 @@ def _group_by_module(graph, view):
                 if tensors[t].variable and readers.get(t, set()) <= inside:
                     hidden.add(t)
                     params.setdefault(g[0].module_call, {})[t] = tensors[t]
+            for t in op.inputs:      # constants the call made itself (Dropout's mask)
+                if (tensors[t].produced_by is None and t not in special
+                        and readers.get(t, set()) <= inside
+                        and any(tensors[u].produced_by is not None
+                                and tensors[u].produced_by not in inside
+                                and tensors[u].tensor_id < tensors[t].tensor_id
+                                for o in g for u in o.inputs)):
+                    hidden.add(t)
             for t in op.outputs + op.inputs:
                 if t in special:
                     continue
