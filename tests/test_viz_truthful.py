@@ -288,7 +288,7 @@ def test_a_module_box_hides_the_constants_the_call_made_but_not_its_data():
     x = mt.constant(np.ones((2, 3), np.float32))
     with mt.GradientTape() as tape:
         h = dense(x)
-        y = drop(h, training=True)
+        drop(h, training=True)
     g = tape_graph(tape)
     mul = next(op for op in g.ops if op.type == "Mul")
     mask = next(i for i in mul.inputs if i != g.tensor(h).id)
