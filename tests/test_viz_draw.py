@@ -76,8 +76,13 @@ def test_stop_recording_and_reset_notes():
         z = x_sq + y_sq
     dot = draw_tape(t, z, [x, y])
     assert "stop_recording():" in dot.source
-    why_y = f"why_{tape_graph(t, z, [x, y]).tensor(y).id}"
-    assert "stop_recording() block" in node_line(dot, why_y)
+    g = tape_graph(t, z, [x, y])
+    assert "stop_recording() block" in node_line(dot, f"why_{g.tensor(y).id}")
+    # The note points at what the block computed, not at an op that was recorded.
+    (event,) = g.events
+    assert event.tensors == (g.tensor(y_sq).id,)
+    assert f"stop_recording1 -> {g.tensor(y_sq).id} " in dot.source
+    assert "op1 -> stop_recording1" not in dot.source
     with mt.GradientTape() as t2:
         a = y * y
         t2.reset()

@@ -267,21 +267,6 @@ def test_a_large_tape_groups_by_module_by_default():
     assert dot.count("(Dense)</B>") == 6
 
 
-def test_the_stop_recording_note_points_at_what_the_block_computed():
-    x, y = mt.Variable(2.0), mt.Variable(3.0)
-    with mt.GradientTape() as t:
-        x_sq = x * x
-        with t.stop_recording():
-            y_sq = y * y
-        z = x_sq + y_sq
-    g = tape_graph(t, z, [x, y])
-    (event,) = g.events
-    assert event.tensors == (g.tensor(y_sq).id,)
-    dot = draw_tape(t, z, [x, y]).source
-    assert f"stop_recording1 -> {g.tensor(y_sq).id} " in dot
-    assert "op1 -> stop_recording1" not in dot          # not on an op that was recorded
-
-
 def test_a_module_box_hides_the_constants_the_call_made_but_not_its_data():
     mt.random.set_seed(0)
     dense, drop = mt.layers.Dense(4), mt.layers.Dropout(0.5)

@@ -45,6 +45,7 @@ import textwrap
 import numpy as np
 
 from .graph import TapeGraph, as_tape_list, tape_graph
+from .labels import float_text
 
 # Ops applied element by element: a chain of them is collapsed into one node.
 ELEMENTWISE = frozenset({
@@ -208,15 +209,10 @@ def format_value(value, digits=4) -> str:
     array = np.asarray(value)
     if array.ndim == 0:
         v = array.item()
-        return _float_text(v, digits) if isinstance(v, float) else str(v)
+        return float_text(v, digits) if isinstance(v, float) else str(v)
     text = np.array2string(array, precision=digits, separator=", ", suppress_small=True)
     return " ".join(text.split())
 
-
-def _float_text(v, digits) -> str:
-    """``18.0``, ``0.3333``, ``1.5e-08``: short, and always recognisably a float."""
-    text = f"{v:.{digits}g}"
-    return text if any(c in text for c in ".eni") else text + ".0"
 
 
 def printable(text) -> str:

@@ -20,6 +20,7 @@ which the tests and the drawing use.
 
 >>> import minitape as mt
 >>> from minitape.viz import explain
+>>> mt.config.record_source_lines(True)   # names from the code (on by itself in Jupyter)
 >>> x = mt.constant(3.0)
 >>> with mt.GradientTape() as tape:
 ...     y = x * x

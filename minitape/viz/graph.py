@@ -45,7 +45,7 @@ from .. import registry
 from ..nest import flatten
 from ..recording import source_line, summarize
 from ..tape import GradientTape
-from .labels import tensor_labels
+from .labels import float_text, tensor_labels
 from ..tensor import Tensor, Variable
 
 
@@ -364,10 +364,7 @@ def _merged_ops(tapes):
 def _number_text(value):
     """``1.0``, ``0.5``, ``3``: a scalar constant as the code would write it."""
     v = np.asarray(value).item()
-    if isinstance(v, float):
-        text = f"{v:.6g}"
-        return text if any(c in text for c in ".eni") else text + ".0"
-    return str(v)
+    return float_text(v, 6) if isinstance(v, float) else str(v)
 
 
 def _params(module):
@@ -459,13 +456,13 @@ def _describe(node, obj, tapes, passes):
 
 
 def stop_recording_spans(events):
-    """``(start, end)`` stamps of each ``stop_recording`` block in a tape's events (an
-    unfinished block ends at None)."""
+    """``(start, end)`` stamps of each ``stop_recording`` block in a tape's events (a block
+    ends when the tape resumes or leaves its ``with``; an unfinished one ends at None)."""
     spans, start = [], None
     for e in events:
         if e.kind == "paused":
             start = e.seq
-        elif e.kind == "resumed" and start is not None:
+        elif e.kind in ("resumed", "exited") and start is not None:
             spans.append((start, e.seq))
             start = None
     if start is not None:

@@ -33,6 +33,12 @@ from ..recording import source_span
 MAX_EXPRESSION = 24   # longer sub-expressions are not used as labels
 
 
+def float_text(v, digits=4) -> str:
+    """``18.0``, ``0.3333``, ``1.5e-08``: short, and always recognisably a float."""
+    text = f"{v:.{digits}g}"
+    return text if any(c in text for c in ".eni") else text + ".0"
+
+
 class _Lines:
     """Parsed source lines, cached for one drawing."""
 
@@ -53,17 +59,6 @@ class _Lines:
                 stmt = None
             self._cache[key] = (text, indent, stmt)
         return self._cache[key]
-
-
-def _target_names(target, n_outputs):
-    """The names a statement's target gives to ``n_outputs`` outputs, or None."""
-    if isinstance(target, (ast.Tuple, ast.List)):
-        if len(target.elts) == n_outputs:
-            return [ast.unparse(e) for e in target.elts]
-        return None
-    if n_outputs == 1 and isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
-        return [ast.unparse(target)]
-    return None
 
 
 def _span_matches(node, indent, start, end):
@@ -96,32 +91,20 @@ def _assigned_names(op, n_outputs, lines):
     return [ast.unparse(target)]
 
 
-def names_from_origin(origin_op, n_outputs, lines, last_of_line):
-    """The labels the learner's code gives to the outputs of one op (a list, None entries
-    where it gives none). ``origin_op`` has ``.origin``; ``last_of_line``: this op is the last
-    one recorded from its line (only that one made the assigned value)."""
-    span = source_span(origin_op)
+def _expression_text(op, lines):
+    """The exact source text of the instruction that made ``op`` when it is short
+    (``x * x``), else None."""
+    span = source_span(op)
     if span is None:
-        return [None] * n_outputs
+        return None
     filename, line, start, end = span
-    text, indent, stmt = lines.statement(filename, line)
-    if last_of_line and stmt is not None:
-        names = None
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            if start is None or _span_matches(stmt.value, indent, start, end):
-                names = _target_names(stmt.targets[0], n_outputs)
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            if start is None or _span_matches(stmt.value, indent, start, end):
-                names = _target_names(stmt.target, n_outputs)
-        elif isinstance(stmt, ast.AugAssign):   # y += x: the new y
-            names = _target_names(stmt.target, n_outputs)
-        if names is not None:
-            return names
-    if start is not None and end is not None and n_outputs == 1:
-        expression = " ".join(text[start:end].split())
-        if expression and len(expression) <= MAX_EXPRESSION and expression.isprintable():
-            return [expression]
-    return [None] * n_outputs
+    if start is None or end is None:
+        return None
+    text, _, _ = lines.statement(filename, line)
+    expression = " ".join(text[start:end].split())
+    if expression and len(expression) <= MAX_EXPRESSION and expression.isprintable():
+        return expression
+    return None
 
 
 def tensor_labels(ops, tensors, live, names, constants=None):
@@ -160,17 +143,16 @@ def tensor_labels(ops, tensors, live, names, constants=None):
         # The sub-expression's text names what the expression computed: the last op's
         # output (``model(x)`` runs many ops; only its result is ``model(x)``).
         last = group[-1]
-        for i, name in zip(last.output_ids,
-                           names_from_origin(last, len(last.output_ids), lines, False)):
-            if name is not None:
-                from_code.setdefault(i, name)
-    for i, obj in live.items():
+        if len(last.output_ids) == 1:
+            expression = _expression_text(last, lines)
+            if expression is not None:
+                from_code.setdefault(last.output_ids[0], expression)
+    for i, obj in live.items():      # ``x = mt.Variable(3.0)``: the Variable is ``x``
         origin = getattr(obj, "_origin", None)
         if origin is not None and i not in from_code:
-            holder = _Origin(origin)
-            name = names_from_origin(holder, 1, lines, True)[0]
-            if name is not None and _is_assignment_target(holder, lines):
-                from_code[i] = name
+            assigned = _assigned_names(_Origin(origin), 1, lines)
+            if assigned is not None:
+                from_code[i] = assigned[0]
     labels, unnamed = {}, 0
     for i in tensors:
         explicit = names.get(i)
@@ -191,16 +173,3 @@ class _Origin:
 
     def __init__(self, origin):
         self.origin = origin
-
-
-def _is_assignment_target(holder, lines):
-    """True when the line that made a constant/Variable assigns it (``x = mt.Variable(3.)``),
-    not when it is made inside an expression (``y = f(mt.constant(2.))``)."""
-    span = source_span(holder)
-    if span is None:
-        return False
-    filename, line, start, end = span
-    _, indent, stmt = lines.statement(filename, line)
-    if isinstance(stmt, ast.Assign):
-        return start is None or _span_matches(stmt.value, indent, start, end)
-    return False

@@ -34,6 +34,7 @@ static notebook viewer.
 
 >>> import minitape as mt
 >>> from minitape.viz import TapePlayer
+>>> mt.config.record_source_lines(True)   # names from the code (on by itself in Jupyter)
 >>> x = mt.constant(3.0)
 >>> with mt.GradientTape(persistent=True) as tape:
 ...     tape.watch(x)

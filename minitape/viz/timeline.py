@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..tape import GradientTape
+from .graph import stop_recording_spans
 
 
 class OpMark(NamedTuple):
@@ -146,8 +147,9 @@ def _row(tape, label_of) -> TimelineRow:
         of = op.backward_of
         row.ops.append(OpMark(op.seq, op.type,
                               None if of is None else label_of.get(of, f"tape #{of}")))
+    row.paused = stop_recording_spans(tape.events)
     life_start = None        # where the current stretch of remembered ops began
-    recording_from = paused_from = None
+    recording_from = None
     for event in tape.events:
         kind, seq = event.kind, event.seq
         if life_start is None:
@@ -158,15 +160,6 @@ def _row(tape, label_of) -> TimelineRow:
             if recording_from is not None:
                 row.recording.append((recording_from, seq))
                 recording_from = None
-            if paused_from is not None:      # left the block inside stop_recording
-                row.paused.append((paused_from, seq))
-                paused_from = None
-        elif kind == "paused":
-            paused_from = seq
-        elif kind == "resumed":
-            if paused_from is not None:
-                row.paused.append((paused_from, seq))
-            paused_from = None
         elif kind == "reset":
             row.forgotten.append((life_start, seq))
             life_start = seq
@@ -181,8 +174,6 @@ def _row(tape, label_of) -> TimelineRow:
             row.markers.append(Marker("released", seq, "released"))
     if recording_from is not None:
         row.recording.append((recording_from, None))
-    if paused_from is not None:
-        row.paused.append((paused_from, None))
     return row
 
 
