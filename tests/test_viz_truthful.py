@@ -191,7 +191,7 @@ def test_the_player_is_a_widget_that_fits_in_a_box():
     import ipywidgets as widgets
     tape, x, s = _fan_out()
     player = mt.viz.TapePlayer(tape, s, x)
-    box = widgets.HBox([player, widgets.Label("next to a plot")])
+    box = widgets.VBox([player, widgets.Label("under the player")])
     assert box.children[0] is player and isinstance(player, widgets.VBox)
     bundle = player._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
