@@ -166,8 +166,8 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             # inline; anything else goes through the full check, which explains the error.
             # (``is not`` on dtypes: NumPy's dtypes are shared objects, and an equal dtype
             # that is another object just takes the full check.)
-            if (batch_ndim or type(g) is not Tensor or g._value.shape != op.input_shapes[k]
-                    or g._value.dtype is not op.input_dtypes[k]):
+            if (batch_ndim or type(g) is not Tensor or g._shape != op.input_shapes[k]
+                    or g._dtype is not op.input_dtypes[k]):
                 _check_gradient(op, k, g, batch_ndim)
             grads[i] = g if i not in grads else add_gradients(grads[i], g)
             if last_pass is not None:

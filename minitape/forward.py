@@ -17,7 +17,7 @@ import numpy as np
 from . import registry
 from .dtypes import complex_gradient_error
 from .nest import flatten, pack_like
-from .recording import Operation
+from .recording import Operation, accumulators_recording
 from .recording import state as _state
 from .tape import GradientTape, UnconnectedGradients
 from .tensor import Tensor, convert_to_tensor
@@ -63,11 +63,13 @@ class ForwardAccumulator:
 
     def __enter__(self):
         _state.accumulators.append(self)
+        accumulators_recording.add(self)
         return self
 
     def __exit__(self, *exc):
         if self in _state.accumulators:
             _state.accumulators.remove(self)
+        accumulators_recording.discard(self)
         return False
 
     def jvp(self, primals, unconnected_gradients=UnconnectedGradients.NONE):

@@ -47,6 +47,16 @@ class _ThreadState(threading.local):
 
 state = _ThreadState()
 
+tapes_recording: set = set()
+"""Every GradientTape recording now, in any thread (``state.tapes`` has the current thread's
+own). When it is empty, as outside any tape and during a non-persistent tape's backward pass,
+``record`` skips the tapes after one global read: reading ``state`` (a ``threading.local``)
+costs about as much as a small NumPy operation. A tape adds itself when it starts recording
+and discards itself when it stops."""
+
+accumulators_recording: set = set()
+"""Every ForwardAccumulator active now, in any thread (``state.accumulators``: this thread's)."""
+
 next_seq = itertools.count(1).__next__
 """A new stamp of the global sequence (ops and tape events share it)."""
 
@@ -155,22 +165,22 @@ class Operation:
                  origin=None, forward=None):
         self.type = op_type
         self.seq = next_seq()
-        self.origin = origin
-        self.forward = forward
+        self.attrs = attrs
+        self.grad_fn = grad_fn
         self.custom = grad_fn is not None
+        self.forward = forward
+        self.origin = origin
         self.module_calls = state.module_calls
         backward_of = state.backward_of
         self.backward_of = backward_of[-1] if backward_of else None
+        self.batch_ndim = 0
+        self.skip_input_indices = None
         # This runs for every recorded op, so each side is read in one pass (``_describe``)
         # rather than with one generator per attribute. The small values are for mt.viz.
         self.input_ids, self.input_shapes, self.input_dtypes, self.input_values = \
             _describe(inputs)
         self.output_ids, self.output_shapes, self.output_dtypes, self.output_values = \
             _describe(outputs)
-        self.attrs = attrs
-        self.grad_fn = grad_fn
-        self.batch_ndim = 0
-        self.skip_input_indices = None
         # (Keeping everything is the common case for inputs, keeping nothing for outputs.)
         self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
         self._outputs = (None,) * len(outputs) if keep_outputs is False else \
@@ -207,27 +217,28 @@ SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the r
 
 
 def _describe(tensors):
-    """``(ids, shapes, dtypes, small values)`` of ``tensors``, four tuples built in one pass."""
-    # Most ops have one output and one or two inputs: those cases are written out, no loop.
+    """``(ids, shapes, dtypes, small values)`` of ``tensors``, four tuples built in one pass.
+
+    A small value is the Tensor's array itself when it has at most ``SMALL_VALUE_SIZE``
+    elements (a reference, not a copy: a Tensor's array is never written to), else None.
+    """
+    # Most ops have one output and one or two inputs: those cases are written out, with no
+    # loop and no call (this runs twice for every recorded op); scalars, the commonest
+    # small values, are told by their empty shape.
     if len(tensors) == 1:
-        value = tensors[0]._value
-        return ((tensors[0]._id,), (value.shape,), (value.dtype,),
-                (value if value.size <= SMALL_VALUE_SIZE else None,))
+        t = tensors[0]
+        small = not t._shape or t._value.size <= SMALL_VALUE_SIZE
+        return (t._id,), (t._shape,), (t._dtype,), (t._value if small else None,)
     if len(tensors) == 2:
-        a, b = tensors[0]._value, tensors[1]._value
-        return ((tensors[0]._id, tensors[1]._id), (a.shape, b.shape), (a.dtype, b.dtype),
-                (a if a.size <= SMALL_VALUE_SIZE else None,
-                 b if b.size <= SMALL_VALUE_SIZE else None))
-    ids, shapes, dtypes_, values = [], [], [], []
-    for t in tensors:
-        value = t._value
-        ids.append(t._id)
-        shapes.append(value.shape)
-        dtypes_.append(value.dtype)
-        # A reference, not a copy: a Tensor's array is never written to (Variable.assign
-        # makes a new one). None for a large value.
-        values.append(value if value.size <= SMALL_VALUE_SIZE else None)
-    return tuple(ids), tuple(shapes), tuple(dtypes_), tuple(values)
+        a, b = tensors
+        a_small = not a._shape or a._value.size <= SMALL_VALUE_SIZE
+        b_small = not b._shape or b._value.size <= SMALL_VALUE_SIZE
+        return ((a._id, b._id), (a._shape, b._shape), (a._dtype, b._dtype),
+                (a._value if a_small else None, b._value if b_small else None))
+    return (tuple(t._id for t in tensors), tuple(t._shape for t in tensors),
+            tuple(t._dtype for t in tensors),
+            tuple(t._value if not t._shape or t._value.size <= SMALL_VALUE_SIZE else None
+                  for t in tensors))
 
 
 def summarize(value):
@@ -277,42 +288,41 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
         forward: the function that computes the op again from its inputs (``primitive``,
             ``custom_gradient``), for ``mt.viz.check_tape``; built-in ops leave it None.
     """
-    tapes = state.tapes
-    if not tapes and not state.accumulators:
-        return  # the fast path: nothing is recording
-    origin = 0  # not looked up yet (0, not None: None means "no learner frame")
-    for tape in tapes:
-        tracked = tape._tracked
-        for t in inputs:
-            if t._id in tracked:
-                break
-        else:
-            continue
-        if origin == 0:
-            origin = learner_frame() if capture_source else None
-        if tape._persistent:
-            op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, origin, forward)
-        else:
-            op = Operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
-                           origin, forward)
-        tape._ops.append(op)
-        for t in outputs:
-            kind = t._value.dtype.kind
-            if kind == "f":
-                tracked.add(t._id)
-            elif kind == "c":
-                # Tracked too, so that a gradient asked through it raises a clear error in
-                # the backward pass instead of a silent None (the tape then checks for it).
-                tracked.add(t._id)
-                tape._has_complex = True
-    if state.accumulators:
+    if tapes_recording:  # (else the fast path: no tape is recording, in any thread)
+        origin = 0  # not looked up yet (0, not None: None means "no learner frame")
+        for tape in state.tapes:
+            tracked = tape._tracked
+            for t in inputs:
+                if t._id in tracked:
+                    break
+            else:
+                continue
+            if origin == 0:
+                origin = learner_frame() if capture_source else None
+            if tape._persistent:   # (keeps everything)
+                op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, origin,
+                               forward)
+            else:
+                op = Operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
+                               grad_fn, origin, forward)
+            tape._ops.append(op)
+            for t in outputs:
+                kind = t._dtype.kind
+                if kind == "f":
+                    tracked.add(t._id)
+                elif kind == "c":
+                    # Tracked too, so that a gradient asked through it raises a clear error in
+                    # the backward pass instead of a silent None (the tape then checks for it).
+                    tracked.add(t._id)
+                    tape._has_complex = True
+    if accumulators_recording and state.accumulators:
         from .forward import propagate_tangents
         propagate_tangents(op_type, inputs, outputs, attrs, grad_fn)
 
 
 def variable_accessed(variable):
     """Called on every read of a Variable: tapes that watch accessed variables watch it."""
-    if variable.trainable:
+    if variable.trainable and tapes_recording:
         for tape in state.tapes:
             if tape._watch_accessed_variables:
                 tape._watch_one(variable, warn=False)

@@ -27,7 +27,7 @@ import numpy as np
 from .backward import LastPass, add_gradients, backward
 from .dtypes import complex_gradient_error
 from .nest import flatten, pack_like
-from .recording import Operation, next_seq, record, state, summarize  # noqa: F401 (re-exported)
+from .recording import Operation, next_seq, record, tapes_recording, state, summarize  # noqa: F401 (re-exported)
 
 
 class UnconnectedGradients(enum.Enum):
@@ -142,6 +142,7 @@ class GradientTape:
 
     def _push(self):
         state.tapes.append(self)
+        tapes_recording.add(self)
         self._recording = True
 
     def _pop(self):
@@ -149,6 +150,7 @@ class GradientTape:
         if self not in tapes:
             raise RuntimeError("a GradientTape must be exited in the thread that entered it")
         tapes.remove(self)
+        tapes_recording.discard(self)
         self._recording = False
 
     # -- watching ----------------------------------------------------------------------------
@@ -172,10 +174,10 @@ class GradientTape:
             self._watch_one(t, warn=True)
 
     def _watch_one(self, t, warn):
-        if t._value.dtype.kind != "f":
+        if t._dtype.kind != "f":
             if warn:
                 extra = ("; minitape does not differentiate complex numbers"
-                         if t._value.dtype.kind == "c" else "")
+                         if t._dtype.kind == "c" else "")
                 warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float32), "
                               f"got {t.dtype.name}{extra}", UserWarning, stacklevel=3)
             return
@@ -305,6 +307,7 @@ class GradientTape:
         try:
             if self._recording and self in state.tapes:
                 state.tapes.remove(self)
+            tapes_recording.discard(self)
         except Exception:
             pass
 
@@ -365,9 +368,9 @@ def _seed_gradients(targets, output_gradients):
                              f"{len(targets)}; give one per target (same structure)")
     seeds = {}
     for t, g in zip(targets, flat_out):
-        if t._value.dtype.kind == "c":
+        if t._dtype.kind == "c":
             raise complex_target_error(t, "GradientTape.gradient")
-        if t._value.dtype.kind != "f":
+        if t._dtype.kind != "f":
             continue  # integer targets have no gradient
         if g is None:
             g = array_ops.ones_like(t)
@@ -385,7 +388,7 @@ def check_sources(sources, what):
     for s in flat:
         if not isinstance(s, Tensor):
             raise outside_minitape_error(s, f"GradientTape.{what} source")
-        if s._value.dtype.kind == "c":
+        if s._dtype.kind == "c":
             raise complex_gradient_error(f"GradientTape.{what}",
                                          f" (a source is a {s.dtype.name} Tensor of shape "
                                          f"{s.shape})")
@@ -406,7 +409,7 @@ def pack_results(sources, flat_sources, grads, unconnected, batch_shape):
                              f".ZERO, got {unconnected!r}") from None
     results = []
     for s in flat_sources:
-        g = grads.get(s._id) if s._value.dtype.kind == "f" else None
+        g = grads.get(s._id) if s._dtype.kind == "f" else None
         if g is None and unconnected is UnconnectedGradients.ZERO:
             g = Tensor(np.zeros(batch_shape + s.shape, s.dtype))
         results.append(g)

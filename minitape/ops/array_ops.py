@@ -129,7 +129,7 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     input = convert_to_tensor(input, what="expand_dims")
     # (The new axis may go anywhere from before the first to after the last: rank + 1 places.)
     axis = check_axis(axis, input.ndim, "expand_dims", shape=input.shape, new_axis=True)
-    shape = input._value.shape
+    shape = input._shape
     y = Tensor(input._value.reshape(shape[:axis] + (1,) + shape[axis:]), name=name)
     record("ExpandDims", (input,), (y,), keep_inputs=False)
     return y
@@ -162,7 +162,7 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
     # A new array filled by NumPy's broadcasting copy (as TensorFlow's op, which makes a new
     # tensor). ``np.broadcast_to`` would return a read-only view instead, but its Python
     # implementation costs ~5 us a call, more than the copy for all but large arrays.
-    value = np.empty(shape, input._value.dtype)
+    value = np.empty(shape, input._dtype)
     try:
         np.copyto(value, input._value)
     except ValueError:

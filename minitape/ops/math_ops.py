@@ -33,8 +33,8 @@ def binary_operands(x, y, op_type):
     # the very same dtype need no conversion, and a Python float next to a floating Tensor
     # becomes a Tensor of that dtype. Everything else takes the general path below.
     if type(x) is Tensor:
-        dtype = x._value.dtype
-        if type(y) is Tensor and y._value.dtype is dtype:
+        dtype = x._dtype
+        if type(y) is Tensor and y._dtype is dtype:
             return x, y
         if type(y) is float and dtype.kind == "f":
             return x, Tensor(dtype.type(y))
@@ -42,19 +42,19 @@ def binary_operands(x, y, op_type):
         x = convert_to_tensor(x)
         if isinstance(y, Tensor):
             y = convert_to_tensor(y)
-            if x._value.dtype != y._value.dtype:
+            if x._dtype != y._dtype:
                 raise TypeError(
                     f"{op_type}: cannot combine a {x.dtype.name} Tensor with a {y.dtype.name} "
                     f"Tensor; minitape never casts silently: use mt.cast(y, mt.{x.dtype.name}) "
                     "(or cast x)"
                 )
             return x, y
-        return x, convert_like(y, x._value.dtype, op_type)
+        return x, convert_like(y, x._dtype, op_type)
     if isinstance(y, Tensor):
         y = convert_to_tensor(y)
-        return convert_like(x, y._value.dtype, op_type), y
+        return convert_like(x, y._dtype, op_type), y
     x = convert_to_tensor(x, what=op_type)
-    return x, convert_like(y, x._value.dtype, op_type)
+    return x, convert_like(y, x._dtype, op_type)
 
 
 def elementwise_operands(x, y, op_type):
@@ -62,19 +62,17 @@ def elementwise_operands(x, y, op_type):
     # The hot paths first: two plain Tensors of one dtype and one shape need nothing done,
     # and a Python float next to a floating Tensor becomes a 0-d Tensor (which broadcasts).
     if type(x) is Tensor:
-        xv = x._value
         if type(y) is Tensor:
-            yv = y._value
-            if xv.dtype is yv.dtype and xv.shape == yv.shape:
+            if x._dtype is y._dtype and x._shape == y._shape:
                 return x, y
-        elif type(y) is float and xv.dtype.kind == "f":
+        elif type(y) is float and x._dtype.kind == "f":
             # A NumPy scalar next to a NumPy scalar, a 0-d array next to an array: NumPy
             # combines an array with a 0-d array about twice as fast as with a scalar.
-            if type(xv) is np.ndarray:
-                return x, Tensor(np.array(y, xv.dtype))
-            return x, Tensor(xv.dtype.type(y))
+            if x._shape:
+                return x, Tensor(np.array(y, x._dtype))
+            return x, Tensor(x._dtype.type(y))
     x, y = binary_operands(x, y, op_type)
-    xs, ys = x._value.shape, y._value.shape
+    xs, ys = x._shape, y._shape
     # (A bias next to a batch, ``(64, 256) + (256,)``, needs no general check.)
     if xs != ys and xs and ys and xs[len(xs) - len(ys):] != ys:
         try:
@@ -96,20 +94,20 @@ def _no_bool(x, op_type):
 
 def numeric(x, op_type):
     """Convert ``x`` and check it is numeric (float, int or complex): no arithmetic on bools."""
-    if type(x) is Tensor and x._value.dtype.kind in "fiu":
+    if type(x) is Tensor and x._dtype.kind in "fiu":
         return x  # the hot path: nothing to convert or check
     x = convert_to_tensor(x, what=op_type)
-    if x._value.dtype.kind not in "fiuc":
+    if x._dtype.kind not in "fiuc":
         _no_bool(x, op_type)
     return x
 
 
 def floating(x, op_type):
     """Convert ``x`` and check it is floating (sin, exp, ... are defined for floats only)."""
-    if type(x) is Tensor and x._value.dtype.kind == "f":
+    if type(x) is Tensor and x._dtype.kind == "f":
         return x  # the hot path: nothing to convert or check
     x = convert_to_tensor(x, what=op_type)
-    if x._value.dtype.kind != "f":
+    if x._dtype.kind != "f":
         raise TypeError(f"{op_type} expects a floating Tensor (e.g. float32), got "
                         f"{x.dtype.name}; use mt.cast(x, mt.float32)")
     return x
@@ -121,7 +119,7 @@ def unbroadcast(g, shape, batch_ndim=0):
     ``g`` has shape ``batch + broadcast(shape, other)``; the leading ``batch_ndim`` axes are
     kept. This is the one place in minitape where broadcasting is undone.
     """
-    if g._value.shape == shape and not batch_ndim:  # the hot path: nothing was broadcast
+    if g._shape == shape and not batch_ndim:  # the hot path: nothing was broadcast
         return g
     if g.shape[batch_ndim:] == shape:
         return g
@@ -158,7 +156,7 @@ _out = Tensor
 def add(x, y, name=None):
     """``x + y`` elementwise with broadcasting (op ``AddV2``), as ``tf.add``."""
     x, y = elementwise_operands(x, y, "AddV2")
-    if x._value.dtype.kind == "b":
+    if x._dtype.kind == "b":
         _no_bool(x, "AddV2")
     z = _out(x._value + y._value, name)
     record("AddV2", (x, y), (z,), keep_inputs=False)
@@ -178,7 +176,7 @@ def _add_grad(op, dy):
 def subtract(x, y, name=None):
     """``x - y`` elementwise with broadcasting (op ``Sub``)."""
     x, y = elementwise_operands(x, y, "Sub")
-    if x._value.dtype.kind == "b":
+    if x._dtype.kind == "b":
         _no_bool(x, "Sub")
     z = _out(x._value - y._value, name)
     record("Sub", (x, y), (z,), keep_inputs=False)
@@ -198,7 +196,7 @@ def _sub_grad(op, dy):
 def multiply(x, y, name=None):
     """``x * y`` elementwise with broadcasting (op ``Mul``)."""
     x, y = elementwise_operands(x, y, "Mul")
-    if x._value.dtype.kind == "b":
+    if x._dtype.kind == "b":
         _no_bool(x, "Mul")
     z = _out(x._value * y._value, name)
     record("Mul", (x, y), (z,))
@@ -219,9 +217,9 @@ def _mul_grad(op, dy):
 def divide(x, y, name=None):
     """``x / y`` (op ``RealDiv``). Integer operands are cast to float64 first, as TF's truediv."""
     x, y = elementwise_operands(x, y, "RealDiv")
-    if x._value.dtype.kind == "b":
+    if x._dtype.kind == "b":
         _no_bool(x, "RealDiv")
-    if x._value.dtype.kind not in "fc":
+    if x._dtype.kind not in "fc":
         x, y = cast(x, np.float64), cast(y, np.float64)
     z = _out(x._value / y._value, name)
     record("RealDiv", (x, y), (z,))
@@ -264,7 +262,7 @@ def pow(x, y, name=None):  # noqa: A001 (TensorFlow's name)
     Gradient: ``d/dx = y * x**(y-1)``; ``d/dy = x**y * log(x)`` where ``x > 0``, else 0 (as TF).
     """
     x, y = elementwise_operands(x, y, "Pow")
-    if x._value.dtype.kind == "b":
+    if x._dtype.kind == "b":
         _no_bool(x, "Pow")
     z = _out(np.power(x._value, y._value), name)
     record("Pow", (x, y), (z,), keep_outputs=True)
@@ -588,7 +586,7 @@ no_gradient("Round")
 def maximum(x, y, name=None):
     """Elementwise max with broadcasting (op ``Maximum``); ties send the gradient to ``x``."""
     x, y = elementwise_operands(x, y, "Maximum")
-    if x._value.dtype.kind == "b":
+    if x._dtype.kind == "b":
         _no_bool(x, "Maximum")
     z = _out(np.maximum(x._value, y._value), name)
     record("Maximum", (x, y), (z,))
@@ -598,7 +596,7 @@ def maximum(x, y, name=None):
 def minimum(x, y, name=None):
     """Elementwise min with broadcasting (op ``Minimum``); ties send the gradient to ``x``."""
     x, y = elementwise_operands(x, y, "Minimum")
-    if x._value.dtype.kind == "b":
+    if x._dtype.kind == "b":
         _no_bool(x, "Minimum")
     z = _out(np.minimum(x._value, y._value), name)
     record("Minimum", (x, y), (z,))
@@ -671,7 +669,7 @@ def cast(x, dtype, name=None):
     from ..dtypes import check_dtype
     dtype = check_dtype(dtype, "cast")
     x = convert_to_tensor(x, what="cast")
-    if x._value.dtype == dtype:
+    if x._dtype == dtype:
         return x
     value = np.asarray(x._value)
     if value.dtype.kind == "c" and dtype.kind != "c":
@@ -737,7 +735,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     minitape.errors.InvalidArgumentError: matmul: cannot multiply shapes (2, 3) and (2, 3): ...
     """
     a, b = binary_operands(a, b, "MatMul")
-    if a._value.dtype.kind == "b":
+    if a._dtype.kind == "b":
         _no_bool(a, "MatMul")
     av, bv = a._value, b._value
     if av.ndim < 2 or bv.ndim < 2:

@@ -46,7 +46,7 @@ def relu_grad(gradients, features, name=None):
     y = floating(features, "ReluGrad")
     # (The mask is cast first: NumPy multiplies two float arrays much faster than a float
     # array by a bool one.)
-    dx = Tensor(dy._value * (y._value > 0).astype(dy._value.dtype), name=name)
+    dx = Tensor(dy._value * (y._value > 0).astype(dy._dtype), name=name)
     record("ReluGrad", (dy, y), (dx,), keep_inputs={1})
     return dx
 

@@ -27,7 +27,7 @@ def numeric(x, what):
     Tensors are refused, as TensorFlow does; complex values are summed, averaged and
     multiplied, but have no maximum or minimum (they are not ordered)."""
     x = convert_to_tensor(x, what=what)
-    kind = x._value.dtype.kind
+    kind = x._dtype.kind
     if kind not in "iuf" and not (kind == "c" and what not in ("reduce_max", "reduce_min")):
         hint = (f"; to count the True entries use {what}(mt.cast(x, mt.int32))" if kind == "b"
                 else "")
@@ -43,7 +43,7 @@ def _kept_shape(op):
 
 def _reduce(op_type, fn, x, axis, keepdims, name, keep_inputs, keep_outputs):
     what = _PUBLIC[op_type]
-    if type(x) is not Tensor or x._value.dtype.kind not in "iuf":  # (a float Tensor: as is)
+    if type(x) is not Tensor or x._dtype.kind not in "iuf":  # (a float Tensor: as is)
         x = numeric(x, what)
     v = x._value
     axes = check_axes(axis, v.ndim, what, shape=v.shape)
@@ -53,8 +53,8 @@ def _reduce(op_type, fn, x, axis, keepdims, name, keep_inputs, keep_outputs):
         value = fn(v, axis=axes, keepdims=keepdims, initial=_EMPTY[fn](v.dtype))
     else:
         value = fn(v, axis=axes, keepdims=keepdims)
-    if value.dtype != x._value.dtype:  # an integer sum comes back as int64, a mean as float64
-        value = value.astype(x._value.dtype)
+    if value.dtype != x._dtype:  # an integer sum comes back as int64, a mean as float64
+        value = value.astype(x._dtype)
     y = Tensor(value, name=name)
     record(op_type, (x,), (y,), attrs={"axis": axes, "keepdims": bool(keepdims)},
            keep_inputs=keep_inputs, keep_outputs=keep_outputs)
