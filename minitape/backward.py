@@ -28,7 +28,7 @@ import numpy as np
 
 from . import registry
 from .dtypes import complex_gradient_error
-from .recording import SMALL_VALUE_SIZE, summarize
+from .recording import SMALL_VALUE_SIZE, accumulators_recording, summarize, tapes_recording
 
 
 class LastPass:
@@ -123,39 +123,59 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                                         last_pass.keep)
         last_pass.ops = ops
         last_pass.seeds = {i: keep(g._value) for i, g in grads.items()}
-    # 2. Reverse sweep.
+    # 2. Reverse sweep. (This loop runs once per recorded op: the common cases, one output
+    # and no batch axes, are written out, and the helpers are local names.)
+    lookup = registry.lookup
     for op in reversed(ops):
-        output_ids = op.output_ids
-        if len(output_ids) == 1:      # (most ops: written out, as this runs once per op)
-            out_grads = [grads.get(output_ids[0])]
-            arrived = out_grads[0] is not None
+        output_ids, input_ids = op.output_ids, op.input_ids
+        if len(output_ids) == 1:
+            dy = grads.get(output_ids[0])
+            arrived = dy is not None
         else:
             out_grads = list(map(grads.get, output_ids))  # None where none arrived
             arrived = not _all_none(out_grads)
-        if not arrived or reaches_source.isdisjoint(op.input_ids):
+        if not arrived or reaches_source.isdisjoint(input_ids):
             if release:
                 op.release()
             continue
         if check_complex:
             _check_complex_path(op, reaches_source)
-        fn = op.grad_fn or registry.lookup(op.type)   # LookupError if none is registered
-        if fn is None:                                  # declared not differentiable
+        fn = op.grad_fn or lookup(op.type)   # LookupError if none is registered
+        if fn is None:                         # declared not differentiable
             if release:
                 op.release()
             continue
-        for k, i in enumerate(output_ids):
-            if i not in source_ids:
-                grads.pop(i, None)  # nothing upstream needs this entry any more
-            if out_grads[k] is None:  # another output got a gradient, this one none: zeros
-                out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
-                                               op.output_dtypes[k]))
+        # Nothing upstream needs the outputs' entries any more (unless one is a source).
+        if len(output_ids) == 1:
+            out_grads = [dy]
+            if output_ids[0] not in source_ids:
+                del grads[output_ids[0]]
+        else:
+            for k, i in enumerate(output_ids):
+                if i not in source_ids:
+                    grads.pop(i, None)
+                if out_grads[k] is None:  # another output got a gradient, this one none: zeros
+                    out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
+                                                   op.output_dtypes[k]))
         # Which inputs need no gradient? (e.g. the 0.5 in ``x * 0.5``: Mul then skips
         # computing ``dy * x``, MatMul skips the gradient of a batch of data.)
-        op.skip_input_indices = (() if reaches_source.issuperset(op.input_ids)  # (all needed)
-                                 else _skipped_inputs(op.input_ids, reaches_source))
-        in_grads = call_gradient(op, fn, out_grads, batch_ndim)
+        if reaches_source.issuperset(input_ids):
+            op.skip_input_indices = ()    # (all needed)
+        else:
+            op.skip_input_indices = tuple(k for k, i in enumerate(input_ids)
+                                          if i not in reaches_source)
+        if batch_ndim:
+            in_grads = call_gradient(op, fn, out_grads, batch_ndim)
+        else:   # ``call_gradient``, written out
+            op.batch_ndim = 0
+            in_grads = fn(op, *out_grads)
+            if type(in_grads) is not tuple and type(in_grads) is not list:
+                in_grads = _as_gradient_list(op, in_grads)
+            elif len(in_grads) != len(input_ids):
+                _wrong_count(op, in_grads)
         op.skip_input_indices = None
-        for k, (i, g) in enumerate(zip(op.input_ids, in_grads)):
+        for k, i in enumerate(input_ids):
+            g = in_grads[k]
             if g is None:
                 continue
             if i not in reaches_source:   # computed, but nobody needs it: not sent
@@ -169,11 +189,14 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             if (batch_ndim or type(g) is not Tensor or g._shape != op.input_shapes[k]
                     or g._dtype is not op.input_dtypes[k]):
                 _check_gradient(op, k, g, batch_ndim)
-            grads[i] = g if i not in grads else add_gradients(grads[i], g)
+            if i in grads:
+                grads[i] = add_gradients(grads[i], g)
+            else:
+                grads[i] = g
             if last_pass is not None:
-                value = g._value     # (a small value is kept as it is: no call needed)
-                contributions[(op.seq, k)] = value if value.size <= SMALL_VALUE_SIZE \
-                    else keep(value)
+                # (a small value is kept as it is, a scalar told by its empty shape)
+                contributions[(op.seq, k)] = g._value if not g._shape \
+                    or g._value.size <= SMALL_VALUE_SIZE else keep(g._value)
         if last_pass is not None:
             visited.append(op.seq)
         if release:
@@ -201,14 +224,6 @@ def _check_complex_path(op, reaches_source):
                 f"through {op.type}, whose input {k} is {d.name})")
 
 
-def _skipped_inputs(input_ids, reaches_source):
-    skipped = ()
-    for k, i in enumerate(input_ids):
-        if i not in reaches_source:
-            skipped += (k,)
-    return skipped
-
-
 def _all_none(items):
     # A plain loop: ``None in items`` or ``items.count(None)`` would compare Tensors with
     # ``==``, which is an elementwise minitape op.
@@ -226,13 +241,28 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
     else:
         in_grads = fn(op, *out_grads)
     if not isinstance(in_grads, (list, tuple)):
-        in_grads = [in_grads]  # a one-input op may return its gradient bare
+        return _as_gradient_list(op, in_grads)
     if len(in_grads) != len(op.input_ids):
-        raise ValueError(
-            f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
-            f"has {len(op.input_ids)} input(s); return one per input (None where there is none)"
-        )
+        _wrong_count(op, in_grads)
     return in_grads
+
+
+def _as_gradient_list(op, in_grads):
+    """A one-input op may return its gradient bare: ``[in_grads]``."""
+    if isinstance(in_grads, (list, tuple)):
+        in_grads = list(in_grads)
+    else:
+        in_grads = [in_grads]
+    if len(in_grads) != len(op.input_ids):
+        _wrong_count(op, in_grads)
+    return in_grads
+
+
+def _wrong_count(op, in_grads):
+    raise ValueError(
+        f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
+        f"has {len(op.input_ids)} input(s); return one per input (None where there is none)"
+    )
 
 
 def _call_per_row(op, fn, out_grads, batch_ndim):
@@ -277,6 +307,12 @@ def _check_gradient(op, k, g, batch_ndim):
 def add_gradients(a, b):
     """``a + b``: two contributions to one tensor's gradient (fan-out), with a minitape op so
     that an outer tape records the sum."""
+    if not tapes_recording and not accumulators_recording:
+        # Nothing can record the sum (the usual case: a non-persistent tape has stopped
+        # recording): NumPy's addition, which is what ``add`` computes. Its checks have
+        # nothing to find, as both contributions were checked against the input's shape
+        # and dtype. (``tests/test_fast_paths.py`` checks the two give the same Tensor.)
+        return Tensor(a._value + b._value)
     return _math_ops.add(a, b)
 
 

@@ -57,6 +57,11 @@ and discards itself when it stops."""
 accumulators_recording: set = set()
 """Every ForwardAccumulator active now, in any thread (``state.accumulators``: this thread's)."""
 
+contexts_running: list = []
+"""Every ``module_scope`` and backward pass running now, in any thread (``state.module_calls``
+and ``state.backward_of`` have the current thread's). An op recorded outside both, the common
+case, reads neither from ``state``."""
+
 next_seq = itertools.count(1).__next__
 """A new stamp of the global sequence (ops and tape events share it)."""
 
@@ -170,9 +175,13 @@ class Operation:
         self.custom = grad_fn is not None
         self.forward = forward
         self.origin = origin
-        self.module_calls = state.module_calls
-        backward_of = state.backward_of
-        self.backward_of = backward_of[-1] if backward_of else None
+        if contexts_running:     # (a Module call or a backward pass is running somewhere)
+            self.module_calls = state.module_calls
+            backward_of = state.backward_of
+            self.backward_of = backward_of[-1] if backward_of else None
+        else:
+            self.module_calls = ()
+            self.backward_of = None
         self.batch_ndim = 0
         self.skip_input_indices = None
         # This runs for every recorded op, so each side is read in one pass (``_describe``)
@@ -188,7 +197,14 @@ class Operation:
 
     @property
     def inputs(self):
-        return _saved(self._inputs, self.type, "input", self.input_ids)
+        saved = self._inputs
+        if saved is not None:      # (every gradient function reads this: the common case,
+            for t in saved:        # everything kept, returns the plain tuple with no call)
+                if t is None:
+                    break
+            else:
+                return saved
+        return _saved(saved, self.type, "input", self.input_ids)
 
     @property
     def outputs(self):
@@ -345,9 +361,11 @@ class module_scope:
     def __enter__(self):
         self.saved = state.module_calls
         state.module_calls = self.saved + ((self.module, next_seq()),)
+        contexts_running.append(self)
 
     def __exit__(self, *exc):
         state.module_calls = self.saved
+        contexts_running.remove(self)
         return False
 
 

@@ -27,7 +27,8 @@ import numpy as np
 from .backward import LastPass, add_gradients, backward
 from .dtypes import complex_gradient_error
 from .nest import flatten, pack_like
-from .recording import Operation, next_seq, record, tapes_recording, state, summarize  # noqa: F401 (re-exported)
+from .recording import (Operation, contexts_running, next_seq, record, state,  # noqa: F401
+                        summarize, tapes_recording)
 
 
 class UnconnectedGradients(enum.Enum):
@@ -282,11 +283,13 @@ class GradientTape:
         # extra passes over each array.
         last = LastPass(summarize_large=self._persistent) if batch_ndim == 0 else None
         state.backward_of.append(self.number)
+        contexts_running.append(self)
         try:
             grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release, last,
                              check_complex=self._has_complex)
         finally:
             state.backward_of.pop()
+            contexts_running.remove(self)
         if last is not None:
             last.gradients = grads
             self._last_pass = last
