@@ -125,7 +125,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         last_pass.seeds = {i: keep(g._value) for i, g in grads.items()}
     # 2. Reverse sweep. (This loop runs once per recorded op: the common cases, one output
     # and no batch axes, are written out, and the helpers are local names.)
-    lookup = registry.lookup
+    lookup, numpy_gradients = registry.lookup, registry.numpy_gradients
     for op in reversed(ops):
         output_ids, input_ids = op.output_ids, op.input_ids
         if len(output_ids) == 1:
@@ -166,13 +166,30 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                                           if i not in reaches_source)
         if batch_ndim:
             in_grads = call_gradient(op, fn, out_grads, batch_ndim)
-        else:   # ``call_gradient``, written out
+        else:
             op.batch_ndim = 0
-            in_grads = fn(op, *out_grads)
-            if type(in_grads) is not tuple and type(in_grads) is not list:
-                in_grads = _as_gradient_list(op, in_grads)
-            elif len(in_grads) != len(input_ids):
-                _wrong_count(op, in_grads)
+            # The fast path: the op's NumPy gradient, when nothing records and no
+            # broadcasting is to be undone (see registry.register_numpy_gradient).
+            fast = numpy_gradients.get(op.type)
+            if fast is not None and (tapes_recording or accumulators_recording
+                                     or op.grad_fn is not None):
+                fast = None
+            if fast is not None:
+                shape, skip = op.output_shapes[0], op.skip_input_indices
+                for k, input_shape in enumerate(op.input_shapes):
+                    if input_shape != shape and k not in skip:
+                        fast = None
+                        break
+            if fast is not None:
+                in_grads = []
+                for value in fast(op, out_grads[0]._value):
+                    in_grads.append(None if value is None else Tensor(value))
+            else:   # ``call_gradient``, written out
+                in_grads = fn(op, *out_grads)
+                if type(in_grads) is not tuple and type(in_grads) is not list:
+                    in_grads = _as_gradient_list(op, in_grads)
+                elif len(in_grads) != len(input_ids):
+                    _wrong_count(op, in_grads)
         op.skip_input_indices = None
         for k, i in enumerate(input_ids):
             g = in_grads[k]

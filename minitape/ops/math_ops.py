@@ -18,7 +18,8 @@ import math as _pymath
 import numpy as np
 
 from .. import errors
-from ..registry import RegisterGradient, no_gradient, register_forward
+from ..registry import (RegisterGradient, no_gradient, register_forward,
+                        register_numpy_gradient)
 from ..recording import record
 from ..tensor import Tensor, convert_like, convert_to_tensor
 from . import array_ops, reduction_ops
@@ -193,6 +194,11 @@ def _sub_grad(op, dy):
             unbroadcast(-dy, op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
+@register_numpy_gradient("Sub")
+def _sub_grad_numpy(op, dy):   # (``_sub_grad`` on arrays: see registry.register_numpy_gradient)
+    return (dy if wanted(op, 0) else None, -dy if wanted(op, 1) else None)
+
+
 def multiply(x, y, name=None):
     """``x * y`` elementwise with broadcasting (op ``Mul``)."""
     x, y = elementwise_operands(x, y, "Mul")
@@ -212,6 +218,13 @@ def _mul_grad(op, dy):
     nb = op.batch_ndim
     return (unbroadcast(dy * y, op.input_shapes[0], nb) if wanted(op, 0) else None,
             unbroadcast(dy * x, op.input_shapes[1], nb) if wanted(op, 1) else None)
+
+
+@register_numpy_gradient("Mul")
+def _mul_grad_numpy(op, dy):   # (``_mul_grad`` on arrays: see registry.register_numpy_gradient)
+    x, y = op.inputs
+    return (dy * y._value if wanted(op, 0) else None,
+            dy * x._value if wanted(op, 1) else None)
 
 
 def divide(x, y, name=None):
@@ -251,6 +264,11 @@ register_forward("Neg", lambda op, x: negative(x))
 @RegisterGradient("Neg", batched=True)
 def _neg_grad(op, dy):
     return -dy
+
+
+@register_numpy_gradient("Neg")
+def _neg_grad_numpy(op, dy):
+    return (-dy,)
 
 
 # -- powers, exponentials, logarithms -----------------------------------------------------------
@@ -337,6 +355,11 @@ register_forward("Exp", lambda op, x: exp(x))
 def _exp_grad(op, dy):
     (y,) = op.outputs
     return dy * y
+
+
+@register_numpy_gradient("Exp")
+def _exp_grad_numpy(op, dy):
+    return (dy * op.outputs[0]._value,)
 
 
 def expm1(x, name=None):
@@ -427,6 +450,11 @@ def _sin_grad(op, dy):
     return dy * cos(x)
 
 
+@register_numpy_gradient("Sin")
+def _sin_grad_numpy(op, dy):
+    return (dy * np.cos(op.inputs[0]._value),)
+
+
 def cos(x, name=None):
     """Cosine (op ``Cos``): ``d/dx = -sin(x)``."""
     x = floating(x, "Cos")
@@ -442,6 +470,11 @@ register_forward("Cos", lambda op, x: cos(x))
 def _cos_grad(op, dy):
     (x,) = op.inputs
     return -dy * sin(x)
+
+
+@register_numpy_gradient("Cos")
+def _cos_grad_numpy(op, dy):
+    return (-dy * np.sin(op.inputs[0]._value),)
 
 
 def tan(x, name=None):
@@ -478,6 +511,12 @@ def _tanh_grad(op, dy):
     return dy * (1 - y * y)
 
 
+@register_numpy_gradient("Tanh")
+def _tanh_grad_numpy(op, dy):
+    y = op.outputs[0]._value
+    return (dy * (1 - y * y),)
+
+
 def sigmoid(x, name=None):
     """``1 / (1 + exp(-x))`` (op ``Sigmoid``); keeps its output: ``d/dx = y * (1 - y)``."""
     x = floating(x, "Sigmoid")
@@ -496,6 +535,12 @@ register_forward("Sigmoid", lambda op, x: sigmoid(x))
 def _sigmoid_grad(op, dy):
     (y,) = op.outputs
     return dy * (y * (1 - y))
+
+
+@register_numpy_gradient("Sigmoid")
+def _sigmoid_grad_numpy(op, dy):
+    y = op.outputs[0]._value
+    return (dy * (y * (1 - y)),)
 
 
 def softplus(x, name=None):

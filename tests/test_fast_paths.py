@@ -1,0 +1,196 @@
+"""The engine's fast paths give exactly what the general paths give (issue 14's rule).
+
+- ``registry.register_numpy_gradient``: an op's gradient rule on NumPy arrays, used by the
+  backward pass when nothing records; compared bit for bit with the gradient function.
+- ``backward.add_gradients`` sums two contributions with NumPy when nothing records.
+- ``recording.tapes_recording`` / ``accumulators_recording`` / ``contexts_running``: global
+  "is anything happening in any thread" sets that let ``record`` skip the thread state.
+- A Tensor's ``_shape`` / ``_dtype`` are read once from its array.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+import minitape as mt
+from minitape import backward, recording, registry
+from minitape.ops import math_ops
+
+# How to build each op with a NumPy gradient from its input(s).
+BUILD = {
+    "Mul": lambda a, b: a * b,
+    "Sub": lambda a, b: a - b,
+    "Neg": lambda a, b: -a,
+    "Sin": lambda a, b: mt.sin(a),
+    "Cos": lambda a, b: mt.cos(a),
+    "Exp": lambda a, b: mt.exp(a),
+    "Tanh": lambda a, b: mt.tanh(a),
+    "Sigmoid": lambda a, b: mt.sigmoid(a),
+}
+
+
+def test_every_numpy_gradient_is_tested():
+    assert set(registry.numpy_gradients) == set(BUILD)
+
+
+def _gradients(op_type, a0, b0, watch_b, general):
+    """d(sum(y * w))/d(a, b) for y = op(a, b), w fixed weights; ``general`` hides the NumPy
+    gradients so that every op runs its gradient function."""
+    saved = dict(registry.numpy_gradients)
+    calls = []
+    if general:
+        registry.numpy_gradients.clear()
+    else:   # count the calls, to know the fast path ran
+        fn = saved[op_type]
+        registry.numpy_gradients[op_type] = lambda op, dy: calls.append(op.input_ids) or fn(op, dy)
+    try:
+        a, b = mt.constant(a0), mt.constant(b0)
+        with mt.GradientTape() as tape:
+            tape.watch(a)
+            if watch_b:
+                tape.watch(b)
+            y = BUILD[op_type](a, b)
+            w = mt.constant(np.linspace(0.5, 1.5, y.numpy().size).reshape(y.shape)
+                            .astype(y.dtype))
+            loss = mt.reduce_sum(y * w)
+        # (the op under test is the one that reads a; the loss's own Mul does not)
+        return tape.gradient(loss, [a, b]), sum(a._id in ids for ids in calls)
+    finally:
+        registry.numpy_gradients.clear()
+        registry.numpy_gradients.update(saved)
+
+
+SHAPES = [((), ()), ((8,), (8,)), ((3, 4), (3, 4)),
+          ((3, 4), (4,)),    # broadcasting: the fast path steps aside when b needs a gradient
+          ((3, 4), ())]
+
+
+@pytest.mark.parametrize("op_type", sorted(BUILD))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+@pytest.mark.parametrize("watch_b", [True, False])
+def test_numpy_gradient_equals_the_gradient_function(op_type, dtype, shapes, watch_b):
+    rng = np.random.default_rng(0)
+    a0 = rng.uniform(0.2, 1.5, shapes[0]).astype(dtype)
+    b0 = rng.uniform(0.2, 1.5, shapes[1]).astype(dtype)
+    fast, calls = _gradients(op_type, a0, b0, watch_b, general=False)
+    slow, _ = _gradients(op_type, a0, b0, watch_b, general=True)
+    # Taken unless broadcasting is to be undone for an input that needs a gradient.
+    binary = op_type in ("Mul", "Sub")
+    assert calls == (1 if shapes[0] == shapes[1] or not (binary and watch_b) else 0)
+    for f, s in zip(fast, slow):
+        assert (f is None) == (s is None)
+        if f is not None:
+            assert f.dtype == s.dtype and f.shape == s.shape
+            np.testing.assert_array_equal(f.numpy(), s.numpy())  # the same bits, not close
+
+
+def test_numpy_gradient_is_used_only_when_nothing_records(monkeypatch):
+    calls = []
+    original = registry.numpy_gradients["Sin"]
+    monkeypatch.setitem(registry.numpy_gradients, "Sin",
+                        lambda op, dy: calls.append(op.type) or original(op, dy))
+    x = mt.constant(0.5)
+    with mt.GradientTape() as tape:
+        tape.watch(x)
+        y = mt.sin(x)
+    tape.gradient(y, x)
+    assert calls == ["Sin"]
+    # An outer tape records the inner backward pass (second derivatives): the gradient
+    # function runs, so that the outer tape sees its ops.
+    with mt.GradientTape() as outer:
+        outer.watch(x)
+        with mt.GradientTape() as inner:
+            inner.watch(x)
+            y = mt.sin(x)
+        dy = inner.gradient(y, x)
+    assert calls == ["Sin"]
+    np.testing.assert_allclose(outer.gradient(dy, x).numpy(), -np.sin(np.float32(0.5)),
+                               rtol=1e-6)
+
+
+def test_numpy_gradient_not_used_for_a_custom_gradient():
+    @mt.custom_gradient
+    def f(x):
+        def grad(dy):
+            return dy * 10.0
+        return mt.sin(x), grad
+
+    x = mt.constant(0.5)
+    with mt.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    assert float(tape.gradient(y, x)) == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize("shape", [(), (8,), (2, 3)])
+def test_add_gradients_fast_path_equals_add(shape):
+    rng = np.random.default_rng(1)
+    a = mt.constant(rng.normal(size=shape))
+    b = mt.constant(rng.normal(size=shape))
+    assert not recording.tapes_recording
+    fast = backward.add_gradients(a, b)
+    general = math_ops.add(a, b)
+    assert fast.dtype == general.dtype and fast.shape == general.shape
+    np.testing.assert_array_equal(fast.numpy(), general.numpy())
+    # While a tape records, the sum is an op the tape can see.
+    with mt.GradientTape() as tape:
+        tape.watch(a)
+        backward.add_gradients(a, b)
+    assert [op.type for op in tape.operations] == ["AddV2"]
+
+
+def test_recording_sets_empty_again_after_use():
+    x = mt.Variable(2.0)
+    layer = mt.layers.Dense(2)
+    with mt.GradientTape(persistent=True) as tape:
+        with mt.GradientTape() as inner:
+            y = layer(mt.ones((1, 3))) * x
+            assert len(recording.tapes_recording) == 2
+        assert len(recording.tapes_recording) == 1
+        inner.gradient(y, x)
+    with mt.autodiff.ForwardAccumulator(x, mt.constant(1.0)) as acc:
+        assert recording.accumulators_recording == {acc}
+        z = x * x
+    assert float(acc.jvp(z)) == pytest.approx(4.0)
+    tape.gradient(y, x)
+    assert not recording.tapes_recording
+    assert not recording.accumulators_recording
+    assert not recording.contexts_running
+    # and what the contexts recorded is still there
+    assert any(op.module_calls for op in tape.operations)
+    assert any(op.backward_of == inner.number for op in tape.operations)
+
+
+def test_a_tape_in_another_thread_does_not_record_this_threads_ops():
+    x = mt.constant(1.0)
+    entered, done = threading.Event(), threading.Event()
+    tapes = []
+
+    def other():
+        with mt.GradientTape() as tape:
+            tape.watch(x)
+            tapes.append(tape)
+            entered.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    entered.wait(10)
+    assert recording.tapes_recording   # a tape records somewhere: record looks closer
+    y = x * 2.0                          # ... and finds none on this thread
+    done.set()
+    thread.join()
+    assert tapes[0].operations == ()
+    assert float(y) == 2.0
+
+
+def test_cached_shape_and_dtype_match_the_array():
+    v = mt.Variable(np.ones((2, 3), np.float32))
+    for t in (mt.constant(1.5), mt.constant([1, 2]), v, v * 2.0, mt.sin(mt.constant(0.5)),
+              mt.reduce_sum(v), v[0]):
+        value = t._value
+        assert t.shape == value.shape and t.dtype == value.dtype
+    v.assign(np.zeros((2, 3), np.float32))
+    assert v.shape == v._value.shape and v.dtype == v._value.dtype
