@@ -162,8 +162,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         if reaches_source.issuperset(input_ids):
             op.skip_input_indices = ()    # (all needed)
         else:
-            op.skip_input_indices = tuple(k for k, i in enumerate(input_ids)
-                                          if i not in reaches_source)
+            skip = ()
+            for k, i in enumerate(input_ids):
+                if i not in reaches_source:
+                    skip += (k,)
+            op.skip_input_indices = skip
         if batch_ndim:
             in_grads = call_gradient(op, fn, out_grads, batch_ndim)
         else:
@@ -174,11 +177,12 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             if fast is not None and (tapes_recording or accumulators_recording
                                      or op.grad_fn is not None):
                 fast = None
-            if fast is not None:
+            input_shapes = op.input_shapes
+            if fast is not None and input_shapes.count(op.output_shapes[0]) != len(input_shapes):
                 shape, skip = op.output_shapes[0], op.skip_input_indices
-                for k, input_shape in enumerate(op.input_shapes):
+                for k, input_shape in enumerate(input_shapes):
                     if input_shape != shape and k not in skip:
-                        fast = None
+                        fast = None   # broadcasting to undo: the gradient function does it
                         break
             if fast is not None:
                 in_grads = []
