@@ -84,7 +84,7 @@ class LastPass:
 
 
 def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pass=None,
-                   check_complex=True):
+                   check_complex=True, reaches_source=None):
     """Walk ``ops`` in reverse and apply the chain rule; yield one step per op it passes.
 
     Args:
@@ -97,6 +97,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         last_pass: optional ``LastPass`` to fill (visited ops, contributions, reached).
         check_complex: look for complex inputs on the path (and raise); a tape that recorded
             no complex tensor passes False and skips the check.
+        reaches_source: the ids of the tensors downstream of a source, if the caller knows
+            them (a tape whose watched tensors are all sources: what it tracked while
+            recording); else the walk finds them itself, with a forward sweep. Only read.
 
     Yields:
         ``(op, out_grads, in_grads)`` for every op whose gradient function ran:
@@ -112,10 +115,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             of gradients.
     """
     # 1. Forward sweep: which ops lie downstream of a source? Only they need gradients.
-    reaches_source = set(source_ids)
-    for op in ops:
-        if not reaches_source.isdisjoint(op.input_ids):  # "some input reaches a source"
-            reaches_source.update(op.output_ids)
+    if reaches_source is None:
+        reaches_source = set(source_ids)
+        for op in ops:
+            if not reaches_source.isdisjoint(op.input_ids):  # "some input reaches a source"
+                reaches_source.update(op.output_ids)
     batch_shape = next(iter(grads.values())).shape[:batch_ndim] if grads else ()
     # What the pictures keep of this pass (local names: this loop runs once per op).
     if last_pass is not None:
@@ -226,11 +230,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
 
 
 def backward(ops, seeds, source_ids, batch_ndim=0, release=False, last_pass=None,
-             check_complex=True):
+             check_complex=True, reaches_source=None):
     """Run ``backward_steps`` to the end; return dict tensor id -> gradient Tensor."""
     grads = dict(seeds)
     for _ in backward_steps(ops, grads, source_ids, batch_ndim, release, last_pass,
-                            check_complex):
+                            check_complex, reaches_source):
         pass
     return grads
 

@@ -282,11 +282,19 @@ class GradientTape:
         # tensors' values: summarizing every large one would cost its backward pass three
         # extra passes over each array.
         last = LastPass(summarize_large=self._persistent) if batch_ndim == 0 else None
+        # Which tensors lie downstream of a source? When every watched tensor is a source
+        # (the usual case) and the tape is not recording, it is what the tape tracked while
+        # recording (the float ones; the walk's own sweep would add the integer outputs of
+        # recorded ops, which carry no gradient), so the walk need not sweep the ops again.
+        tracked = self._tracked
+        reaches = None
+        if not self._recording and source_ids <= tracked and source_ids.issuperset(self._watched):
+            reaches = tracked
         state.backward_of.append(self.number)
         contexts_running.append(self)
         try:
             grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release, last,
-                             check_complex=self._has_complex)
+                             check_complex=self._has_complex, reaches_source=reaches)
         finally:
             state.backward_of.pop()
             contexts_running.remove(self)
