@@ -18,6 +18,15 @@ time and ``mt.viz.check_tape`` reads the same steps, so every picture shows exac
 No recursion anywhere, so a chain of a million ops is fine, and the gradients live in a
 dictionary local to the pass, so asking twice gives the same numbers.
 
+Three fast paths skip work whose result is known, and give the same numbers
+(``tests/test_fast_paths.py`` checks each against the general path):
+
+- step 1 is skipped when the tape's watched tensors are all sources: the tape's tracked set,
+  filled while recording, already says which tensors lie downstream of them;
+- an op with a NumPy gradient (``registry.register_numpy_gradient``) computes its VJP on
+  arrays when nothing records, instead of through minitape ops;
+- two contributions are summed with NumPy when nothing records (``add_gradients``).
+
 ``LastPass`` is the record of one walk that the pictures read: which ops it visited, the
 contribution each edge carried back, and the gradient that reached each tensor.
 """
