@@ -186,10 +186,25 @@ class Operation:
         self.skip_input_indices = None
         # This runs for every recorded op, so each side is read in one pass (``_describe``)
         # rather than with one generator per attribute. The small values are for mt.viz.
-        self.input_ids, self.input_shapes, self.input_dtypes, self.input_values = \
-            _describe(inputs)
-        self.output_ids, self.output_shapes, self.output_dtypes, self.output_values = \
-            _describe(outputs)
+        if len(inputs) == 2:    # (most ops: written out, one call less per recorded op)
+            a, b = inputs
+            self.input_ids, self.input_shapes, self.input_dtypes = \
+                (a._id, b._id), (a._shape, b._shape), (a._dtype, b._dtype)
+            self.input_values = (
+                a._value if not a._shape or a._value.size <= SMALL_VALUE_SIZE else None,
+                b._value if not b._shape or b._value.size <= SMALL_VALUE_SIZE else None)
+        else:
+            self.input_ids, self.input_shapes, self.input_dtypes, self.input_values = \
+                _describe(inputs)
+        if len(outputs) == 1:   # (most ops: written out, one call less per recorded op)
+            t = outputs[0]
+            self.output_ids, self.output_shapes, self.output_dtypes = \
+                (t._id,), (t._shape,), (t._dtype,)
+            self.output_values = \
+                (t._value if not t._shape or t._value.size <= SMALL_VALUE_SIZE else None,)
+        else:
+            self.output_ids, self.output_shapes, self.output_dtypes, self.output_values = \
+                _describe(outputs)
         # (Keeping everything is the common case for inputs, keeping nothing for outputs.)
         self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
         self._outputs = (None,) * len(outputs) if keep_outputs is False else \
