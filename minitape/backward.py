@@ -153,8 +153,13 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             continue
         if check_complex:
             _check_complex_path(op, reaches_source)
-        fn = op.grad_fn or lookup(op.type)   # LookupError if none is registered
-        if fn is None:                         # declared not differentiable
+        # The fast path: the op's NumPy gradient, when nothing records (see
+        # registry.register_numpy_gradient; whether broadcasting is to be undone is told below).
+        fast = None
+        if not (batch_ndim or tapes_recording or accumulators_recording or op.grad_fn):
+            fast = numpy_gradients.get(op.type)
+        fn = fast or op.grad_fn or lookup(op.type)   # LookupError if none is registered
+        if fn is None:                                 # declared not differentiable
             if release:
                 op.release()
             continue
@@ -184,18 +189,14 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             in_grads = call_gradient(op, fn, out_grads, batch_ndim)
         else:
             op.batch_ndim = 0
-            # The fast path: the op's NumPy gradient, when nothing records and no
-            # broadcasting is to be undone (see registry.register_numpy_gradient).
-            fast = numpy_gradients.get(op.type)
-            if fast is not None and (tapes_recording or accumulators_recording
-                                     or op.grad_fn is not None):
-                fast = None
             input_shapes = op.input_shapes
             if fast is not None and input_shapes.count(op.output_shapes[0]) != len(input_shapes):
                 shape, skip = op.output_shapes[0], op.skip_input_indices
                 for k, input_shape in enumerate(input_shapes):
                     if input_shape != shape and k not in skip:
-                        fast = None   # broadcasting to undo: the gradient function does it
+                        # broadcasting to undo: the gradient function does it
+                        fast = None
+                        fn = op.grad_fn or lookup(op.type)
                         break
             if fast is not None:
                 in_grads = []
