@@ -196,7 +196,8 @@ def _sub_grad(op, dy):
 
 @register_numpy_gradient("Sub")
 def _sub_grad_numpy(op, dy):   # (``_sub_grad`` on arrays: see registry.register_numpy_gradient)
-    return (dy if wanted(op, 0) else None, -dy if wanted(op, 1) else None)
+    skip = op.skip_input_indices   # (``wanted`` written out: the backward pass always sets it)
+    return (None if 0 in skip else dy, None if 1 in skip else -dy)
 
 
 def multiply(x, y, name=None):
@@ -223,8 +224,8 @@ def _mul_grad(op, dy):
 @register_numpy_gradient("Mul")
 def _mul_grad_numpy(op, dy):   # (``_mul_grad`` on arrays: see registry.register_numpy_gradient)
     x, y = op.inputs
-    return (dy * y._value if wanted(op, 0) else None,
-            dy * x._value if wanted(op, 1) else None)
+    skip = op.skip_input_indices   # (``wanted`` written out: the backward pass always sets it)
+    return (None if 0 in skip else dy * y._value, None if 1 in skip else dy * x._value)
 
 
 def divide(x, y, name=None):
