@@ -185,12 +185,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 if i not in reaches_source:
                     skip += (k,)
             op.skip_input_indices = skip
-        if batch_ndim:
-            in_grads = call_gradient(op, fn, out_grads, batch_ndim)
-        else:
-            op.batch_ndim = 0
+        if fast is not None:   # (no batch axes): does the op broadcast an input?
             input_shapes = op.input_shapes
-            if fast is not None and input_shapes.count(op.output_shapes[0]) != len(input_shapes):
+            if input_shapes.count(op.output_shapes[0]) != len(input_shapes):
                 shape, skip = op.output_shapes[0], op.skip_input_indices
                 for k, input_shape in enumerate(input_shapes):
                     if input_shape != shape and k not in skip:
@@ -198,16 +195,13 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                         fast = None
                         fn = op.grad_fn or lookup(op.type)
                         break
-            if fast is not None:
-                in_grads = []
-                for value in fast(op, out_grads[0]._value):
-                    in_grads.append(None if value is None else Tensor(value))
-            else:   # ``call_gradient``, written out
-                in_grads = fn(op, *out_grads)
-                if type(in_grads) is not tuple and type(in_grads) is not list:
-                    in_grads = _as_gradient_list(op, in_grads)
-                elif len(in_grads) != len(input_ids):
-                    _wrong_count(op, in_grads)
+        if fast is not None:
+            op.batch_ndim = 0
+            in_grads = []
+            for value in fast(op, out_grads[0]._value):
+                in_grads.append(None if value is None else Tensor(value))
+        else:
+            in_grads = call_gradient(op, fn, out_grads, batch_ndim)
         op.skip_input_indices = None
         for k, i in enumerate(input_ids):
             g = in_grads[k]
@@ -276,28 +270,13 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
     else:
         in_grads = fn(op, *out_grads)
     if not isinstance(in_grads, (list, tuple)):
-        return _as_gradient_list(op, in_grads)
+        in_grads = [in_grads]  # a one-input op may return its gradient bare
     if len(in_grads) != len(op.input_ids):
-        _wrong_count(op, in_grads)
+        raise ValueError(
+            f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
+            f"has {len(op.input_ids)} input(s); return one per input (None where there is none)"
+        )
     return in_grads
-
-
-def _as_gradient_list(op, in_grads):
-    """A one-input op may return its gradient bare: ``[in_grads]``."""
-    if isinstance(in_grads, (list, tuple)):
-        in_grads = list(in_grads)
-    else:
-        in_grads = [in_grads]
-    if len(in_grads) != len(op.input_ids):
-        _wrong_count(op, in_grads)
-    return in_grads
-
-
-def _wrong_count(op, in_grads):
-    raise ValueError(
-        f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
-        f"has {len(op.input_ids)} input(s); return one per input (None where there is none)"
-    )
 
 
 def _call_per_row(op, fn, out_grads, batch_ndim):

@@ -184,9 +184,18 @@ class Operation:
             self.backward_of = None
         self.batch_ndim = 0
         self.skip_input_indices = None
-        # This runs for every recorded op, so each side is read in one pass (``_describe``)
-        # rather than with one generator per attribute. The small values are for mt.viz.
-        if len(inputs) == 2:    # (most ops: written out, one call less per recorded op)
+        # Ids, shapes, dtypes and small values of each side (``_describe``). This runs for
+        # every recorded op, so the common sides, one or two inputs and one output, are
+        # written out: no call, no loop. A small value is the Tensor's array itself (a
+        # reference: a Tensor's array is never written to), told by an empty shape for
+        # scalars, the commonest; None for a large value.
+        if len(inputs) == 1:
+            t = inputs[0]
+            self.input_ids, self.input_shapes, self.input_dtypes = \
+                (t._id,), (t._shape,), (t._dtype,)
+            self.input_values = \
+                (t._value if not t._shape or t._value.size <= SMALL_VALUE_SIZE else None,)
+        elif len(inputs) == 2:
             a, b = inputs
             self.input_ids, self.input_shapes, self.input_dtypes = \
                 (a._id, b._id), (a._shape, b._shape), (a._dtype, b._dtype)
@@ -196,7 +205,7 @@ class Operation:
         else:
             self.input_ids, self.input_shapes, self.input_dtypes, self.input_values = \
                 _describe(inputs)
-        if len(outputs) == 1:   # (most ops: written out, one call less per recorded op)
+        if len(outputs) == 1:
             t = outputs[0]
             self.output_ids, self.output_shapes, self.output_dtypes = \
                 (t._id,), (t._shape,), (t._dtype,)
@@ -248,28 +257,11 @@ SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the r
 
 
 def _describe(tensors):
-    """``(ids, shapes, dtypes, small values)`` of ``tensors``, four tuples built in one pass.
-
-    A small value is the Tensor's array itself when it has at most ``SMALL_VALUE_SIZE``
-    elements (a reference, not a copy: a Tensor's array is never written to), else None.
-    """
-    # Most ops have one output and one or two inputs: those cases are written out, with no
-    # loop and no call (this runs twice for every recorded op); scalars, the commonest
-    # small values, are told by their empty shape.
-    if len(tensors) == 1:
-        t = tensors[0]
-        small = not t._shape or t._value.size <= SMALL_VALUE_SIZE
-        return (t._id,), (t._shape,), (t._dtype,), (t._value if small else None,)
-    if len(tensors) == 2:
-        a, b = tensors
-        a_small = not a._shape or a._value.size <= SMALL_VALUE_SIZE
-        b_small = not b._shape or b._value.size <= SMALL_VALUE_SIZE
-        return ((a._id, b._id), (a._shape, b._shape), (a._dtype, b._dtype),
-                (a._value if a_small else None, b._value if b_small else None))
+    """``(ids, shapes, dtypes, small values)`` of ``tensors``, as ``Operation.__init__``
+    reads them (it writes out the common cases of one and two tensors)."""
     return (tuple(t._id for t in tensors), tuple(t._shape for t in tensors),
             tuple(t._dtype for t in tensors),
-            tuple(t._value if not t._shape or t._value.size <= SMALL_VALUE_SIZE else None
-                  for t in tensors))
+            tuple(t._value if t._value.size <= SMALL_VALUE_SIZE else None for t in tensors))
 
 
 def summarize(value):

@@ -17,7 +17,7 @@ again from its input Tensors and its recorded attributes. The backward pass neve
 own computation. (``mt.primitive`` and ``custom_gradient`` ops carry their function on the
 recorded op, ``op.forward``, so they need no entry here.)
 
-A few elementwise ops (``Mul``, ``AddV2``, ``Sin``, ...) also register a *NumPy gradient* with
+A few elementwise ops (``Mul``, ``Sub``, ``Sin``, ...) also register a *NumPy gradient* with
 ``register_numpy_gradient``: the same rule written on NumPy arrays, right under the gradient
 it repeats. It is a fast path, nothing more: the backward pass uses it only when no tape or
 accumulator is recording (so no one could record the gradient's ops; the usual case, as a
