@@ -154,7 +154,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         if check_complex:
             _check_complex_path(op, reaches_source)
         # The fast path: the op's NumPy gradient, when nothing records (see
-        # registry.register_numpy_gradient; whether broadcasting is to be undone is told below).
+        # registry.register_numpy_gradient).
         fast = None
         if not (batch_ndim or tapes_recording or accumulators_recording or op.grad_fn):
             fast = numpy_gradients.get(op.type)
@@ -185,21 +185,18 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 if i not in reaches_source:
                     skip += (k,)
             op.skip_input_indices = skip
-        if fast is not None:   # (no batch axes): does the op broadcast an input?
-            input_shapes = op.input_shapes
-            if input_shapes.count(op.output_shapes[0]) != len(input_shapes):
-                shape, skip = op.output_shapes[0], op.skip_input_indices
-                for k, input_shape in enumerate(input_shapes):
-                    if input_shape != shape and k not in skip:
-                        # broadcasting to undo: the gradient function does it
-                        fast = None
-                        fn = op.grad_fn or lookup(op.type)
-                        break
         if fast is not None:
             op.batch_ndim = 0
+            values = fast(op, out_grads[0]._value)
             in_grads = []
-            for value in fast(op, out_grads[0]._value):
-                in_grads.append(None if value is None else Tensor(value))
+            input_shapes = op.input_shapes
+            if input_shapes.count(op.output_shapes[0]) == len(input_shapes):
+                for v in values:      # (an elementwise op, no input broadcast: the usual case)
+                    in_grads.append(None if v is None else Tensor(v))
+            else:   # sum away what broadcasting added, as gradient functions do (unbroadcast)
+                for v, shape in zip(values, input_shapes):
+                    in_grads.append(None if v is None else
+                                    Tensor(unbroadcast_values(v, shape)))
         else:
             in_grads = call_gradient(op, fn, out_grads, batch_ndim)
         op.skip_input_indices = None
@@ -214,9 +211,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             # The common case (a Tensor of the input's exact shape and dtype) is checked
             # inline; anything else goes through the full check, which explains the error.
             # (``is not`` on dtypes: NumPy's dtypes are shared objects, and an equal dtype
-            # that is another object just takes the full check.)
-            if (batch_ndim or type(g) is not Tensor or g._shape != op.input_shapes[k]
-                    or g._dtype is not op.input_dtypes[k]):
+            # that is another object just takes the full check.) A NumPy gradient needs no
+            # check: its arrays have the input's dtype, and now its shape.
+            if fast is None and (batch_ndim or type(g) is not Tensor
+                                 or g._shape != op.input_shapes[k]
+                                 or g._dtype is not op.input_dtypes[k]):
                 _check_gradient(op, k, g, batch_ndim)
             if i in grads:
                 grads[i] = add_gradients(grads[i], g)
@@ -332,3 +331,4 @@ def add_gradients(a, b):
 
 from .tensor import Tensor  # noqa: E402  (circular: Tensor's module imports the tape)
 from .ops import math_ops as _math_ops  # noqa: E402  (contributions are added with it)
+from .ops.math_ops import unbroadcast_values  # noqa: E402

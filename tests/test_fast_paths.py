@@ -19,6 +19,7 @@ from minitape.ops import math_ops
 
 # How to build each op with a NumPy gradient from its input(s).
 BUILD = {
+    "AddV2": lambda a, b: a + b,
     "Mul": lambda a, b: a * b,
     "Sub": lambda a, b: a - b,
     "Neg": lambda a, b: -a,
@@ -30,8 +31,42 @@ BUILD = {
 }
 
 
+# The other ops with a NumPy gradient: (op type, build from the inputs, input shapes). Each
+# case runs with every input watched, and with each input alone.
+CASES = [
+    ("MatMul", lambda a, b: mt.matmul(a, b), [(3, 4), (4, 5)]),
+    ("MatMul", lambda a, b: mt.matmul(a, b, transpose_a=True), [(4, 3), (4, 5)]),
+    ("MatMul", lambda a, b: mt.matmul(a, b, transpose_b=True), [(3, 4), (5, 4)]),
+    ("MatMul", lambda a, b: mt.matmul(a, b, transpose_a=True, transpose_b=True),
+     [(4, 3), (5, 4)]),
+    ("BatchMatMulV2", lambda a, b: mt.matmul(a, b), [(2, 3, 4), (4, 5)]),
+    ("BatchMatMulV2", lambda a, b: mt.matmul(a, b), [(2, 3, 4), (1, 4, 5)]),  # (b broadcast)
+    ("BatchMatMulV2", lambda a, b: mt.matmul(a, b, transpose_a=True, transpose_b=True),
+     [(2, 4, 3), (2, 5, 4)]),
+    ("Relu", lambda a: mt.nn.relu(a), [(3, 4)]),
+    ("Relu", lambda a: mt.nn.relu(a), [()]),
+    ("SoftmaxCrossEntropyWithLogits",
+     lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits),
+     [(4, 5), (4, 5)]),
+    ("SoftmaxCrossEntropyWithLogits",
+     lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits, axis=0),
+     [(4, 5), (4, 5)]),
+    ("SoftmaxCrossEntropyWithLogits",
+     lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits), [(5,), (5,)]),
+    ("Sum", lambda a: mt.reduce_sum(a), [(3, 4)]),
+    ("Sum", lambda a: mt.reduce_sum(a, axis=0), [(3, 4)]),
+    ("Sum", lambda a: mt.reduce_sum(a, axis=1), [(2, 3, 4)]),
+    ("Sum", lambda a: mt.reduce_sum(a, axis=[0, 2], keepdims=True), [(2, 3, 4)]),
+    ("Sum", lambda a: mt.reduce_sum(a), [()]),
+    ("Mean", lambda a: mt.reduce_mean(a), [(3, 4)]),
+    ("Mean", lambda a: mt.reduce_mean(a, axis=0), [(3, 4)]),
+    ("Mean", lambda a: mt.reduce_mean(a, axis=-1), [(2, 3, 4)]),
+    ("Mean", lambda a: mt.reduce_mean(a, axis=1, keepdims=True), [(3, 4)]),
+]
+
+
 def test_every_numpy_gradient_is_tested():
-    assert set(registry.numpy_gradients) == set(BUILD)
+    assert set(registry.numpy_gradients) == set(BUILD) | {case[0] for case in CASES}
 
 
 def _gradients(op_type, a0, b0, watch_b, general):
@@ -62,8 +97,8 @@ def _gradients(op_type, a0, b0, watch_b, general):
 
 
 SHAPES = [((), ()), ((8,), (8,)), ((3, 4), (3, 4)),
-          ((3, 4), (4,)),    # broadcasting: the fast path steps aside when b needs a gradient
-          ((3, 4), ())]
+          ((3, 4), (4,)),    # broadcasting: the backward pass sums b's gradient over axis 0
+          ((3, 4), ()), ((3, 4), (3, 1)), ((1, 4), (3, 1)), ((2, 3, 4), (3, 1))]
 
 
 @pytest.mark.parametrize("op_type", sorted(BUILD))
@@ -76,14 +111,56 @@ def test_numpy_gradient_equals_the_gradient_function(op_type, dtype, shapes, wat
     b0 = rng.uniform(0.2, 1.5, shapes[1]).astype(dtype)
     fast, calls = _gradients(op_type, a0, b0, watch_b, general=False)
     slow, _ = _gradients(op_type, a0, b0, watch_b, general=True)
-    # Taken unless broadcasting is to be undone for an input that needs a gradient.
-    binary = op_type in ("Mul", "Sub")
-    assert calls == (1 if shapes[0] == shapes[1] or not (binary and watch_b) else 0)
+    assert calls == 1   # taken, broadcasting or not (the backward pass undoes it)
     for f, s in zip(fast, slow):
         assert (f is None) == (s is None)
         if f is not None:
             assert f.dtype == s.dtype and f.shape == s.shape
             np.testing.assert_array_equal(f.numpy(), s.numpy())  # the same bits, not close
+
+
+def _case_gradients(op_type, build, values, watched, general):
+    """Gradients of sum(y * w), y = build(*inputs), with respect to every input (None for
+    the unwatched ones), and the number of calls of the op's NumPy gradient."""
+    saved = dict(registry.numpy_gradients)
+    calls = []
+    if general:
+        registry.numpy_gradients.clear()
+    else:
+        fn = saved[op_type]
+        registry.numpy_gradients[op_type] = lambda op, dy: calls.append(op.type) or fn(op, dy)
+    try:
+        inputs = [mt.constant(v) for v in values]
+        with mt.GradientTape() as tape:
+            for k in watched:
+                tape.watch(inputs[k])
+            y = build(*inputs)
+            w = mt.constant(np.linspace(0.5, 1.5, y.numpy().size).reshape(y.shape)
+                            .astype(y.dtype))
+            loss = mt.reduce_sum(y * w) if y.shape else y * w
+        assert any(op.type == op_type for op in tape.operations)
+        return tape.gradient(loss, inputs), calls.count(op_type)
+    finally:
+        registry.numpy_gradients.clear()
+        registry.numpy_gradients.update(saved)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)),
+                         ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_gradient_of_other_ops_equals_the_gradient_function(case, dtype):
+    op_type, build, shapes = CASES[case]
+    rng = np.random.default_rng(case)
+    values = [rng.uniform(-1.5, 1.5, shape).astype(dtype) for shape in shapes]
+    for watched in [range(len(shapes))] + [[k] for k in range(len(shapes))]:
+        fast, calls = _case_gradients(op_type, build, values, watched, general=False)
+        slow, _ = _case_gradients(op_type, build, values, watched, general=True)
+        assert calls >= 1
+        for k, (f, s) in enumerate(zip(fast, slow)):
+            assert (f is None) == (s is None) == (k not in watched)
+            if f is not None:
+                assert f.dtype == s.dtype and f.shape == s.shape
+                np.testing.assert_array_equal(f.numpy(), s.numpy())  # the same bits
 
 
 def test_numpy_gradient_is_used_only_when_nothing_records(monkeypatch):

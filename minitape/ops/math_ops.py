@@ -118,21 +118,44 @@ def unbroadcast(g, shape, batch_ndim=0):
     """Sum ``g`` over the axes that broadcasting added, so it gets ``batch + shape``.
 
     ``g`` has shape ``batch + broadcast(shape, other)``; the leading ``batch_ndim`` axes are
-    kept. This is the one place in minitape where broadcasting is undone.
+    kept. This is the one place in minitape where broadcasting is undone (``_summed_axes``
+    says which axes; ``unbroadcast_values`` does the same on NumPy arrays).
     """
     if g._shape == shape and not batch_ndim:  # the hot path: nothing was broadcast
         return g
     if g.shape[batch_ndim:] == shape:
         return g
-    lead = g.ndim - batch_ndim - len(shape)
-    axes = list(range(batch_ndim, batch_ndim + lead))
-    axes += [batch_ndim + lead + i for i, n in enumerate(shape)
-             if n == 1 and g.shape[batch_ndim + lead + i] != 1]
+    lead, axes = _summed_axes(g.shape, shape, batch_ndim)
     if axes and len(axes) == lead:  # only leading axes were added (a bias): sum them away
         return reduction_ops.reduce_sum(g, axis=axes[0] if lead == 1 else axes)
     if axes:
         g = reduction_ops.reduce_sum(g, axis=axes, keepdims=True)
     return array_ops.reshape(g, g.shape[:batch_ndim] + tuple(shape))
+
+
+def unbroadcast_values(g, shape):
+    """``unbroadcast`` on an ndarray ``g`` with no batch axes, for the NumPy gradients
+    (``registry.register_numpy_gradient``): the NumPy operations ``reduce_sum`` and
+    ``reshape`` perform there, so the numbers are the same."""
+    if g.shape == shape:
+        return g
+    lead, axes = _summed_axes(g.shape, shape, 0)
+    if axes and len(axes) == lead:
+        return np.add.reduce(g, axis=tuple(axes))
+    if axes:
+        g = np.add.reduce(g, axis=tuple(axes), keepdims=True)
+    return g.reshape(shape)
+
+
+def _summed_axes(g_shape, shape, batch_ndim):
+    """``(lead, axes)``: how many leading axes broadcasting put in front of ``shape`` in
+    ``g_shape`` (after ``batch_ndim`` batch axes), and every axis to sum: those, then each
+    axis where ``shape`` has size 1 and ``g_shape`` does not."""
+    lead = len(g_shape) - batch_ndim - len(shape)
+    axes = list(range(batch_ndim, batch_ndim + lead))
+    axes += [batch_ndim + lead + i for i, n in enumerate(shape)
+             if n == 1 and g_shape[batch_ndim + lead + i] != 1]
+    return lead, axes
 
 
 def wanted(op, k):
@@ -172,6 +195,12 @@ def _add_grad(op, dy):
     nb = op.batch_ndim
     return (unbroadcast(dy, op.input_shapes[0], nb) if wanted(op, 0) else None,
             unbroadcast(dy, op.input_shapes[1], nb) if wanted(op, 1) else None)
+
+
+@register_numpy_gradient("AddV2")
+def _add_grad_numpy(op, dy):   # (``_add_grad`` on arrays: see registry.register_numpy_gradient)
+    skip = op.skip_input_indices
+    return (None if 0 in skip else dy, None if 1 in skip else dy)
 
 
 def subtract(x, y, name=None):
@@ -858,11 +887,34 @@ def _matmul_grad(op, dy):
     return da, db
 
 
+def _matmul_grad_numpy(op, dy):   # (``_matmul_grad`` on arrays: registry.register_numpy_gradient)
+    # The same four cases, with the operands ``matmul`` would pass to ``_matmul_values``.
+    a, b = op.inputs
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    skip = op.skip_input_indices
+    da = db = None
+    if 0 not in skip:
+        bv = b._value
+        if not ta:
+            da = _matmul_values(dy, bv if tb else bv.swapaxes(-1, -2))
+        else:
+            da = _matmul_values(bv.swapaxes(-1, -2) if tb else bv, dy.swapaxes(-1, -2))
+    if 1 not in skip:
+        av = a._value
+        if not tb:
+            db = _matmul_values(av if ta else av.swapaxes(-1, -2), dy)
+        else:
+            db = _matmul_values(dy.swapaxes(-1, -2), av.swapaxes(-1, -2) if ta else av)
+    return da, db
+
+
 register_forward("MatMul", lambda op, a, b: matmul(a, b, op.get_attr("transpose_a"),
                                                      op.get_attr("transpose_b")))
 RegisterGradient("MatMul", batched=True)(_matmul_grad)
 register_forward("BatchMatMulV2", lambda op, a, b: matmul(a, b, op.get_attr("transpose_a"),
                                                            op.get_attr("transpose_b")))
 RegisterGradient("BatchMatMulV2", batched=True)(_matmul_grad)
+register_numpy_gradient("MatMul")(_matmul_grad_numpy)
+register_numpy_gradient("BatchMatMulV2")(_matmul_grad_numpy)
 
 _ = builtins

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import RegisterGradient, register_forward
+from ..registry import RegisterGradient, register_forward, register_numpy_gradient
 from ..recording import record
 from ..tensor import Tensor, convert_like, convert_to_tensor
 from . import array_ops, math_ops, reduction_ops
@@ -44,11 +44,20 @@ def relu_grad(gradients, features, name=None):
     """
     dy = floating(gradients, "ReluGrad")
     y = floating(features, "ReluGrad")
-    # (The mask is cast first: NumPy multiplies two float arrays much faster than a float
-    # array by a bool one.)
-    dx = Tensor(dy._value * (y._value > 0).astype(dy._dtype), name=name)
+    dx = Tensor(_relu_grad_values(dy._value, y._value), name=name)
     record("ReluGrad", (dy, y), (dx,), keep_inputs={1})
     return dx
+
+
+def _relu_grad_values(dy, y):
+    # (The mask is cast first: NumPy multiplies two float arrays much faster than a float
+    # array by a bool one.)
+    return dy * (y > 0).astype(dy.dtype)
+
+
+@register_numpy_gradient("Relu")
+def _relu_grad_numpy(op, dy):   # (``_relu_grad`` on arrays: see registry.register_numpy_gradient)
+    return (_relu_grad_values(dy, op.outputs[0]._value),)
 
 
 register_forward("ReluGrad", lambda op, dy, y: relu_grad(dy, y))
@@ -280,15 +289,33 @@ def softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis=-1, name=Non
     labels = floating(labels, "SoftmaxCrossEntropyWithLogitsGrad")
     logits = floating(logits, "SoftmaxCrossEntropyWithLogitsGrad")
     axis = _axis(axis, logits.ndim, "SoftmaxCrossEntropyWithLogitsGrad")
-    total = np.add.reduce(labels._value, axis=axis, keepdims=True)
-    dv = dy._value
-    at = _axis_after_batch(axis, logits.ndim, dv.ndim)
-    dv = dv.reshape(dv.shape[:at] + (1,) + dv.shape[at:])
-    d_logits = Tensor((_softmax_values(logits._value, axis) * total - labels._value) * dv,
+    d_logits = Tensor(_ce_logits_grad_values(dy._value, labels._value, logits._value, axis),
                       name=name)
     record("SoftmaxCrossEntropyWithLogitsGrad", (dy, labels, logits), (d_logits,),
            attrs={"axis": axis})
     return d_logits
+
+
+def _ce_logits_grad_values(dy, labels, logits, axis):
+    """``softmax_cross_entropy_with_logits_grad`` on ndarrays (``axis`` non-negative)."""
+    total = np.add.reduce(labels, axis=axis, keepdims=True)
+    at = _axis_after_batch(axis, logits.ndim, dy.ndim)
+    dy = dy.reshape(dy.shape[:at] + (1,) + dy.shape[at:])
+    return (_softmax_values(logits, axis) * total - labels) * dy
+
+
+@register_numpy_gradient("SoftmaxCrossEntropyWithLogits")
+def _softmax_cross_entropy_grad_numpy(op, dy):   # (see registry.register_numpy_gradient)
+    # ``_softmax_cross_entropy_grad`` on arrays, with the NumPy operations of its ops.
+    labels, logits = op.inputs
+    axis = op.attrs["axis"]
+    skip = op.skip_input_indices
+    d_labels = d_logits = None
+    if 0 not in skip:
+        d_labels = -_log_softmax_values(logits._value, axis) * np.expand_dims(dy, axis)
+    if 1 not in skip:
+        d_logits = _ce_logits_grad_values(dy, labels._value, logits._value, axis)
+    return d_labels, d_logits
 
 
 register_forward("SoftmaxCrossEntropyWithLogitsGrad", lambda op, dy, labels, logits: (

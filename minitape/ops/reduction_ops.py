@@ -10,7 +10,7 @@ import math as _pymath
 
 import numpy as np
 
-from ..registry import RegisterGradient, no_gradient, register_forward
+from ..registry import RegisterGradient, no_gradient, register_forward, register_numpy_gradient
 from ..recording import record
 from ..tensor import Tensor, convert_to_tensor
 from . import array_ops, math_ops
@@ -65,11 +65,17 @@ def _spread(op, dy):
     """``dy`` with the reduced axes restored: shape ``batch + kept`` (size 1 on reduced axes),
     or ``dy`` itself where broadcasting restores them anyway (``keepdims=True``, or the
     reduced axes were the leading ones, as in a full reduction or a bias's batch axis)."""
+    shape = _spread_shape(op, dy.shape)
+    return dy if shape is None else array_ops.reshape(dy, shape)
+
+
+def _spread_shape(op, dy_shape):
+    """The shape ``_spread`` reshapes ``dy`` to, or None where it keeps ``dy`` as it is."""
     kept = _kept_shape(op)
-    lead = len(kept) - len(dy.shape)
-    if not op.batch_ndim and kept[lead:] == dy.shape and kept[:lead].count(1) == lead:
-        return dy
-    return array_ops.reshape(dy, dy.shape[:op.batch_ndim] + kept)
+    lead = len(kept) - len(dy_shape)
+    if not op.batch_ndim and kept[lead:] == dy_shape and kept[:lead].count(1) == lead:
+        return None
+    return dy_shape[:op.batch_ndim] + kept
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
@@ -97,6 +103,14 @@ register_forward("Sum", lambda op, x: reduce_sum(x, op.get_attr("axis"), op.get_
 def _sum_grad(op, dy):
     g = _spread(op, dy)
     return array_ops.broadcast_to(g, g.shape[:op.batch_ndim] + op.input_shapes[0])
+
+
+@register_numpy_gradient("Sum")
+def _sum_grad_numpy(op, dy):   # (``_sum_grad`` on arrays: see registry.register_numpy_gradient)
+    shape = _spread_shape(op, dy.shape)
+    value = np.empty(op.input_shapes[0], dy.dtype)     # (broadcast_to's NumPy operations)
+    np.copyto(value, dy if shape is None else dy.reshape(shape))
+    return (value,)
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
@@ -132,6 +146,12 @@ def _mean_grad(op, dy):
     shape = op.input_shapes[0]
     count = _pymath.prod([shape[a] for a in op.get_attr("axis")])
     return _sum_grad(op, dy / float(max(count, 1)))  # (divide first: fewer elements)
+
+
+@register_numpy_gradient("Mean")
+def _mean_grad_numpy(op, dy):   # (``_mean_grad`` on arrays: see registry.register_numpy_gradient)
+    count = _pymath.prod([op.input_shapes[0][a] for a in op.get_attr("axis")])
+    return _sum_grad_numpy(op, dy / dy.dtype.type(max(count, 1)))
 
 
 def _lowest(dtype):
