@@ -211,13 +211,13 @@ class Operation:
                 (t._id,), (t._shape,), (t._dtype,)
             self.output_values = \
                 (t._value if not t._shape or t._value.size <= SMALL_VALUE_SIZE else None,)
+            # (Keeping nothing is the common case for outputs, everything for inputs.)
+            self._outputs = (None,) if keep_outputs is False else _keep(outputs, keep_outputs)
         else:
             self.output_ids, self.output_shapes, self.output_dtypes, self.output_values = \
                 _describe(outputs)
-        # (Keeping everything is the common case for inputs, keeping nothing for outputs.)
+            self._outputs = _keep(outputs, keep_outputs)
         self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
-        self._outputs = (None,) * len(outputs) if keep_outputs is False else \
-            _keep(outputs, keep_outputs)
 
     @property
     def inputs(self):
