@@ -42,6 +42,7 @@ _registry: dict = {}
 _batched: set = set()
 _forwards: dict = {}
 numpy_gradients: dict = {}   # op type -> fn(op, dy ndarray) -> ndarrays (register_numpy_gradient)
+_numpy_mirrors: dict = {}    # op type -> (NumPy gradient, the gradient function it repeats)
 
 
 class RegisterGradient:
@@ -92,6 +93,7 @@ class RegisterGradient:
             _batched.add(self.op_type)
         else:
             _batched.discard(self.op_type)
+        _sync_numpy_gradient(self.op_type)
         return fn
 
 
@@ -175,8 +177,24 @@ def register_numpy_gradient(op_type: str):
     ``op.skip_input_indices``, as the gradient does. Where an input was broadcast it may
     return the gradient at the broadcast shape: the backward pass sums it back to the input's
     shape (``math_ops.unbroadcast_values``), as gradient functions do with ``unbroadcast``.
+    The op's gradient function must be registered first: the NumPy gradient is used only
+    while that function is the registered one (``RegisterGradient(..., override=True)``
+    replacing it switches the NumPy gradient off).
     """
     def decorate(fn):
-        numpy_gradients[op_type] = fn
+        _numpy_mirrors[op_type] = (fn, _registry[op_type])
+        _sync_numpy_gradient(op_type)
         return fn
     return decorate
+
+
+def _sync_numpy_gradient(op_type):
+    """Use ``op_type``'s NumPy gradient only while the gradient function it repeats is the
+    registered one: after ``RegisterGradient(op_type, override=True)`` replaces it, the
+    backward pass runs the new function (and the NumPy gradient again once it is restored)."""
+    if op_type in _numpy_mirrors:
+        fn, mirrored = _numpy_mirrors[op_type]
+        if _registry.get(op_type) is mirrored:
+            numpy_gradients[op_type] = fn
+        else:
+            numpy_gradients.pop(op_type, None)

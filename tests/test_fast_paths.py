@@ -187,6 +187,37 @@ def test_numpy_gradient_is_used_only_when_nothing_records(monkeypatch):
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("op_type, build, expected", [
+    ("Sin", mt.sin, lambda x: 10 * np.cos(x)),
+    ("Relu", mt.nn.relu, lambda x: 10 * (x > 0)),
+])
+def test_a_replaced_gradient_is_used_and_the_numpy_gradient_comes_back(op_type, build,
+                                                                        expected):
+    """RegisterGradient(..., override=True) on a built-in op: the backward pass runs the new
+    function, not the NumPy gradient that repeats the old one, until the old one is back."""
+    original = registry.lookup(op_type)
+    x0 = np.array([-0.5, 0.5, 1.5])
+
+    def gradient():
+        x = mt.constant(x0)
+        with mt.GradientTape() as tape:
+            tape.watch(x)
+            y = build(x)
+        return tape.gradient(y, x).numpy()
+
+    try:
+        @mt.RegisterGradient(op_type, batched=True, override=True)
+        def _ten_times(op, dy):
+            return 10.0 * original(op, dy)
+
+        assert op_type not in registry.numpy_gradients
+        np.testing.assert_allclose(gradient(), expected(x0))
+    finally:
+        mt.RegisterGradient(op_type, batched=True, override=True)(original)
+    assert op_type in registry.numpy_gradients
+    np.testing.assert_allclose(gradient(), expected(x0) / 10)
+
+
 def test_numpy_gradient_not_used_for_a_custom_gradient():
     @mt.custom_gradient
     def f(x):
