@@ -187,16 +187,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             op.skip_input_indices = skip
         if fast is not None:
             op.batch_ndim = 0
-            values = fast(op, out_grads[0]._value)
             in_grads = []
-            input_shapes = op.input_shapes
-            if input_shapes.count(op.output_shapes[0]) == len(input_shapes):
-                for v in values:      # (an elementwise op, no input broadcast: the usual case)
-                    in_grads.append(None if v is None else Tensor(v))
-            else:   # sum away what broadcasting added, as gradient functions do (unbroadcast)
-                for v, shape in zip(values, input_shapes):
-                    in_grads.append(None if v is None else
-                                    Tensor(unbroadcast_values(v, shape)))
+            for value in fast(op, out_grads[0]._value):
+                in_grads.append(None if value is None else Tensor(value))
         else:
             in_grads = call_gradient(op, fn, out_grads, batch_ndim)
         op.skip_input_indices = None
@@ -212,7 +205,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             # inline; anything else goes through the full check, which explains the error.
             # (``is not`` on dtypes: NumPy's dtypes are shared objects, and an equal dtype
             # that is another object just takes the full check.) A NumPy gradient needs no
-            # check: its arrays have the input's dtype, and now its shape.
+            # check: its arrays have the input's shape and dtype by construction.
             if fast is None and (batch_ndim or type(g) is not Tensor
                                  or g._shape != op.input_shapes[k]
                                  or g._dtype is not op.input_dtypes[k]):
@@ -331,4 +324,3 @@ def add_gradients(a, b):
 
 from .tensor import Tensor  # noqa: E402  (circular: Tensor's module imports the tape)
 from .ops import math_ops as _math_ops  # noqa: E402  (contributions are added with it)
-from .ops.math_ops import unbroadcast_values  # noqa: E402

@@ -174,9 +174,10 @@ def register_numpy_gradient(op_type: str):
     as an ndarray (or NumPy scalar) of the output's shape, and returns one ndarray (or None)
     per input, computed with exactly the NumPy operations the registered gradient function
     performs, so that the numbers are the same. It returns None for the inputs in
-    ``op.skip_input_indices``, as the gradient does. Where an input was broadcast it may
-    return the gradient at the broadcast shape: the backward pass sums it back to the input's
-    shape (``math_ops.unbroadcast_values``), as gradient functions do with ``unbroadcast``.
+    ``op.skip_input_indices``, as the gradient does. Each array has its input's shape and
+    dtype (the backward pass does not check them): where an input was broadcast, the
+    function sums its gradient back with ``math_ops.unbroadcast_values``, as gradient
+    functions do with ``unbroadcast``.
     The op's gradient function must be registered first: the NumPy gradient is used only
     while that function is the registered one (``RegisterGradient(..., override=True)``
     replacing it switches the NumPy gradient off).

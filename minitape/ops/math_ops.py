@@ -147,6 +147,17 @@ def unbroadcast_values(g, shape):
     return g.reshape(shape)
 
 
+def _unbroadcast_both(op, dx, dy):
+    """A binary elementwise op's two NumPy gradients (or None), summed back to the inputs'
+    shapes: what its gradient function does with ``unbroadcast``. Two inputs of one shape
+    (the usual case) have the output's shape, and nothing was broadcast."""
+    shape_x, shape_y = op.input_shapes
+    if shape_x == shape_y:
+        return dx, dy
+    return (None if dx is None else unbroadcast_values(dx, shape_x),
+            None if dy is None else unbroadcast_values(dy, shape_y))
+
+
 def _summed_axes(g_shape, shape, batch_ndim):
     """``(lead, axes)``: how many leading axes broadcasting put in front of ``shape`` in
     ``g_shape`` (after ``batch_ndim`` batch axes), and every axis to sum: those, then each
@@ -200,7 +211,7 @@ def _add_grad(op, dy):
 @register_numpy_gradient("AddV2")
 def _add_grad_numpy(op, dy):   # (``_add_grad`` on arrays: see registry.register_numpy_gradient)
     skip = op.skip_input_indices
-    return (None if 0 in skip else dy, None if 1 in skip else dy)
+    return _unbroadcast_both(op, None if 0 in skip else dy, None if 1 in skip else dy)
 
 
 def subtract(x, y, name=None):
@@ -226,7 +237,7 @@ def _sub_grad(op, dy):
 @register_numpy_gradient("Sub")
 def _sub_grad_numpy(op, dy):   # (``_sub_grad`` on arrays: see registry.register_numpy_gradient)
     skip = op.skip_input_indices   # (``wanted`` written out: the backward pass always sets it)
-    return (None if 0 in skip else dy, None if 1 in skip else -dy)
+    return _unbroadcast_both(op, None if 0 in skip else dy, None if 1 in skip else -dy)
 
 
 def multiply(x, y, name=None):
@@ -254,7 +265,8 @@ def _mul_grad(op, dy):
 def _mul_grad_numpy(op, dy):   # (``_mul_grad`` on arrays: see registry.register_numpy_gradient)
     x, y = op.inputs
     skip = op.skip_input_indices   # (``wanted`` written out: the backward pass always sets it)
-    return (None if 0 in skip else dy * y._value, None if 1 in skip else dy * x._value)
+    return _unbroadcast_both(op, None if 0 in skip else dy * y._value,
+                             None if 1 in skip else dy * x._value)
 
 
 def divide(x, y, name=None):
@@ -905,6 +917,9 @@ def _matmul_grad_numpy(op, dy):   # (``_matmul_grad`` on arrays: registry.regist
             db = _matmul_values(av if ta else av.swapaxes(-1, -2), dy)
         else:
             db = _matmul_values(dy.swapaxes(-1, -2), av.swapaxes(-1, -2) if ta else av)
+    if op.type == "BatchMatMulV2":   # (batch axes that were broadcast: summed back)
+        da = None if da is None else unbroadcast_values(da, op.input_shapes[0])
+        db = None if db is None else unbroadcast_values(db, op.input_shapes[1])
     return da, db
 
 
