@@ -366,7 +366,6 @@ def outside_minitape_error(t, what):
 
 
 def _seed_gradients(targets, output_gradients):
-    from .ops import array_ops
     for t in targets:
         if not isinstance(t, Tensor):
             raise outside_minitape_error(t, "GradientTape.gradient target")
@@ -430,7 +429,6 @@ def pack_results(sources, flat_sources, grads, unconnected, batch_shape):
 
 
 def reshape_gradient(g, shape):
-    from .ops import array_ops
     return array_ops.reshape(g, shape)
 
 
@@ -441,3 +439,4 @@ def unconnected_result(source, unconnected, batch_shape):
 
 
 from .tensor import Tensor, Variable, convert_to_tensor  # noqa: E402,F401
+from .ops import array_ops  # noqa: E402  (seeds, reshaped gradients; its module imports Tensor)
