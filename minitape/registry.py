@@ -183,6 +183,9 @@ def register_numpy_gradient(op_type: str):
     replacing it switches the NumPy gradient off).
     """
     def decorate(fn):
+        if _registry.get(op_type) is None:
+            raise KeyError(f"register_numpy_gradient('{op_type}'): register the op's gradient "
+                           "function first (RegisterGradient); the NumPy gradient repeats it")
         _numpy_mirrors[op_type] = (fn, _registry[op_type])
         _sync_numpy_gradient(op_type)
         return fn

@@ -218,6 +218,12 @@ def test_a_replaced_gradient_is_used_and_the_numpy_gradient_comes_back(op_type, 
     np.testing.assert_allclose(gradient(), expected(x0) / 10)
 
 
+def test_a_numpy_gradient_needs_the_gradient_function_it_repeats():
+    with pytest.raises(KeyError, match="register the op's gradient function first"):
+        registry.register_numpy_gradient("FastPathsTestNoGradient")(lambda op, dy: (dy,))
+    assert "FastPathsTestNoGradient" not in registry.numpy_gradients
+
+
 def test_numpy_gradient_not_used_for_a_custom_gradient():
     @mt.custom_gradient
     def f(x):
