@@ -82,7 +82,7 @@ class GradientTape:
         self._recording = False     # inside the context and not paused
         self._used = False          # a non-persistent tape's one gradient call happened
         self._released = False
-        self._events = []           # TapeEvents, in order
+        self._events = []           # (kind, seq, detail) of each TapeEvent, in order
         self._last_pass = None      # LastPass of the last gradient() call (for the renderers)
         self.number = _tape_numbers()  # "tape 1", "tape 2", ... in order of creation
 
@@ -101,7 +101,7 @@ class GradientTape:
     @property
     def events(self):
         """The tape's life as a tuple of ``TapeEvent`` (entered, paused, reset, ...)."""
-        return tuple(self._events)
+        return tuple(TapeEvent(*event) for event in self._events)
 
     @property
     def watch_accessed_variables(self):
@@ -124,7 +124,9 @@ class GradientTape:
         return self._released
 
     def _event(self, kind, detail=None):
-        self._events.append(TapeEvent(kind, next_seq(), detail))
+        # A plain tuple, made a TapeEvent when ``events`` is read: a training loop makes
+        # four events a step, and a frozen dataclass costs ten times as much to build.
+        self._events.append((kind, next_seq(), detail))
 
     # -- the context -------------------------------------------------------------------------
     def __enter__(self):
