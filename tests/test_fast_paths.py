@@ -1,11 +1,16 @@
 """The engine's fast paths give exactly what the general paths give (issue 14's rule).
 
 - ``registry.register_numpy_gradient``: an op's gradient rule on NumPy arrays, used by the
-  backward pass when nothing records; compared bit for bit with the gradient function.
+  backward pass when nothing records; compared bit for bit with the gradient function
+  (broadcasting included), and switched off while ``RegisterGradient(override=True)``
+  replaces the function it repeats.
 - ``backward.add_gradients`` sums two contributions with NumPy when nothing records.
 - ``recording.tapes_recording`` / ``accumulators_recording`` / ``contexts_running``: global
   "is anything happening in any thread" sets that let ``record`` skip the thread state.
 - A Tensor's ``_shape`` / ``_dtype`` are read once from its array.
+
+(A tape's events, kept as tuples and made ``TapeEvent``s when read, are checked in
+``test_tape_record.py``.)
 """
 
 import threading

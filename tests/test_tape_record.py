@@ -27,6 +27,12 @@ def test_events_in_order_with_stamps_between_the_ops():
     assert paused.seq < resumed.seq < tape.events[3].seq < op.seq < tape.events[4].seq
     assert tape.events[5].detail == "gradient" and tape.released
     assert b is not None
+    # (kept as tuples while recording, TapeEvents when read: immutable, with a plain repr)
+    event = tape.events[0]
+    assert isinstance(event, mt.tape.TapeEvent) and tape.events == tape.events
+    assert repr(event) == f"TapeEvent(kind='entered', seq={event.seq}, detail=None)"
+    with pytest.raises(AttributeError):
+        event.kind = "exited"
 
 
 def test_tape_numbers_grow_in_order_of_creation():
