@@ -178,6 +178,7 @@ def register_numpy_gradient(op_type: str):
     dtype (the backward pass does not check them): where an input was broadcast, the
     function sums its gradient back with ``math_ops.unbroadcast_values``, as gradient
     functions do with ``unbroadcast``.
+
     The op's gradient function must be registered first: the NumPy gradient is used only
     while that function is the registered one (``RegisterGradient(..., override=True)``
     replacing it switches the NumPy gradient off).

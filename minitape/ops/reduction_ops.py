@@ -143,15 +143,19 @@ register_forward("Mean", lambda op, x: reduce_mean(x, op.get_attr("axis"), op.ge
 
 @RegisterGradient("Mean", batched=True)
 def _mean_grad(op, dy):
-    shape = op.input_shapes[0]
-    count = _pymath.prod([shape[a] for a in op.get_attr("axis")])
-    return _sum_grad(op, dy / float(max(count, 1)))  # (divide first: fewer elements)
+    return _sum_grad(op, dy / float(_mean_count(op)))  # (divide first: fewer elements)
 
 
 @register_numpy_gradient("Mean")
 def _mean_grad_numpy(op, dy):   # (``_mean_grad`` on arrays: see registry.register_numpy_gradient)
-    count = _pymath.prod([op.input_shapes[0][a] for a in op.get_attr("axis")])
-    return _sum_grad_numpy(op, dy / dy.dtype.type(max(count, 1)))
+    return _sum_grad_numpy(op, dy / dy.dtype.type(_mean_count(op)))
+
+
+def _mean_count(op):
+    """How many elements each mean of the recorded ``Mean`` op averaged, at least 1 (a mean
+    over an empty axis has an empty gradient: nothing to divide, and no division by zero)."""
+    shape = op.input_shapes[0]
+    return max(_pymath.prod([shape[a] for a in op.get_attr("axis")]), 1)
 
 
 def _lowest(dtype):
