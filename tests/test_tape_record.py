@@ -180,3 +180,43 @@ def test_source_lines_are_recorded_in_ipython_and_on_request_only():
     assert asked[0] == "True"
     with pytest.raises(TypeError, match="True or False"):
         mt.config.record_source_lines("yes")
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_ops_describe_each_input_and_output_after_release(persistent):
+    # ``Operation`` keeps the shape, dtype and small value of every input and output in one
+    # flat tuple (written out for one and two inputs, a loop for more or for several
+    # outputs): each property must give the Tensors' own, also after a non-persistent tape's
+    # backward pass released what the ops saved.
+    x = mt.Variable(np.arange(3.0))
+    big = mt.constant(np.ones((5, 4), np.float32))
+    with mt.GradientTape(persistent=persistent) as tape:
+        tape.watch(big)
+        s = mt.sin(x)
+        half = x * 0.5
+        joined = mt.concat([x, s, half], 0)
+        parts = mt.split(big, 2, axis=1)
+        total = mt.reduce_sum(joined) + mt.cast(mt.reduce_sum(parts[0]), mt.float64)
+    tape.gradient(total, [x, big])
+    constant_half = tape.operations[1]
+
+    def check(op_type, inputs, outputs):
+        (op,) = [op for op in tape.operations if op.type == op_type]
+        assert op.input_ids == tuple(t._id for t in inputs)
+        assert op.input_shapes == tuple(t.shape for t in inputs)
+        assert op.input_dtypes == tuple(t.dtype for t in inputs)
+        assert op.output_ids == tuple(t._id for t in outputs)
+        assert op.output_shapes == tuple(t.shape for t in outputs)
+        assert op.output_dtypes == tuple(t.dtype for t in outputs)
+        for kept, t in zip(op.input_values + op.output_values, list(inputs) + list(outputs)):
+            if t.size <= 16:
+                np.testing.assert_array_equal(kept, t.numpy())
+            else:
+                assert kept is None
+
+    check("Sin", [x], [s])                              # one input, one output
+    assert constant_half.input_shapes == ((3,), ())     # two inputs (0.5 became a Tensor)
+    assert constant_half.input_values[1] == 0.5 and constant_half.output_ids == (half._id,)
+    np.testing.assert_array_equal(constant_half.output_values[0], [0.0, 0.5, 1.0])
+    check("ConcatV2", [x, s, half], [joined])           # three inputs
+    check("Split", [big], parts)                        # two outputs; large values not kept
