@@ -177,7 +177,10 @@ def register_numpy_gradient(op_type: str):
     ``op.skip_input_indices``, as the gradient does. Each array has its input's shape and
     dtype (the backward pass does not check them): where an input was broadcast, the
     function sums its gradient back with ``math_ops.unbroadcast_values``, as gradient
-    functions do with ``unbroadcast``.
+    functions do with ``unbroadcast``. It reads the saved tensors as ``op._inputs`` and
+    ``op._outputs``, the tuples themselves: ``op.inputs`` first looks for an entry the op did
+    not keep, to explain it, and a NumPy gradient reads only what its op keeps for the
+    gradient function it repeats.
 
     The op's gradient function must be registered first: the NumPy gradient is used only
     while that function is the registered one (``RegisterGradient(..., override=True)``

@@ -263,7 +263,7 @@ def _mul_grad(op, dy):
 
 @register_numpy_gradient("Mul")
 def _mul_grad_numpy(op, dy):   # (``_mul_grad`` on arrays: see registry.register_numpy_gradient)
-    x, y = op.inputs
+    x, y = op._inputs
     skip = op.skip_input_indices   # (``wanted`` written out: the backward pass always sets it)
     return _unbroadcast_both(op, None if 0 in skip else dy * y._value,
                              None if 1 in skip else dy * x._value)
@@ -401,7 +401,7 @@ def _exp_grad(op, dy):
 
 @register_numpy_gradient("Exp")
 def _exp_grad_numpy(op, dy):
-    return (dy * op.outputs[0]._value,)
+    return (dy * op._outputs[0]._value,)
 
 
 def expm1(x, name=None):
@@ -494,7 +494,7 @@ def _sin_grad(op, dy):
 
 @register_numpy_gradient("Sin")
 def _sin_grad_numpy(op, dy):
-    return (dy * np.cos(op.inputs[0]._value),)
+    return (dy * np.cos(op._inputs[0]._value),)
 
 
 def cos(x, name=None):
@@ -516,7 +516,7 @@ def _cos_grad(op, dy):
 
 @register_numpy_gradient("Cos")
 def _cos_grad_numpy(op, dy):
-    return (-dy * np.sin(op.inputs[0]._value),)
+    return (-dy * np.sin(op._inputs[0]._value),)
 
 
 def tan(x, name=None):
@@ -555,7 +555,7 @@ def _tanh_grad(op, dy):
 
 @register_numpy_gradient("Tanh")
 def _tanh_grad_numpy(op, dy):
-    y = op.outputs[0]._value
+    y = op._outputs[0]._value
     return (dy * (1 - y * y),)
 
 
@@ -581,7 +581,7 @@ def _sigmoid_grad(op, dy):
 
 @register_numpy_gradient("Sigmoid")
 def _sigmoid_grad_numpy(op, dy):
-    y = op.outputs[0]._value
+    y = op._outputs[0]._value
     return (dy * (y * (1 - y)),)
 
 
@@ -901,7 +901,7 @@ def _matmul_grad(op, dy):
 
 def _matmul_grad_numpy(op, dy):   # (``_matmul_grad`` on arrays: registry.register_numpy_gradient)
     # The same four cases, with the operands ``matmul`` would pass to ``_matmul_values``.
-    a, b = op.inputs
+    a, b = op._inputs
     ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
     skip = op.skip_input_indices
     da = db = None

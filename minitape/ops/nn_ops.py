@@ -57,7 +57,7 @@ def _relu_grad_values(dy, y):
 
 @register_numpy_gradient("Relu")
 def _relu_grad_numpy(op, dy):   # (``_relu_grad`` on arrays: see registry.register_numpy_gradient)
-    return (_relu_grad_values(dy, op.outputs[0]._value),)
+    return (_relu_grad_values(dy, op._outputs[0]._value),)
 
 
 register_forward("ReluGrad", lambda op, dy, y: relu_grad(dy, y))
@@ -307,7 +307,7 @@ def _ce_logits_grad_values(dy, labels, logits, axis):
 @register_numpy_gradient("SoftmaxCrossEntropyWithLogits")
 def _softmax_cross_entropy_grad_numpy(op, dy):   # (see registry.register_numpy_gradient)
     # ``_softmax_cross_entropy_grad`` on arrays, with the NumPy operations of its ops.
-    labels, logits = op.inputs
+    labels, logits = op._inputs
     axis = op.attrs["axis"]
     skip = op.skip_input_indices
     d_labels = d_logits = None
