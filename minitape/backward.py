@@ -18,14 +18,18 @@ time and ``mt.viz.check_tape`` reads the same steps, so every picture shows exac
 No recursion anywhere, so a chain of a million ops is fine, and the gradients live in a
 dictionary local to the pass, so asking twice gives the same numbers.
 
-Three fast paths skip work whose result is known, and give the same numbers
+Fast paths skip work whose result is known, and give the same numbers
 (``tests/test_fast_paths.py`` checks each against the general path):
 
 - step 1 is skipped when the tape's watched tensors are all sources: the tape's tracked set,
   filled while recording, already says which tensors lie downstream of them;
-- an op with a NumPy gradient (``registry.register_numpy_gradient``) computes its VJP on
-  arrays when nothing records, instead of through minitape ops;
-- two contributions are summed with NumPy when nothing records (``add_gradients``).
+- when nothing records (no tape, no forward accumulator) and there are no batch axes, the
+  walk holds every gradient as its array (``as_arrays``), since no tape could record what it
+  computes. An op with a NumPy gradient (``registry.register_numpy_gradient``) then computes
+  its VJP on those arrays, instead of through minitape ops, and two contributions are summed
+  with NumPy. Other ops get their output gradients wrapped in Tensors, as gradient functions
+  expect, and their results unwrapped. ``backward`` returns Tensors. (A Tensor around each
+  array, only to be unwrapped at the next op, was a seventh of a scalar op's cost.)
 
 ``LastPass`` is the record of one walk that the pictures read: which ops it visited, the
 contribution each edge carried back, and the gradient that reached each tensor.
@@ -100,6 +104,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         ops: the recorded Operations, in execution order.
         grads: dict tensor id -> gradient Tensor, holding the seeds (e.g. ``{target id:
             ones}``); the walk adds into it, and when it ends it holds the sources' gradients.
+            When the walk holds gradients as arrays (see the module's docstring), it
+            replaces the seeds with their arrays, and every value it puts in is an array:
+            read them with ``gradient_value``.
         source_ids: ids of the tensors whose gradients are wanted.
         batch_ndim: leading batch axes on every gradient (vectorized Jacobians), else 0.
         release: free each op's saved tensors as soon as the walk is past it.
@@ -113,8 +120,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
     Yields:
         ``(op, out_grads, in_grads)`` for every op whose gradient function ran:
         ``out_grads`` the gradient that arrived at each output (zeros for an output that got
-        none), ``in_grads`` the contribution sent to each input (None where none is needed).
-        When a step is yielded, its contributions are already added into ``grads``.
+        none), ``in_grads`` the contribution sent to each input (None where none is needed):
+        Tensors, or arrays when the walk holds arrays. When a step is yielded, its
+        contributions are already added into ``grads``.
 
     Raises:
         LookupError: an op on the path has no registered gradient.
@@ -136,6 +144,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                                         last_pass.keep)
         last_pass.ops = ops
         last_pass.seeds = {i: keep(g._value) for i, g in grads.items()}
+    # Arrays or Tensors? (See the module's docstring.)
+    as_arrays = not (batch_ndim or tapes_recording or accumulators_recording)
+    if as_arrays:
+        for i, g in grads.items():
+            grads[i] = g._value
     # 2. Reverse sweep. (This loop runs once per recorded op: the common cases, one output
     # and no batch axes, are written out, and the helpers are local names.)
     lookup, numpy_gradients = registry.lookup, registry.numpy_gradients
@@ -156,7 +169,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         # The fast path: the op's NumPy gradient, when nothing records (see
         # registry.register_numpy_gradient).
         fast = None
-        if not (batch_ndim or tapes_recording or accumulators_recording or op.grad_fn):
+        if as_arrays and not (tapes_recording or accumulators_recording or op.grad_fn):
             fast = numpy_gradients.get(op.type)
         fn = fast or op.grad_fn or lookup(op.type)   # LookupError if none is registered
         if fn is None:                                 # declared not differentiable
@@ -173,8 +186,8 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 if i not in source_ids:
                     grads.pop(i, None)
                 if out_grads[k] is None:  # another output got a gradient, this one none: zeros
-                    out_grads[k] = Tensor(np.zeros(batch_shape + op.output_shapes[k],
-                                                   op.output_dtypes[k]))
+                    zeros = np.zeros(batch_shape + op.output_shapes[k], op.output_dtypes[k])
+                    out_grads[k] = zeros if as_arrays else Tensor(zeros)
         # Which inputs need no gradient? (e.g. the 0.5 in ``x * 0.5``: Mul then skips
         # computing ``dy * x``, MatMul skips the gradient of a batch of data.)
         if reaches_source.issuperset(input_ids):
@@ -187,11 +200,13 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             op.skip_input_indices = skip
         if fast is not None:
             op.batch_ndim = 0
-            in_grads = []
-            for value in fast(op, out_grads[0]._value):
-                in_grads.append(None if value is None else Tensor(value))
+            # Arrays in, arrays out; no check: a NumPy gradient's arrays have the inputs'
+            # shapes and dtypes by construction.
+            in_grads = fast(op, out_grads[0])
         else:
-            in_grads = call_gradient(op, fn, out_grads, batch_ndim)
+            if as_arrays:
+                out_grads = [Tensor(g) for g in out_grads]
+            in_grads = list(call_gradient(op, fn, out_grads, batch_ndim))
         op.skip_input_indices = None
         for k, i in enumerate(input_ids):
             g = in_grads[k]
@@ -201,23 +216,25 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 in_grads = list(in_grads)
                 in_grads[k] = None
                 continue
-            # The common case (a Tensor of the input's exact shape and dtype) is checked
-            # inline; anything else goes through the full check, which explains the error.
-            # (``is not`` on dtypes: NumPy's dtypes are shared objects, and an equal dtype
-            # that is another object just takes the full check.) A NumPy gradient needs no
-            # check: its arrays have the input's shape and dtype by construction.
-            if fast is None and (batch_ndim or type(g) is not Tensor
-                                 or g._shape != op.input_shapes[k]
-                                 or g._dtype is not op.input_dtypes[k]):
-                _check_gradient(op, k, g, batch_ndim)
+            if fast is None:
+                # The common case (a Tensor of the input's exact shape and dtype) is checked
+                # inline; anything else goes through the full check, which explains the
+                # error. (``is not`` on dtypes: NumPy's dtypes are shared objects, and an
+                # equal dtype that is another object just takes the full check.)
+                if (batch_ndim or type(g) is not Tensor or g._shape != op.input_shapes[k]
+                        or g._dtype is not op.input_dtypes[k]):
+                    _check_gradient(op, k, g, batch_ndim)
+                if as_arrays:
+                    in_grads[k] = g = g._value
             if i in grads:
-                grads[i] = add_gradients(grads[i], g)
+                grads[i] = grads[i] + g if as_arrays else add_gradients(grads[i], g)
             else:
                 grads[i] = g
             if last_pass is not None:
                 # (a small value is kept as it is, a scalar told by its empty shape)
-                contributions[(op.seq, k)] = g._value if not g._shape \
-                    or g._value.size <= SMALL_VALUE_SIZE else keep(g._value)
+                value = g if as_arrays else g._value
+                contributions[(op.seq, k)] = value if not value.shape \
+                    or value.size <= SMALL_VALUE_SIZE else keep(value)
         if last_pass is not None:
             visited.append(op.seq)
         if release:
@@ -232,7 +249,13 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False, last_pass=None
     for _ in backward_steps(ops, grads, source_ids, batch_ndim, release, last_pass,
                             check_complex, reaches_source):
         pass
-    return grads
+    return {i: g if type(g) is Tensor else Tensor(g) for i, g in grads.items()}
+
+
+def gradient_value(g):
+    """The array of a gradient the walk holds: a Tensor's value, or the array itself (when
+    the walk holds arrays: see the module's docstring)."""
+    return g._value if isinstance(g, Tensor) else g
 
 
 def _check_complex_path(op, reaches_source):

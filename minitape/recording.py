@@ -161,9 +161,10 @@ class Operation:
             made, outermost first (``()`` outside any).
     """
 
-    __slots__ = ("type", "seq", "input_ids", "output_ids", "input_shapes", "_described", "attrs",
-                 "_inputs", "_outputs", "grad_fn", "batch_ndim", "skip_input_indices",
-                 "origin", "backward_of", "forward", "custom", "module_calls", "__weakref__")
+    __slots__ = ("type", "seq", "input_ids", "output_ids", "input_shapes", "input_dtypes",
+                 "_described", "attrs", "_inputs", "_outputs", "grad_fn", "batch_ndim",
+                 "skip_input_indices", "origin", "backward_of", "forward", "custom",
+                 "module_calls", "__weakref__")
 
     def __init__(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
                  origin=None, forward=None):
@@ -183,65 +184,62 @@ class Operation:
             self.backward_of = None
         self.batch_ndim = 0
         self.skip_input_indices = None
-        # What the pictures need after the saved tensors are released: the shape, dtype and
-        # small value of every input and output, in one flat tuple ``(shape, dtype, value,
-        # shape, dtype, value, ...)``, inputs first, which ``input_dtypes`` and the other
-        # properties below read. One tuple rather than six, as this runs for every recorded
-        # op; for the same reason the common cases, one or two inputs and one output, are
-        # written out: no call, no loop. A small value is the Tensor's array itself (a
-        # reference: a Tensor's array is never written to), told by an empty shape for
-        # scalars, the commonest; None for a large value. ``input_shapes`` is also a tuple of
-        # its own: every gradient function reads it.
+        # Ids, shapes, dtypes and small values of each side, kept after the saved tensors
+        # are released. What the backward pass reads are tuples: ``input_ids``,
+        # ``input_shapes``, ``input_dtypes``, ``output_ids``. What only the pictures read is
+        # one flat tuple, ``_described``: the inputs' small values, then each output's shape,
+        # dtype and small value (``input_values`` and the other properties below read it).
+        # This runs for every recorded op, so it makes as few tuples as it can, and the
+        # common cases, one or two inputs and one output, are written out: no call, no loop.
+        # A small value is the Tensor's array itself (a reference: a Tensor's array is never
+        # written to), told by an empty shape for scalars, the commonest; None for a large
+        # value.
         if len(outputs) == 1 and 0 < len(inputs) <= 2:
             z = outputs[0]
             self.output_ids = (z._id,)
             z_value = z._value if not z._shape or z._value.size <= SMALL_VALUE_SIZE else None
             if len(inputs) == 1:
                 a = inputs[0]
-                self.input_ids, self.input_shapes = (a._id,), (a._shape,)
+                self.input_ids, self.input_shapes, self.input_dtypes = \
+                    (a._id,), (a._shape,), (a._dtype,)
                 self._described = (
-                    a._shape, a._dtype,
                     a._value if not a._shape or a._value.size <= SMALL_VALUE_SIZE else None,
                     z._shape, z._dtype, z_value)
             else:
                 a, b = inputs
-                self.input_ids, self.input_shapes = (a._id, b._id), (a._shape, b._shape)
+                self.input_ids, self.input_shapes, self.input_dtypes = \
+                    (a._id, b._id), (a._shape, b._shape), (a._dtype, b._dtype)
                 self._described = (
-                    a._shape, a._dtype,
                     a._value if not a._shape or a._value.size <= SMALL_VALUE_SIZE else None,
-                    b._shape, b._dtype,
                     b._value if not b._shape or b._value.size <= SMALL_VALUE_SIZE else None,
                     z._shape, z._dtype, z_value)
             # (Keeping nothing is the common case for outputs, everything for inputs.)
             self._outputs = (None,) if keep_outputs is False else _keep(outputs, keep_outputs)
         else:
             self.input_ids = tuple(t._id for t in inputs)
-            self.output_ids = tuple(t._id for t in outputs)
             self.input_shapes = tuple(t._shape for t in inputs)
-            self._described = _describe(inputs) + _describe(outputs)
+            self.input_dtypes = tuple(t._dtype for t in inputs)
+            self.output_ids = tuple(t._id for t in outputs)
+            self._described = tuple(_small_value(t) for t in inputs) + _describe(outputs)
             self._outputs = _keep(outputs, keep_outputs)
         self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
 
     # The pictures' view of ``_described`` (read when a drawing is made, not while recording).
     @property
-    def input_dtypes(self):
-        return self._described[1:3 * len(self.input_ids):3]
-
-    @property
     def input_values(self):
-        return self._described[2:3 * len(self.input_ids):3]
+        return self._described[:len(self.input_ids)]
 
     @property
     def output_shapes(self):
-        return self._described[3 * len(self.input_ids)::3]
+        return self._described[len(self.input_ids)::3]
 
     @property
     def output_dtypes(self):
-        return self._described[3 * len(self.input_ids) + 1::3]
+        return self._described[len(self.input_ids) + 1::3]
 
     @property
     def output_values(self):
-        return self._described[3 * len(self.input_ids) + 2::3]
+        return self._described[len(self.input_ids) + 2::3]
 
     @property
     def inputs(self):
@@ -280,13 +278,17 @@ class Operation:
 SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the renderers
 
 
+def _small_value(t):
+    """What ``Operation`` keeps of ``t``'s value: the array itself if small, else None."""
+    return t._value if t._value.size <= SMALL_VALUE_SIZE else None
+
+
 def _describe(tensors):
     """``(shape, dtype, small value, shape, dtype, small value, ...)`` of ``tensors``, as
-    ``Operation`` keeps them (it writes out the common cases of one and two inputs)."""
+    ``Operation`` keeps its outputs' (it writes out the common case of one output)."""
     described = ()
     for t in tensors:
-        described += (t._shape, t._dtype,
-                      t._value if t._value.size <= SMALL_VALUE_SIZE else None)
+        described += (t._shape, t._dtype, _small_value(t))
     return described
 
 

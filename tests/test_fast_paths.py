@@ -4,6 +4,9 @@
   backward pass when nothing records; compared bit for bit with the gradient function
   (broadcasting included), and switched off while ``RegisterGradient(override=True)``
   replaces the function it repeats.
+- While nothing records, the backward walk holds gradients as arrays (and sums two
+  contributions with NumPy); compared with the walk on Tensors, which runs every gradient
+  function, on programs with fan-out, broadcasting, a multi-output op and a custom gradient.
 - ``backward.add_gradients`` sums two contributions with NumPy when nothing records.
 - ``recording.tapes_recording`` / ``accumulators_recording`` / ``contexts_running``: global
   "is anything happening in any thread" sets that let ``record`` skip the thread state.
@@ -346,3 +349,60 @@ def test_tracked_set_gives_the_same_pass_as_the_forward_sweep(name):
     only_x = tape.gradient(y, x)
     np.testing.assert_array_equal(only_x.numpy(), shortcut[0].numpy())
     assert set(tape.last_pass.visited) <= set(first.visited)
+
+
+@mt.custom_gradient
+def _clip_gradient(x):
+    return mt.identity(x), lambda dy: mt.clip_by_value(dy, -0.5, 0.5)
+
+
+WALKS = dict(PROGRAMS, **{
+    "fan-out and broadcasting": lambda x, w: mt.reduce_sum(
+        mt.reshape(x, (3, 1)) * w + mt.tanh(x) * x - mt.exp(w) / (x + 2.0)),
+    "one of two outputs": lambda x, w: mt.reduce_sum(mt.split(x * w, 3)[1] * 4.0 + x),
+    "custom gradient": lambda x, w: mt.reduce_sum(_clip_gradient(x * w) * 3.0 + mt.sigmoid(x)),
+    "softmax, matmul, relu": lambda x, w: mt.reduce_mean(
+        mt.nn.softmax_cross_entropy_with_logits(
+            mt.constant(np.eye(3)), mt.nn.relu(mt.matmul(mt.reshape(x, (3, 1)),
+                                                         mt.reshape(w, (1, 3))) + w))),
+})
+
+
+@pytest.mark.parametrize("name", sorted(WALKS))
+@pytest.mark.parametrize("persistent", [True, False])
+def test_the_walk_on_arrays_equals_the_walk_on_tensors(name, persistent):
+    """While nothing records, the walk holds gradients as arrays and runs NumPy gradients.
+    While a tape records (here an unrelated one), it holds Tensors and runs every gradient
+    function: the same gradients, bit for bit, and the same record of the pass."""
+    def run(tensors):
+        x = mt.constant(np.array([0.3, 0.9, 0.6]))
+        w = mt.constant(np.array([1.5, -2.0, 0.5]))
+        with mt.GradientTape(persistent=persistent) as tape:
+            tape.watch([x, w])
+            y = WALKS[name](x, w)
+        if tensors:
+            with mt.GradientTape():       # something records: the general walk
+                assert backward.tapes_recording
+                grads = tape.gradient(y, [x, w])
+        else:
+            assert not backward.tapes_recording
+            grads = tape.gradient(y, [x, w])
+        # The pass's record, by op position (seq stamps differ between the two runs).
+        position = {op.seq: n for n, op in enumerate(tape.operations)}
+        last = tape.last_pass
+        return (grads, [position[seq] for seq in last.visited],
+                {(position[seq], k): v for (seq, k), v in last.contributions.items()})
+
+    (on_arrays, visited, sent), (on_tensors, visited_t, sent_t) = run(False), run(True)
+    for a, t in zip(on_arrays, on_tensors):
+        assert type(a) is type(t) is mt.Tensor
+        assert a.dtype == t.dtype and a.shape == t.shape
+        np.testing.assert_array_equal(a.numpy(), t.numpy())   # the same bits
+    assert visited == visited_t and sent.keys() == sent_t.keys()
+    for edge, value in sent.items():
+        other = sent_t[edge]
+        if isinstance(value, tuple):      # (min, mean, max) of a large value
+            assert value == other
+        elif value is not None:
+            assert type(value) is type(other)
+            np.testing.assert_array_equal(value, other)

@@ -56,7 +56,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import registry
-from ..backward import backward_steps
+from ..backward import backward_steps, gradient_value
 from ..nest import flatten
 from ..recording import state, summarize
 from ..tape import GradientTape
@@ -293,7 +293,8 @@ class TapePlayer(widgets.VBox):
             sent = {}
             for i, g in zip(op.input_ids, in_grads):
                 if g is not None:
-                    sent[i] = g._value if i not in sent else sent[i] + g._value
+                    value = gradient_value(g)
+                    sent[i] = value if i not in sent else sent[i] + value
             for i, value in sent.items():
                 received.setdefault(i, []).append(value)
             parts = self._backward_parts(op, sent, received, fan_in, t_name)
@@ -345,7 +346,7 @@ class TapePlayer(widgets.VBox):
         parts = []
         for s in self.sources:
             g = grads.get(s._id)
-            value = "None" if g is None else _value_text(g._value, g.shape)
+            value = "None" if g is None else _value_text(gradient_value(g), g.shape)
             contributions = received.get(s._id, [])
             if len(contributions) > 1:
                 value = " + ".join(format_value(c) for c in contributions) + " = " + value
@@ -482,7 +483,7 @@ def _first_missing(ops, grads, source_ids):
 
 
 def _summaries(grads, received) -> dict:
-    out = {i: summarize(g._value) for i, g in grads.items()}
+    out = {i: summarize(gradient_value(g)) for i, g in grads.items()}
     for i, values in received.items():   # entries the walk already handed upstream
         if i not in out:
             out[i] = summarize(np.asarray(sum(values[1:], values[0])))
