@@ -231,10 +231,10 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             else:
                 grads[i] = g
             if last_pass is not None:
-                # (a small value is kept as it is, a scalar told by its empty shape)
+                # (a small value is kept as it is: ``keep`` written out for it)
                 value = g if as_arrays else g._value
-                contributions[(op.seq, k)] = value if not value.shape \
-                    or value.size <= SMALL_VALUE_SIZE else keep(value)
+                contributions[(op.seq, k)] = \
+                    value if value.size <= SMALL_VALUE_SIZE else keep(value)
         if last_pass is not None:
             visited.append(op.seq)
         if release:
