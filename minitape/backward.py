@@ -249,7 +249,10 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False, last_pass=None
     for _ in backward_steps(ops, grads, source_ids, batch_ndim, release, last_pass,
                             check_complex, reaches_source):
         pass
-    return {i: g if type(g) is Tensor else Tensor(g) for i, g in grads.items()}
+    for i, g in grads.items():   # (arrays, if the walk held arrays: now Tensors)
+        if type(g) is not Tensor:
+            grads[i] = Tensor(g)
+    return grads
 
 
 def gradient_value(g):
