@@ -120,8 +120,8 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
     Yields:
         ``(op, out_grads, in_grads)`` for every op whose gradient function ran:
         ``out_grads`` the gradient that arrived at each output (zeros for an output that got
-        none), ``in_grads`` the contribution sent to each input (None where none is needed):
-        Tensors, or arrays when the walk holds arrays. When a step is yielded, its
+        none), ``in_grads`` the contribution sent to each input (None where none is needed);
+        both Tensors, or arrays when the walk holds arrays. When a step is yielded, its
         contributions are already added into ``grads``.
 
     Raises:
@@ -203,10 +203,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             # Arrays in, arrays out; no check: a NumPy gradient's arrays have the inputs'
             # shapes and dtypes by construction.
             in_grads = fast(op, out_grads[0])
-        else:
-            if as_arrays:
-                out_grads = [Tensor(g) for g in out_grads]
-            in_grads = list(call_gradient(op, fn, out_grads, batch_ndim))
+        else:   # (a gradient function takes and returns Tensors)
+            given = [Tensor(g) for g in out_grads] if as_arrays else out_grads
+            in_grads = list(call_gradient(op, fn, given, batch_ndim))
         op.skip_input_indices = None
         for k, i in enumerate(input_ids):
             g = in_grads[k]

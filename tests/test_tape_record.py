@@ -221,3 +221,33 @@ def test_ops_describe_each_input_and_output_after_release(persistent):
     np.testing.assert_array_equal(constant_half.output_values[0], [0.0, 0.5, 1.0])
     check("ConcatV2", [x, s, half], [joined])           # three inputs
     check("Split", [big], parts)                        # two outputs; large values not kept
+
+
+def test_backward_steps_yields_arrays_or_tensors_as_the_walk_holds_them():
+    # While nothing records, the walk holds (and yields) arrays, also around an op that has
+    # no NumPy gradient (Softplus, whose gradient function gets Tensors); while a tape
+    # records, Tensors. Either way the numbers are the same.
+    x = mt.Variable(np.array([0.5, -1.0]))
+    with mt.GradientTape(persistent=True) as tape:
+        y = mt.reduce_sum(mt.nn.softplus(x * 2.0))
+
+    def walk():
+        grads = {y._id: mt.ones_like(y)}
+        return list(backward_steps(list(tape.operations), grads, {x._id})), grads
+
+    steps, grads = walk()
+    assert [op.type for op, _, _ in steps] == ["Sum", "Softplus", "Mul"]
+    for _, out_grads, in_grads in steps:
+        assert all(isinstance(g, np.ndarray) for g in out_grads)
+        assert all(g is None or isinstance(g, np.ndarray) for g in in_grads)
+    with mt.GradientTape():
+        steps_t, grads_t = walk()
+    for _, out_grads, in_grads in steps_t:
+        assert all(type(g) is mt.Tensor for g in out_grads)
+        assert all(g is None or type(g) is mt.Tensor for g in in_grads)
+    for (_, _, a), (_, _, t) in zip(steps, steps_t):
+        for ga, gt in zip(a, t):
+            assert (ga is None) == (gt is None)
+            if ga is not None:
+                np.testing.assert_array_equal(gradient_value(ga), gt.numpy())
+    np.testing.assert_array_equal(gradient_value(grads[x._id]), grads_t[x._id].numpy())
