@@ -166,11 +166,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             continue
         if check_complex:
             _check_complex_path(op, reaches_source)
-        # The fast path: the op's NumPy gradient, when nothing records (see
-        # registry.register_numpy_gradient).
-        fast = None
-        if as_arrays and not (tapes_recording or accumulators_recording or op.grad_fn):
-            fast = numpy_gradients.get(op.type)
+        # The fast path: the op's NumPy gradient, when the walk holds arrays (nothing
+        # records) and the op has no custom gradient (see registry.register_numpy_gradient).
+        fast = numpy_gradients.get(op.type) if as_arrays and op.grad_fn is None else None
         fn = fast or op.grad_fn or lookup(op.type)   # LookupError if none is registered
         if fn is None:                                 # declared not differentiable
             if release:
