@@ -24,9 +24,10 @@ it repeats. It is a fast path, nothing more: the backward pass uses it only when
 accumulator is recording (so no one could record the gradient's ops; the usual case, as a
 non-persistent tape stops recording before its backward pass), with no batch axes, and for
 an op without a ``custom_gradient``. Everywhere else the gradient function runs. It saves
-the minitape ops a gradient function calls (their checks, their Tensors): about 30% of a
-scalar op's backward pass, 20% of a small MLP's. ``tests/test_fast_paths.py`` checks that
-each gives the very same numbers.
+the minitape ops a gradient function calls (their checks, their Tensors): about 60% of a
+scalar op's backward pass and 20% of a small MLP's training step (callgrind's instruction
+counts; ``benchmarks/README.md``). ``tests/test_fast_paths.py`` checks that each gives the
+very same numbers.
 
 A vectorized Jacobian runs the backward pass once with a *batch* of output gradients: ``dy``
 then has extra leading axes (``op.batch_ndim`` of them) in front of the output's shape. The
