@@ -86,12 +86,16 @@ class Module:
             cls.__call__ = _in_module_scope(call)
 
     def _walk(self):
-        """Yield ``(path, item)`` for every Variable and Module below, in attribute order.
+        """``[(path, item), ...]`` for every Variable and Module below, in attribute order.
 
         ``path`` is a tuple of attribute names, dict keys and list indices. Each Module is
-        entered once, so a Module that contains itself does not loop.
+        entered once, so a Module that contains itself does not loop. The walk runs again
+        on every call (nothing is cached), so a Variable assigned to an attribute later is
+        found, as in ``tf.Module``.
         """
-        yield from _walk_value((), self, {id(self)}, top=True)
+        found = []
+        _walk_value((), self, {id(self)}, found, top=True)
+        return found
 
     def _variables_with_paths(self):
         seen, out = set(), []
@@ -108,9 +112,18 @@ class Module:
     @property
     def trainable_variables(self):
         """The trainable Variables, less those of a sub-Module frozen with ``trainable = False``."""
-        frozen = {id(v) for m in self.submodules if getattr(m, "trainable", True) is False
-                  for v in m.variables}
-        return tuple(v for v in self.variables if v.trainable and id(v) not in frozen)
+        # One walk for both the Variables and the sub-Modules: a training loop reads this
+        # twice a step (``tape.gradient`` and ``apply_gradients``).
+        seen, variables, frozen = {id(self)}, [], set()
+        for _, item in self._walk():
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, Variable):
+                variables.append(item)
+            elif getattr(item, "trainable", True) is False:   # a frozen sub-Module
+                frozen.update(id(v) for v in item.variables)
+        return tuple(v for v in variables if v.trainable and id(v) not in frozen)
 
     @property
     def non_trainable_variables(self):
@@ -171,12 +184,15 @@ class Module:
         return f"<{type(self).__name__} '{self.name}' variables={len(self.variables)}>"
 
 
-def _walk_value(path, value, entered, top=False):
+def _walk_value(path, value, entered, found, top=False):
+    """Append ``(path, item)`` to ``found`` for ``value`` and everything below it
+    (``Module._walk``). A plain recursion into a list: a generator at every level, each
+    item passed up through all of them, took twice as long."""
     if isinstance(value, Variable):
-        yield path, value
+        found.append((path, value))
     elif isinstance(value, Module):
         if not top:
-            yield path, value
+            found.append((path, value))
             if id(value) in entered:
                 return
             entered.add(id(value))
@@ -185,18 +201,20 @@ def _walk_value(path, value, entered, top=False):
             skip.update(getattr(cls, "_walk_skip", ()))
             last.update(getattr(cls, "_walk_last", ()))
         attrs = vars(value)
-        keys = [k for k in attrs if k not in last] + [k for k in attrs if k in last]
+        keys = attrs                    # (in the order the attributes were assigned)
+        if last:
+            keys = [k for k in attrs if k not in last] + [k for k in attrs if k in last]
         for key in keys:
             if key in skip or key.startswith("__"):
                 continue
-            yield from _walk_value(path + (key,), attrs[key], entered)
+            _walk_value(path + (key,), attrs[key], entered, found)
     elif isinstance(value, (dict, list, tuple)):
         if id(value) in entered:   # a list that contains itself
             return
         entered.add(id(value))
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for k, v in items:
-            yield from _walk_value(path + (k,), v, entered)
+            _walk_value(path + (k,), v, entered, found)
 
 
 # -- the weights file -----------------------------------------------------------------------

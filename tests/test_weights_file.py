@@ -137,6 +137,32 @@ def test_a_module_that_contains_itself():
     assert [float(v) for v in child.variables] == [2.0, 1.0]
 
 
+def _trainable_by_definition(m):
+    """``trainable_variables`` as its docstring defines it, from ``variables`` and
+    ``submodules`` (the property itself walks the tree once)."""
+    frozen = {id(v) for sub in m.submodules if getattr(sub, "trainable", True) is False
+              for v in sub.variables}
+    return tuple(v for v in m.variables if v.trainable and id(v) not in frozen)
+
+
+def test_trainable_variables_leave_out_frozen_submodules_and_untrainable_variables():
+    shared = mt.Variable(1.0, name="shared")
+    frozen = module(w=mt.Variable(2.0, name="frozen_w"), shared=shared)
+    frozen.trainable = False
+    open_ = module(shared=shared, v=mt.Variable(3.0, name="open_v"),
+                   fixed=mt.Variable(4.0, trainable=False))
+    root = module(a=open_, b=frozen, c=[open_, {"k": mt.Variable(5.0, name="k")}])
+    root.me = root
+    root.trainable = False        # the root's own flag: only sub-Modules are left out
+    assert [v.name for v in root.trainable_variables] == ["open_v", "k"]
+    assert root.trainable_variables == _trainable_by_definition(root)
+    for m in (open_, frozen):
+        assert m.trainable_variables == _trainable_by_definition(m)
+    frozen.trainable = True       # read again on every call: nothing is cached
+    assert [v.name for v in root.trainable_variables] == ["shared", "open_v", "frozen_w", "k"]
+    assert root.trainable_variables == _trainable_by_definition(root)
+
+
 def test_a_list_that_contains_itself():
     m = module(a=mt.Variable(1.0))
     loop = [mt.Variable(2.0)]
