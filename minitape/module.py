@@ -69,6 +69,9 @@ class Module:
     _walk_skip: tuple = ("name",)
     # Attributes walked after all the others (a Keras layer's list of add_weight Variables).
     _walk_last: tuple = ()
+    # Both, gathered over the class and its bases when the class is made (``_walk_rules``):
+    # the walk reads them for every Module it enters.
+    _walk_rules: tuple = (frozenset(_walk_skip), frozenset())
 
     def __init__(self, name=None):
         if name is not None and not isinstance(name, str):
@@ -81,6 +84,7 @@ class Module:
         # know which layer call made them: drawings can show each call as one box
         # (``draw_tape(tape, group="module")``). A subclass's own ``__call__`` is wrapped once.
         super().__init_subclass__(**kwargs)
+        cls._walk_rules = _walk_rules(cls)
         call = cls.__dict__.get("__call__")
         if call is not None and not getattr(call, "_in_module_scope", False):
             cls.__call__ = _in_module_scope(call)
@@ -196,10 +200,7 @@ def _walk_value(path, value, entered, found, top=False):
             if id(value) in entered:
                 return
             entered.add(id(value))
-        skip, last = set(), set()
-        for cls in type(value).__mro__:
-            skip.update(getattr(cls, "_walk_skip", ()))
-            last.update(getattr(cls, "_walk_last", ()))
+        skip, last = type(value)._walk_rules
         attrs = vars(value)
         keys = attrs                    # (in the order the attributes were assigned)
         if last:
@@ -207,14 +208,31 @@ def _walk_value(path, value, entered, found, top=False):
         for key in keys:
             if key in skip or key.startswith("__"):
                 continue
-            _walk_value(path + (key,), attrs[key], entered, found)
+            v = attrs[key]
+            if isinstance(v, _WALKED):   # (a number, a string, a function: nothing below)
+                _walk_value(path + (key,), v, entered, found)
     elif isinstance(value, (dict, list, tuple)):
         if id(value) in entered:   # a list that contains itself
             return
         entered.add(id(value))
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for k, v in items:
-            _walk_value(path + (k,), v, entered, found)
+            if isinstance(v, _WALKED):
+                _walk_value(path + (k,), v, entered, found)
+
+
+# What ``_walk_value`` looks into: anything else holds no Variable.
+_WALKED = (Variable, Module, dict, list, tuple)
+
+
+def _walk_rules(cls):
+    """``(skip, last)``: the ``_walk_skip`` and ``_walk_last`` names of ``cls`` and all its
+    bases, as frozensets (``Module.__init_subclass__`` stores them on each new class)."""
+    skip, last = set(), set()
+    for c in cls.__mro__:
+        skip.update(getattr(c, "_walk_skip", ()))
+        last.update(getattr(c, "_walk_last", ()))
+    return frozenset(skip), frozenset(last)
 
 
 # -- the weights file -----------------------------------------------------------------------

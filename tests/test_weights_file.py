@@ -163,6 +163,28 @@ def test_trainable_variables_leave_out_frozen_submodules_and_untrainable_variabl
     assert root.trainable_variables == _trainable_by_definition(root)
 
 
+class _Skips(mt.Module):
+    _walk_skip = ("hidden",)
+    _walk_last = ("tail",)
+
+
+class _SkipsMore(_Skips):
+    _walk_skip = ("also_hidden",)
+
+
+def test_walk_rules_gather_over_the_bases():
+    # ``_walk_skip`` names are left out and ``_walk_last`` names come last, a base's too.
+    m = _SkipsMore()
+    m.tail = mt.Variable(1.0, name="tail")
+    m.hidden = mt.Variable(2.0, name="hidden")
+    m.also_hidden = mt.Variable(3.0, name="also_hidden")
+    m.head = mt.Variable(4.0, name="head")
+    assert [v.name for v in m.variables] == ["head", "tail"]
+    assert [v.name for v in m.trainable_variables] == ["head", "tail"]
+    assert _SkipsMore._walk_rules == (frozenset({"name", "hidden", "also_hidden"}),
+                                      frozenset({"tail"}))
+
+
 def test_a_list_that_contains_itself():
     m = module(a=mt.Variable(1.0))
     loop = [mt.Variable(2.0)]
