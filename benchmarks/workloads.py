@@ -292,6 +292,27 @@ def conv(contestants, repeats, quick):
             "notes": notes}
 
 
+def train_step(contestants, repeats, quick):
+    """Lesson 05's training step: a 1-32-32-1 tanh MLP on ``sin(x)`` (batch 64, float32),
+    the mean squared error, and one SGD step through the model's trainable variables."""
+    layers, x, _, _ = mlp_data([1, 32, 32, 1], 64)
+    y = np.sin(x)
+    runs, notes = _prepare(contestants, "train_step", layers, x, y, 0.02)
+    # Each run changes its weights: the first step of every contestant is checked against
+    # the hand-written one (copies, taken before the next step moves them again).
+    first = {key: run() for key, run in runs.items()}
+    first = {key: (loss, [np.array(w) for w in ws]) for key, (loss, ws) in first.items()}
+    loss_ref, weights_ref = next(v for (name, _), v in first.items() if name == "numpy")
+    for key, (loss, ws) in first.items():
+        _assert_close(_who(key), "loss", loss, loss_ref, 1e-5)
+        for k, (w, w_ref) in enumerate(zip(ws, weights_ref)):
+            _assert_close(_who(key), f"weight {k} after the step", w, w_ref, 1e-5)
+    medians, samples = time_side_by_side(runs, repeats)
+    return {"rows": [_row("training step as lesson 05 writes it (1-32-32-1 tanh, batch 64)",
+                          "us", medians, 1e6, samples)],
+            "notes": notes}
+
+
 CHECK_TAPE_STEPS = 200  # steps of the (8,) chain: 1,000 recorded ops
 
 
@@ -493,6 +514,7 @@ WORKLOADS = {
     "jacobian_h64": _jacobian_workload(64, ("vectorized", "batch")),
     "hessian": hessian,
     "conv": conv,
+    "train_step": train_step,
     "check_tape": check_tape,
     "deep_chain": deep_chain,
     "memory": memory,
@@ -507,6 +529,6 @@ ISOLATED = {"deep_chain"}
 REPEATS = {
     "scalar_chain": (21, 3), "small_ops": (21, 3), "no_tape": (21, 3), "mlp": (51, 3),
     "mlp_large": (11, 2), "jacobian": (9, 1), "jacobian_h64": (9, 1), "hessian": (21, 2),
-    "conv": (51, 3), "check_tape": (5, 1), "deep_chain": (1, 1), "memory": (3, 1),
-    "import": (7, 3), "lessons": (1, 1),
+    "conv": (51, 3), "train_step": (51, 3), "check_tape": (5, 1), "deep_chain": (1, 1),
+    "memory": (3, 1), "import": (7, 3), "lessons": (1, 1),
 }

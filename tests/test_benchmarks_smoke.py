@@ -20,7 +20,7 @@ from benchmarks import adapters, workloads  # noqa: E402
 SMALL = ["numpy", "minitape"]
 
 
-@pytest.mark.parametrize("name", ["scalar_chain", "mlp", "hessian"])
+@pytest.mark.parametrize("name", ["scalar_chain", "mlp", "hessian", "train_step"])
 def test_workload_checks_and_reports_both_contestants(name):
     result = workloads.WORKLOADS[name](SMALL, repeats=1, quick=True)
     (row,) = result["rows"]
@@ -184,3 +184,23 @@ def test_a_wrong_variant_fails_and_is_named(monkeypatch):
         else real_load(name)))
     with pytest.raises(AssertionError, match=r"torch \(peer.wrong_hessian\): hessian"):
         workloads.WORKLOADS["hessian"](SMALL + ["torch"], repeats=1, quick=True)
+
+
+def test_hand_written_train_step_moves_each_weight_against_its_gradient():
+    # The floor of train_step, checked independently: the step a weight takes, divided by
+    # minus the learning rate, is the loss's central difference with respect to it.
+    layers, x, _, _ = workloads.mlp_data([1, 4, 3, 1], 5)
+    layers = [(w.astype(np.float64), b.astype(np.float64)) for w, b in layers]
+    x = x.astype(np.float64)
+    y = np.sin(x)
+    step = adapters.load("numpy")[0].train_step
+    lr, eps = 0.1, 1e-6
+    _, after = step(layers, x, y, lr)()            # [W1, b1, W2, b2, W3, b3] after one step
+    for k, index in ((0, (0, 2)), (1, (3,)), (2, (3, 1)), (5, (0,))):
+        def loss_at(delta):
+            moved = [[a.copy() for a in wb] for wb in layers]
+            moved[k // 2][k % 2][index] += delta
+            return step(moved, x, y, lr)()[0]      # the loss before the step
+        grad = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
+        taken = after[k][index] - layers[k // 2][k % 2][index]
+        assert abs(taken / -lr - grad) < 1e-7

@@ -18,6 +18,10 @@ check them against the hand-written NumPy floor before timing):
 - ``conv(params, x, labels, onehot)``: ``run() -> (loss, [dW, db, dW2, db2])`` for
   ``relu(conv2d(x, W) + b)`` (NHWC images, HWIO 3x3 filters, ``"VALID"``), flattened in NHWC
   order, a Dense layer and the softmax cross-entropy (mean over the batch).
+- ``train_step(layers, x, y, learning_rate)``: ``run() -> (loss, [W1, b1, ...] after the
+  step)``, one SGD step of a tanh MLP on the mean squared error, written as a learner
+  writes it with the library's model API (lesson 05 for minitape); the weights change in
+  place, so only the first call is checked.
 
 An adapter may leave a function out (or raise ``NotImplementedError``): that cell of the table
 says ``n/a``.

@@ -10,7 +10,8 @@ import minitape as mt
 API = {"chain": "GradientTape.gradient", "chain_forward": "mt ops, no tape",
        "mlp": "GradientTape.gradient",
        "hessian": "GradientTape.jacobian of GradientTape.gradient",
-       "conv": "GradientTape.gradient (mt.nn.conv2d)"}
+       "conv": "GradientTape.gradient (mt.nn.conv2d)",
+       "train_step": "GradientTape.gradient + Variable.assign_sub (model.trainable_variables)"}
 
 
 def chain(x0, steps):
@@ -104,3 +105,26 @@ def conv(params, x, labels, onehot):
 
 
 _ = np
+
+
+def train_step(layers, x, y, learning_rate):
+    # As lesson 05 writes it: a Sequential of Dense layers, the gradient with respect to
+    # model.trainable_variables, and each Variable moved with assign_sub.
+    model = mt.layers.Sequential([
+        mt.layers.Dense(w.shape[1], activation="tanh" if k < len(layers) - 1 else None)
+        for k, (w, b) in enumerate(layers)])
+    xs, ys = mt.constant(x), mt.constant(y)
+    model(xs)                                    # builds the layers
+    for layer, (w, b) in zip(model.layers, layers):
+        layer.kernel.assign(w)
+        layer.bias.assign(b)
+    weights = model.trainable_variables          # (only to return them)
+
+    def run():
+        with mt.GradientTape() as tape:
+            loss = mt.reduce_mean((model(xs) - ys) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        for v, g in zip(model.trainable_variables, grads):
+            v.assign_sub(learning_rate * g)
+        return loss.numpy(), [v.numpy() for v in weights]
+    return run
