@@ -341,9 +341,13 @@ class Variable(Tensor):
     def _assign_value(self, value, method):
         new = convert_to_tensor(value, dtype=self.dtype, what=f"Variable.{method}")._value
         self._check_shape(new.shape, method)
-        # A new array, never an in-place write: what earlier operations saved stays valid.
         # (convert_to_tensor copied a caller's ndarray; a Tensor's array is never written.)
-        self._value = new if type(new) is np.ndarray else np.array(new, dtype=self.dtype)
+        return self._store(new)
+
+    def _store(self, new):
+        # A new array, never an in-place write: what earlier operations saved stays valid.
+        # ``new`` has the Variable's shape and dtype, and no one else holds it.
+        self._value = new if type(new) is np.ndarray else np.array(new, dtype=self._dtype)
         return self
 
     def _check_shape(self, shape, method, broadcast=False):
@@ -367,13 +371,13 @@ class Variable(Tensor):
         """``self = self + delta``, not recorded (see ``assign``)."""
         delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_add")
         self._check_shape(delta.shape, "assign_add", broadcast=True)
-        return self._assign_value(self._value + delta._value, "assign_add")
+        return self._store(self._value + delta._value)   # (a new array: no copy needed)
 
     def assign_sub(self, delta):
         """``self = self - delta``, not recorded (see ``assign``)."""
         delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_sub")
         self._check_shape(delta.shape, "assign_sub", broadcast=True)
-        return self._assign_value(self._value - delta._value, "assign_sub")
+        return self._store(self._value - delta._value)   # (a new array: no copy needed)
 
     def __getitem__(self, key):
         """``v[key]``: the slice's current value, a Tensor that can also write into ``v``.

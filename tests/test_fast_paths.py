@@ -36,6 +36,7 @@ BUILD = {
     "Exp": lambda a, b: mt.exp(a),
     "Tanh": lambda a, b: mt.tanh(a),
     "Sigmoid": lambda a, b: mt.sigmoid(a),
+    "Pow": lambda a, b: a ** b,
 }
 
 
@@ -61,6 +62,11 @@ CASES = [
      [(4, 5), (4, 5)]),
     ("SoftmaxCrossEntropyWithLogits",
      lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits), [(5,), (5,)]),
+    # (BUILD has Pow with positive bases; here bases of both signs, where the exponent's
+    # gradient is 0 and a fractional power is NaN, and the constant exponents of ``x**2``)
+    ("Pow", lambda a: a ** 2, [(3, 4)]),
+    ("Pow", lambda a: a ** 0.5, [()]),
+    ("Pow", lambda a, b: a ** b, [(3, 4), (3, 4)]),
     ("Sum", lambda a: mt.reduce_sum(a), [(3, 4)]),
     ("Sum", lambda a: mt.reduce_sum(a, axis=0), [(3, 4)]),
     ("Sum", lambda a: mt.reduce_sum(a, axis=1), [(2, 3, 4)]),
@@ -153,6 +159,7 @@ def _case_gradients(op_type, build, values, watched, general):
         registry.numpy_gradients.update(saved)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in power")   # (Pow's NaNs)
 @pytest.mark.parametrize("case", range(len(CASES)),
                          ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -165,6 +165,26 @@ def test_assign_still_works_after_the_value_was_handed_out():
     np.testing.assert_array_equal(v.numpy(), [2.0, 3.0])
 
 
+@pytest.mark.parametrize("method", ["assign_add", "assign_sub"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_assign_add_and_sub_store_a_new_array_of_their_own(method, shape):
+    # The sum or difference is stored as it is (no copy of it): it must be a fresh ndarray
+    # of the Variable's shape and dtype, shared with nothing, and the old array untouched.
+    v = mt.Variable(np.ones(shape, np.float32))
+    delta = mt.constant(np.full(shape, 0.5, np.float32))
+    old = v._value
+    with mt.GradientTape() as tape:
+        y = v * v                               # saves the old value
+    getattr(v, method)(delta)
+    new = v._value
+    assert type(new) is np.ndarray and new.shape == shape and new.dtype == np.float32
+    assert new is not old and not np.shares_memory(new, old)
+    assert not np.shares_memory(new, delta._value)
+    np.testing.assert_array_equal(old, np.ones(shape))
+    np.testing.assert_array_equal(new, np.full(shape, 1.5 if method == "assign_add" else 0.5))
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), np.full(shape, 2.0))  # at 1.0
+
+
 # -- property: no public op returns a result sharing memory with a caller's array ------------------
 
 def _unary_ops():

@@ -348,6 +348,21 @@ def _pow_grad(op, dy):
     return gx, gy
 
 
+@register_numpy_gradient("Pow")
+def _pow_grad_numpy(op, dy):   # (``_pow_grad`` on arrays: see registry.register_numpy_gradient)
+    x, y = op._inputs
+    xv, yv = x._value, y._value
+    gx = gy = None
+    if 0 not in op.skip_input_indices:
+        gx = unbroadcast_values(dy * yv * xv ** (yv - yv.dtype.type(1)), op.input_shapes[0])
+    if 1 not in op.skip_input_indices:
+        positive = xv > 0
+        safe_x = np.where(positive, xv, np.ones(xv.shape, xv.dtype))
+        log_x = np.where(positive, np.log(safe_x), np.zeros(xv.shape, xv.dtype))
+        gy = unbroadcast_values(dy * op._outputs[0]._value * log_x, op.input_shapes[1])
+    return gx, gy
+
+
 def square(x, name=None):
     """``x * x`` (op ``Square``)."""
     x = numeric(x, "Square")
