@@ -103,7 +103,8 @@ class Optimizer(Module):
             if index is None:
                 index = self._slot_index[var._id] = len(self._slot_index)
                 self._build_slots(index, var)
-            var.assign(self._update(index, var._value, g, lr).astype(var.dtype))
+            # (``_update`` returns a new array: stored as it is, with no copy, as the slots)
+            var._store(self._update(index, var._value, g, lr).astype(var.dtype, copy=False))
         self.iterations.assign(self.iterations._value + 1)
         return self.iterations
 
@@ -158,7 +159,7 @@ class SGD(Optimizer):
             return w - lr * g
         slot = self._momentums[index]
         v = self.momentum * slot._value - lr * g
-        slot.assign(v.astype(slot.dtype))
+        slot._store(v.astype(slot.dtype, copy=False))
         return w + self.momentum * v - lr * g if self.nesterov else w + v
 
     def get_config(self):
@@ -206,8 +207,8 @@ class Adam(Optimizer):
         t = float(self.iterations._value) + 1.0
         m = m_slot._value + (g - m_slot._value) * (1.0 - self.beta_1)
         v = v_slot._value + (g * g - v_slot._value) * (1.0 - self.beta_2)
-        m_slot.assign(m.astype(m_slot.dtype))
-        v_slot.assign(v.astype(v_slot.dtype))
+        m_slot._store(m.astype(m_slot.dtype, copy=False))
+        v_slot._store(v.astype(v_slot.dtype, copy=False))
         alpha = lr * np.sqrt(1.0 - self.beta_2 ** t) / (1.0 - self.beta_1 ** t)
         return w - alpha * m / (np.sqrt(v) + self.epsilon)
 
@@ -255,7 +256,7 @@ def _gradient_array(grad, var, who):
     if g.shape != var.shape:
         raise ValueError(f"{who}.apply_gradients: the gradient for '{var.path}' has shape "
                          f"{g.shape} but the Variable has shape {var.shape}")
-    return g.astype(var.dtype)
+    return g.astype(var.dtype, copy=False)   # (only read: the gradient's own array will do)
 
 
 def __getattr__(name):

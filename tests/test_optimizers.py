@@ -164,3 +164,25 @@ def test_no_warning_when_every_gradient_exists():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run(mt.optimizers.SGD(), 2)
+
+
+@pytest.mark.parametrize("make", [lambda: mt.optimizers.SGD(0.1),
+                                  lambda: mt.optimizers.SGD(0.1, momentum=0.9),
+                                  lambda: mt.optimizers.Adam(0.1)])
+def test_each_step_stores_new_arrays_shared_with_nothing(make):
+    # apply_gradients stores what the update rule computed without copying it again: it must
+    # be new, never the gradient's array or an earlier value (which a tape may have saved).
+    opt = make()
+    w = mt.Variable([1.0, -2.0, 3.0])
+    with mt.GradientTape() as tape:
+        y = w * w                                   # saves w's value before the steps
+    for _ in range(3):
+        g = mt.constant([0.5, 0.25, -1.0])
+        before = [w._value] + [s._value for s in opt.variables if s.shape == (3,)]
+        opt.apply_gradients([(g, w)])
+        after = [w._value] + [s._value for s in opt.variables if s.shape == (3,)]
+        for new in after:
+            assert type(new) is np.ndarray and new.dtype == np.float32 and new.shape == (3,)
+            assert not np.shares_memory(new, g._value)
+            assert not any(np.shares_memory(new, old) for old in before)
+    np.testing.assert_array_equal(tape.gradient(y, w).numpy(), [2.0, -4.0, 6.0])
