@@ -40,6 +40,13 @@ BUILD = {
 }
 
 
+def _sparse_loss(logits):
+    """The sparse cross-entropy of ``logits`` with fixed integer labels (one per row)."""
+    rows, classes = int(np.prod(logits.shape[:-1])), logits.shape[-1]
+    labels = (np.arange(rows) * 3 % classes).reshape(logits.shape[:-1]).astype(np.int32)
+    return mt.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+
+
 # The other ops with a NumPy gradient: (op type, build from the inputs, input shapes). Each
 # case runs with every input watched, and with each input alone.
 CASES = [
@@ -67,6 +74,9 @@ CASES = [
     ("Pow", lambda a: a ** 2, [(3, 4)]),
     ("Pow", lambda a: a ** 0.5, [()]),
     ("Pow", lambda a, b: a ** b, [(3, 4), (3, 4)]),
+    ("SparseSoftmaxCrossEntropyWithLogits", lambda logits: _sparse_loss(logits), [(4, 5)]),
+    ("SparseSoftmaxCrossEntropyWithLogits", lambda logits: _sparse_loss(logits), [(5,)]),
+    ("SparseSoftmaxCrossEntropyWithLogits", lambda logits: _sparse_loss(logits), [(2, 3, 5)]),
     ("Sum", lambda a: mt.reduce_sum(a), [(3, 4)]),
     ("Sum", lambda a: mt.reduce_sum(a, axis=0), [(3, 4)]),
     ("Sum", lambda a: mt.reduce_sum(a, axis=1), [(2, 3, 4)]),

@@ -413,6 +413,17 @@ def _sparse_softmax_cross_entropy_grad(op, dy):
     return None, (softmax(logits) - hot) * array_ops.expand_dims(dy, -1)
 
 
+@register_numpy_gradient("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_softmax_cross_entropy_grad_numpy(op, dy):   # (registry.register_numpy_gradient)
+    # ``_sparse_softmax_cross_entropy_grad`` on arrays, with the NumPy operations of its ops.
+    if 1 in op.skip_input_indices:
+        return None, None
+    labels, logits = op._inputs
+    lv = logits._value
+    hot = array_ops._one_hot_mask(labels._value, lv.shape[-1], labels.ndim).astype(lv.dtype)
+    return None, (_softmax_values(lv, lv.ndim - 1) - hot) * np.expand_dims(dy, -1)
+
+
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
     """Inverted dropout, as ``tf.nn.dropout``: each element is zeroed with probability
     ``rate`` and the survivors are scaled by ``1 / (1 - rate)``, so the expected value of
