@@ -69,9 +69,10 @@ class Module:
     _walk_skip: tuple = ("name",)
     # Attributes walked after all the others (a Keras layer's list of add_weight Variables).
     _walk_last: tuple = ()
-    # Both, gathered over the class and its bases when the class is made (``_walk_rules``):
-    # the walk reads them for every Module it enters.
-    _walk_rules: tuple = (frozenset(_walk_skip), frozenset())
+    # Both, gathered over the class and its bases when the class is made (``_walk_rules``,
+    # below; ``__init_subclass__`` for each subclass): the walk reads them for every Module
+    # it enters.
+    _walk_rules: tuple
 
     def __init__(self, name=None):
         if name is not None and not isinstance(name, str):
@@ -233,6 +234,9 @@ def _walk_rules(cls):
         skip.update(getattr(c, "_walk_skip", ()))
         last.update(getattr(c, "_walk_last", ()))
     return frozenset(skip), frozenset(last)
+
+
+Module._walk_rules = _walk_rules(Module)
 
 
 # -- the weights file -----------------------------------------------------------------------

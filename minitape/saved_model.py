@@ -116,9 +116,8 @@ def _describe(obj, path, state):
         state["objects"][id(obj)] = list(path)
         entry = {"class": f"{type(obj).__module__}.{type(obj).__qualname__}",
                  "attributes": {}, "functions": {}}
-        skip = set()
+        skip = type(obj)._walk_rules[0]   # (the names ``Module._walk`` skips)
         for cls in type(obj).__mro__:
-            skip.update(getattr(cls, "_walk_skip", ()))
             for name, value in vars(cls).items():
                 if not isinstance(value, Function):   # a wrapped one (Module's __call__ scope)
                     value = getattr(value, "__wrapped__", None)

@@ -352,10 +352,11 @@ def _pow_grad(op, dy):
 def _pow_grad_numpy(op, dy):   # (``_pow_grad`` on arrays: see registry.register_numpy_gradient)
     x, y = op._inputs
     xv, yv = x._value, y._value
+    skip = op.skip_input_indices
     gx = gy = None
-    if 0 not in op.skip_input_indices:
+    if 0 not in skip:
         gx = unbroadcast_values(dy * yv * xv ** (yv - yv.dtype.type(1)), op.input_shapes[0])
-    if 1 not in op.skip_input_indices:
+    if 1 not in skip:
         positive = xv > 0
         safe_x = np.where(positive, xv, np.ones(xv.shape, xv.dtype))
         log_x = np.where(positive, np.log(safe_x), np.zeros(xv.shape, xv.dtype))
