@@ -159,15 +159,19 @@ class Operation:
             ``release`` drops the function and what its closure holds.
         module_calls: ``((module, stamp), ...)``, the Module calls running when the op was
             made, outermost first (``()`` outside any).
+        residuals: arrays the op's forward computed on the way that its NumPy gradient
+            reuses instead of computing them again (JAX's name for them), else None. Only
+            the cross-entropies keep one, the softmax of the logits: TensorFlow's kernel
+            keeps the same, as the op's second output ``backprop``. Dropped by ``release``.
     """
 
     __slots__ = ("type", "seq", "input_ids", "output_ids", "input_shapes", "input_dtypes",
                  "_described", "attrs", "_inputs", "_outputs", "grad_fn", "batch_ndim",
                  "skip_input_indices", "origin", "backward_of", "forward", "custom",
-                 "module_calls", "__weakref__")
+                 "module_calls", "residuals", "__weakref__")
 
     def __init__(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
-                 origin=None, forward=None):
+                 origin=None, forward=None, residuals=None):
         self.type = op_type
         self.seq = next_seq()
         self.attrs = attrs
@@ -175,6 +179,7 @@ class Operation:
         self.custom = grad_fn is not None
         self.forward = forward
         self.origin = origin
+        self.residuals = residuals
         if contexts_running:     # (a Module call or a backward pass is running somewhere)
             self.module_calls = state.module_calls
             backward_of = state.backward_of
@@ -265,9 +270,9 @@ class Operation:
                              f"{sorted(self.attrs or {})}") from None
 
     def release(self):
-        """Drop the saved tensors, and a custom gradient's function with everything its
-        closure holds (the metadata stays for the renderers)."""
-        self._inputs = self._outputs = None
+        """Drop the saved tensors and residuals, and a custom gradient's function with
+        everything its closure holds (the metadata stays for the renderers)."""
+        self._inputs = self._outputs = self.residuals = None
         self.grad_fn = self.forward = None
 
     def __repr__(self):
@@ -326,7 +331,7 @@ def _keep(tensors, keep):
 
 
 def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=False,
-           grad_fn=None, forward=None):
+           grad_fn=None, forward=None, residuals=None):
     """Record one executed operation on every active tape that tracks one of its inputs.
 
     Args:
@@ -338,6 +343,7 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
         grad_fn: a gradient function for this one op (``custom_gradient``), else the registry's.
         forward: the function that computes the op again from its inputs (``primitive``,
             ``custom_gradient``), for ``mt.viz.check_tape``; built-in ops leave it None.
+        residuals: see ``Operation.residuals``.
     """
     if tapes_recording:  # (else the fast path: no tape is recording, in any thread)
         origin = 0  # not looked up yet (0, not None: None means "no learner frame")
@@ -352,10 +358,10 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
                 origin = learner_frame() if capture_source else None
             if tape._persistent:   # (keeps everything)
                 op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, origin,
-                               forward)
+                               forward, residuals)
             else:
                 op = Operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
-                               grad_fn, origin, forward)
+                               grad_fn, origin, forward, residuals)
             tape._ops.append(op)
             for t in outputs:
                 kind = t._dtype.kind

@@ -8,6 +8,8 @@
   contributions with NumPy); compared with the walk on Tensors, which runs every gradient
   function, on programs with fan-out, broadcasting, a multi-output op and a custom gradient.
 - ``backward.add_gradients`` sums two contributions with NumPy when nothing records.
+- The cross-entropies keep the softmax their forward computed (``Operation.residuals``) for
+  their NumPy gradient, which gives what computing it again gives.
 - ``recording.tapes_recording`` / ``accumulators_recording`` / ``contexts_running``: global
   "is anything happening in any thread" sets that let ``record`` skip the thread state.
 - A Tensor's ``_shape`` / ``_dtype`` are read once from its array.
@@ -23,7 +25,7 @@ import pytest
 
 import minitape as mt
 from minitape import backward, recording, registry
-from minitape.ops import math_ops
+from minitape.ops import math_ops, nn_ops
 
 # How to build each op with a NumPy gradient from its input(s).
 BUILD = {
@@ -261,6 +263,47 @@ def test_numpy_gradient_not_used_for_a_custom_gradient():
         tape.watch(x)
         y = f(x)
     assert float(tape.gradient(y, x)) == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cross_entropy_residual_is_the_softmax_and_gives_the_same_gradient(sparse):
+    rng = np.random.default_rng(3)
+    logits = mt.constant(rng.normal(size=(6, 5)).astype(np.float32))
+    onehot = np.eye(5, dtype=np.float32)[[0, 3, 1, 4, 2, 2]]
+    labels = mt.constant([0, 3, 1, 4, 2, 2]) if sparse else mt.constant(onehot)
+    loss_fn = (mt.nn.sparse_softmax_cross_entropy_with_logits if sparse
+               else mt.nn.softmax_cross_entropy_with_logits)
+    assert not recording.tapes_recording
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(logits)
+        loss = mt.reduce_mean(loss_fn(labels, logits))
+    (op,) = [op for op in tape.operations if op.type.endswith("CrossEntropyWithLogits")]
+    (softmax,) = op.residuals
+    np.testing.assert_array_equal(softmax, nn_ops._softmax_values(logits.numpy(), 1))
+    kept = tape.gradient(loss, logits)
+    op.residuals = None          # what an op without them does: the softmax computed again
+    again = tape.gradient(loss, logits)
+    np.testing.assert_array_equal(kept.numpy(), again.numpy())
+    # No tape recording: nothing kept (no gradient can be asked for).
+    assert loss_fn(labels, logits).shape == (6,)
+    # A non-persistent tape drops them with the saved tensors, as its walk passes the op.
+    with mt.GradientTape() as tape:
+        tape.watch(logits)
+        loss = mt.reduce_mean(loss_fn(labels, logits))
+    (op,) = [op for op in tape.operations if op.type.endswith("CrossEntropyWithLogits")]
+    assert op.residuals is not None
+    np.testing.assert_array_equal(tape.gradient(loss, logits).numpy(), kept.numpy())
+    assert op.residuals is None
+
+
+def test_cross_entropy_keeps_no_residual_when_no_tape_records():
+    calls = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(recording, "record", lambda *a, **k: calls.append(k.get("residuals")))
+        patch.setattr(nn_ops, "record", recording.record)
+        mt.nn.softmax_cross_entropy_with_logits([[0.0, 1.0]], [[1.0, 2.0]])
+        mt.nn.sparse_softmax_cross_entropy_with_logits([1], [[1.0, 2.0]])
+    assert calls == [None, None]
 
 
 @pytest.mark.parametrize("shape", [(), (8,), (2, 3)])

@@ -139,6 +139,9 @@ def unbroadcast_values(g, shape):
     ``reshape`` perform there, so the numbers are the same."""
     if g.shape == shape:
         return g
+    lead = g.ndim - len(shape)
+    if g.shape[lead:] == shape:   # (only leading axes were added, as to a bias: sum them)
+        return np.add.reduce(g, axis=tuple(range(lead)))
     lead, axes = _summed_axes(g.shape, shape, 0)
     if axes and len(axes) == lead:
         return np.add.reduce(g, axis=tuple(axes))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import RegisterGradient, register_forward, register_numpy_gradient
+from .. import recording
 from ..recording import record
 from ..tensor import Tensor, convert_like, convert_to_tensor
 from . import array_ops, math_ops, reduction_ops
@@ -172,16 +173,34 @@ def _axis(axis, ndim, op_type):
     return check_axis(axis, ndim, _PUBLIC.get(op_type, op_type))
 
 
+def _softmax_parts(x, axis):
+    """What softmax and log-softmax of the ndarray ``x`` along ``axis`` are made of:
+    ``(shifted, e, total)`` with ``shifted = x - max(x)`` (no overflow), ``e = exp(shifted)``
+    and ``total`` the sum of ``e`` along ``axis`` (kept as an axis of size 1)."""
+    shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return shifted, e, np.add.reduce(e, axis=axis, keepdims=True)
+
+
 def _softmax_values(x, axis):
-    """Softmax of the ndarray ``x`` along ``axis``, shifted by the maximum (no overflow)."""
-    e = np.exp(x - np.maximum.reduce(x, axis=axis, keepdims=True))
-    return e / np.add.reduce(e, axis=axis, keepdims=True)
+    """Softmax of the ndarray ``x`` along ``axis``: ``e / total``."""
+    _, e, total = _softmax_parts(x, axis)
+    return e / total
 
 
 def _log_softmax_values(x, axis):
-    """Log-softmax of the ndarray ``x`` along ``axis``, shifted by the maximum."""
-    shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
-    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=axis, keepdims=True))
+    """Log-softmax of the ndarray ``x`` along ``axis``: ``shifted - log(total)``."""
+    shifted, _, total = _softmax_parts(x, axis)
+    return shifted - np.log(total)
+
+
+def _log_softmax_and_residuals(x, axis):
+    """``_log_softmax_values(x, axis)``, and the residuals a cross-entropy keeps for its
+    NumPy gradient (``Operation.residuals``): ``(softmax,)``, the very array
+    ``_softmax_values`` gives, at the cost of one division; None when no tape is recording
+    (no gradient can be asked for)."""
+    shifted, e, total = _softmax_parts(x, axis)
+    return shifted - np.log(total), ((e / total,) if recording.tapes_recording else None)
 
 
 def softmax(logits, axis=-1, name=None):
@@ -248,9 +267,10 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
                          f"and logits of shape {logits.shape} must have the same shape")
     axis = _axis(axis, logits.ndim, "SoftmaxCrossEntropyWithLogits")
     # (``np.add.reduce`` is what ``ndarray.sum`` calls, without its Python wrapper.)
-    log_sm = _log_softmax_values(logits._value, axis)
+    log_sm, residuals = _log_softmax_and_residuals(logits._value, axis)
     loss = Tensor(-np.add.reduce(labels._value * log_sm, axis=axis), name=name)
-    record("SoftmaxCrossEntropyWithLogits", (labels, logits), (loss,), attrs={"axis": axis})
+    record("SoftmaxCrossEntropyWithLogits", (labels, logits), (loss,), attrs={"axis": axis},
+           residuals=residuals)
     return loss
 
 
@@ -296,12 +316,16 @@ def softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis=-1, name=Non
     return d_logits
 
 
-def _ce_logits_grad_values(dy, labels, logits, axis):
-    """``softmax_cross_entropy_with_logits_grad`` on ndarrays (``axis`` non-negative)."""
+def _ce_logits_grad_values(dy, labels, logits, axis, softmax=None):
+    """``softmax_cross_entropy_with_logits_grad`` on ndarrays (``axis`` non-negative); the
+    logits' ``softmax``, if the forward kept it (``Operation.residuals``), is not computed
+    again."""
+    if softmax is None:
+        softmax = _softmax_values(logits, axis)
     total = np.add.reduce(labels, axis=axis, keepdims=True)
     at = _axis_after_batch(axis, logits.ndim, dy.ndim)
     dy = dy.reshape(dy.shape[:at] + (1,) + dy.shape[at:])
-    return (_softmax_values(logits, axis) * total - labels) * dy
+    return (softmax * total - labels) * dy
 
 
 @register_numpy_gradient("SoftmaxCrossEntropyWithLogits")
@@ -314,7 +338,8 @@ def _softmax_cross_entropy_grad_numpy(op, dy):   # (see registry.register_numpy_
     if 0 not in skip:
         d_labels = -_log_softmax_values(logits._value, axis) * np.expand_dims(dy, axis)
     if 1 not in skip:
-        d_logits = _ce_logits_grad_values(dy, labels._value, logits._value, axis)
+        d_logits = _ce_logits_grad_values(dy, labels._value, logits._value, axis,
+                                          op.residuals[0] if op.residuals else None)
     return d_labels, d_logits
 
 
@@ -394,10 +419,10 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
         bad = lv[(lv < 0) | (lv >= classes)].ravel()[0]
         raise ValueError(f"sparse_softmax_cross_entropy_with_logits: received a label value of "
                          f"{bad} which is outside the valid range of [0, {classes})")
-    log_sm = _log_softmax_values(logits._value, -1)
+    log_sm, residuals = _log_softmax_and_residuals(logits._value, logits.ndim - 1)
     loss = -np.take_along_axis(log_sm, lv[..., None].astype(np.intp), axis=-1)[..., 0]
     y = Tensor(loss, name=name)
-    record(what, (labels, logits), (y,))
+    record(what, (labels, logits), (y,), residuals=residuals)
     return y
 
 
@@ -421,7 +446,8 @@ def _sparse_softmax_cross_entropy_grad_numpy(op, dy):   # (registry.register_num
     labels, logits = op._inputs
     lv = logits._value
     hot = array_ops._one_hot_mask(labels._value, lv.shape[-1], labels.ndim).astype(lv.dtype)
-    return None, (_softmax_values(lv, lv.ndim - 1) - hot) * np.expand_dims(dy, -1)
+    softmax = op.residuals[0] if op.residuals else _softmax_values(lv, lv.ndim - 1)
+    return None, (softmax - hot) * np.expand_dims(dy, -1)
 
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):

@@ -107,9 +107,12 @@ def _sum_grad(op, dy):
 
 @register_numpy_gradient("Sum")
 def _sum_grad_numpy(op, dy):   # (``_sum_grad`` on arrays: see registry.register_numpy_gradient)
-    shape = _spread_shape(op, dy.shape)
+    if dy.ndim:   # (a 0-d dy, a full reduction's, broadcasts as it is: ``_spread`` keeps it)
+        shape = _spread_shape(op, dy.shape)
+        if shape is not None:
+            dy = dy.reshape(shape)
     value = np.empty(op.input_shapes[0], dy.dtype)     # (broadcast_to's NumPy operations)
-    np.copyto(value, dy if shape is None else dy.reshape(shape))
+    value[...] = dy
     return (value,)
 
 
