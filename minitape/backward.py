@@ -140,8 +140,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
     batch_shape = next(iter(grads.values())).shape[:batch_ndim] if grads else ()
     # What the pictures keep of this pass (local names: this loop runs once per op).
     if last_pass is not None:
-        visited, contributions, keep = (last_pass.visited, last_pass.contributions,
-                                        last_pass.keep)
+        visited, contributions, keep, summaries = (
+            last_pass.visited, last_pass.contributions, last_pass.keep,
+            last_pass.summarize_large)
         last_pass.ops = ops
         last_pass.seeds = {i: keep(g._value) for i, g in grads.items()}
     # Arrays or Tensors? (See the module's docstring.)
@@ -228,10 +229,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             else:
                 grads[i] = g
             if last_pass is not None:
-                # (a small value is kept as it is: ``keep`` written out for it)
+                # (``keep`` written out but for the summary: a small value is kept as it
+                # is, a large one is summarized, or None when the pass keeps no summaries)
                 value = g if as_arrays else g._value
-                contributions[(op.seq, k)] = \
-                    value if value.size <= SMALL_VALUE_SIZE else keep(value)
+                contributions[(op.seq, k)] = value if value.size <= SMALL_VALUE_SIZE else (
+                    keep(value) if summaries else None)
         if last_pass is not None:
             visited.append(op.seq)
         if release:

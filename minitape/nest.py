@@ -33,5 +33,7 @@ def _pack(s, items):
     if isinstance(s, (list, tuple)):
         packed = [_pack(v, items) if isinstance(v, (list, tuple, dict)) else next(items)
                   for v in s]
-        return type(s)(packed) if type(s) in (list, tuple) else type(s)(*packed)
+        if type(s) is list:
+            return packed
+        return tuple(packed) if type(s) is tuple else type(s)(*packed)
     return next(items)

@@ -381,7 +381,9 @@ def variable_accessed(variable):
     """Called on every read of a Variable: tapes that watch accessed variables watch it."""
     if variable.trainable and tapes_recording:
         for tape in state.tapes:
-            if tape._watch_accessed_variables:
+            # (A Variable the tape tracks is already watched: its id enters ``_tracked`` only
+            # by ``_watch_one``, as a Variable is no op's output.)
+            if tape._watch_accessed_variables and variable._id not in tape._tracked:
                 tape._watch_one(variable, warn=False)
 
 

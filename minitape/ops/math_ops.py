@@ -21,7 +21,7 @@ from .. import errors
 from ..registry import (RegisterGradient, no_gradient, register_forward,
                         register_numpy_gradient)
 from ..recording import record
-from ..tensor import Tensor, convert_like, convert_to_tensor
+from ..tensor import Tensor, Variable, convert_like, convert_to_tensor
 from . import array_ops, reduction_ops
 from .axes import check_axes
 
@@ -31,14 +31,17 @@ from .axes import check_axes
 def binary_operands(x, y, op_type):
     """Convert the two operands of a binary op; a Python value takes the Tensor's dtype."""
     # The hot path first (every ``a * b`` and ``a * 0.5`` comes here): two plain Tensors of
-    # the very same dtype need no conversion, and a Python float next to a floating Tensor
-    # becomes a Tensor of that dtype. Everything else takes the general path below.
+    # the very same dtype need no conversion, a Python float next to a floating Tensor
+    # becomes a Tensor of that dtype, and a Variable of that dtype is read (``h @ w``,
+    # ``z + b`` in a layer). Everything else takes the general path below.
     if type(x) is Tensor:
         dtype = x._dtype
         if type(y) is Tensor and y._dtype is dtype:
             return x, y
         if type(y) is float and dtype.kind == "f":
             return x, Tensor(dtype.type(y))
+        if type(y) is Variable and y._dtype is dtype:
+            return x, convert_to_tensor(y)
     if isinstance(x, Tensor):
         x = convert_to_tensor(x)
         if isinstance(y, Tensor):

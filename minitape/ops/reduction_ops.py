@@ -129,7 +129,7 @@ def _mean(x, axis, keepdims):
     """``np.mean``; for float32/float64 as ``sum / count`` (the same number, without
     ``np.mean``'s Python layers; narrower types keep ``np.mean``, which sums them wider).
     The mean of nothing is NaN, as in TensorFlow (an int Tensor has no NaN: ValueError)."""
-    count = _pymath.prod([x.shape[a] for a in axis])
+    count = x.size if len(axis) == x.ndim else _pymath.prod([x.shape[a] for a in axis])
     if count == 0:
         if x.dtype.kind not in "fc":
             raise ValueError(f"reduce_mean: the mean over axis={axis} of a {x.dtype.name} "
@@ -157,8 +157,10 @@ def _mean_grad_numpy(op, dy):   # (``_mean_grad`` on arrays: see registry.regist
 def _mean_count(op):
     """How many elements each mean of the recorded ``Mean`` op averaged, at least 1 (a mean
     over an empty axis has an empty gradient: nothing to divide, and no division by zero)."""
-    shape = op.input_shapes[0]
-    return max(_pymath.prod([shape[a] for a in op.get_attr("axis")]), 1)
+    shape, axes = op.input_shapes[0], op.get_attr("axis")
+    if len(axes) < len(shape):
+        shape = [shape[a] for a in axes]
+    return max(_pymath.prod(shape), 1)
 
 
 def _lowest(dtype):
