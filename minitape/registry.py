@@ -27,7 +27,9 @@ an op without a ``custom_gradient``. Everywhere else the gradient function runs.
 the minitape ops a gradient function calls (their checks, their Tensors): about 60% of a
 scalar op's backward pass and 20% of a small MLP's training step (callgrind's instruction
 counts; ``benchmarks/README.md``). ``tests/test_fast_paths.py`` checks that each gives the
-very same numbers.
+very same numbers. The cross-entropies' NumPy gradients also reuse the softmax their forward
+computed on the way, which the op keeps (``Operation.residuals``), instead of computing it
+again: the same array, one division in the forward instead of five NumPy operations here.
 
 A vectorized Jacobian runs the backward pass once with a *batch* of output gradients: ``dy``
 then has extra leading axes (``op.batch_ndim`` of them) in front of the output's shape. The
