@@ -384,10 +384,8 @@ def _seed_gradients(targets, output_gradients):
             raise complex_target_error(t, "GradientTape.gradient")
         if t._dtype.kind != "f":
             continue  # integer targets have no gradient
-        if g is None:   # ones (np.ones' own operations, without its Python layer)
-            g = np.empty(t._shape, t._dtype)
-            g.fill(1)
-            g = Tensor(g)
+        if g is None:
+            g = array_ops.ones_like(t)
         else:
             g = convert_to_tensor(g, dtype=t.dtype, what="output_gradients")
             if g.shape != t.shape:
@@ -443,4 +441,4 @@ def unconnected_result(source, unconnected, batch_shape):
 
 
 from .tensor import Tensor, Variable, convert_to_tensor  # noqa: E402,F401
-from .ops import array_ops  # noqa: E402  (reshaped gradients; its module imports Tensor)
+from .ops import array_ops  # noqa: E402  (seeds, reshaped gradients; its module imports Tensor)

@@ -631,8 +631,10 @@ def zeros_like(input, dtype=None, name=None):  # noqa: A002
 def ones_like(input, dtype=None, name=None):  # noqa: A002
     """Ones with ``input``'s shape and dtype (not connected to ``input``)."""
     input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="ones_like")
-    return Tensor(np.ones(input.shape, dtypes.check_dtype(dtype, "ones_like") or input.dtype),
-                  name=name)
+    # (``np.ones``' own two steps, without its Python layer: every gradient's seed is made here)
+    value = np.empty(input.shape, dtypes.check_dtype(dtype, "ones_like") or input.dtype)
+    value.fill(1)
+    return Tensor(value, name=name)
 
 
 def fill(dims, value, name=None):

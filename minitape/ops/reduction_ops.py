@@ -71,6 +71,8 @@ def _spread(op, dy):
 
 def _spread_shape(op, dy_shape):
     """The shape ``_spread`` reshapes ``dy`` to, or None where it keeps ``dy`` as it is."""
+    if not dy_shape:   # a 0-d dy (a full reduction's, no batch axes) broadcasts as it is
+        return None
     kept = _kept_shape(op)
     lead = len(kept) - len(dy_shape)
     if not op.batch_ndim and kept[lead:] == dy_shape and kept[:lead].count(1) == lead:
@@ -107,10 +109,9 @@ def _sum_grad(op, dy):
 
 @register_numpy_gradient("Sum")
 def _sum_grad_numpy(op, dy):   # (``_sum_grad`` on arrays: see registry.register_numpy_gradient)
-    if dy.ndim:   # (a 0-d dy, a full reduction's, broadcasts as it is: ``_spread`` keeps it)
-        shape = _spread_shape(op, dy.shape)
-        if shape is not None:
-            dy = dy.reshape(shape)
+    shape = _spread_shape(op, dy.shape)
+    if shape is not None:
+        dy = dy.reshape(shape)
     value = np.empty(op.input_shapes[0], dy.dtype)     # (broadcast_to's NumPy operations)
     value[...] = dy
     return (value,)
@@ -129,7 +130,7 @@ def _mean(x, axis, keepdims):
     """``np.mean``; for float32/float64 as ``sum / count`` (the same number, without
     ``np.mean``'s Python layers; narrower types keep ``np.mean``, which sums them wider).
     The mean of nothing is NaN, as in TensorFlow (an int Tensor has no NaN: ValueError)."""
-    count = x.size if len(axis) == x.ndim else _pymath.prod([x.shape[a] for a in axis])
+    count = _reduced_count(x.shape, axis)
     if count == 0:
         if x.dtype.kind not in "fc":
             raise ValueError(f"reduce_mean: the mean over axis={axis} of a {x.dtype.name} "
@@ -157,10 +158,12 @@ def _mean_grad_numpy(op, dy):   # (``_mean_grad`` on arrays: see registry.regist
 def _mean_count(op):
     """How many elements each mean of the recorded ``Mean`` op averaged, at least 1 (a mean
     over an empty axis has an empty gradient: nothing to divide, and no division by zero)."""
-    shape, axes = op.input_shapes[0], op.get_attr("axis")
-    if len(axes) < len(shape):
-        shape = [shape[a] for a in axes]
-    return max(_pymath.prod(shape), 1)
+    return max(_reduced_count(op.input_shapes[0], op.get_attr("axis")), 1)
+
+
+def _reduced_count(shape, axes):
+    """How many elements of an array of ``shape`` each reduction over ``axes`` takes."""
+    return _pymath.prod(shape if len(axes) == len(shape) else [shape[a] for a in axes])
 
 
 def _lowest(dtype):
