@@ -24,7 +24,8 @@ Fast paths skip work whose result is known, and give the same numbers
 - step 1 is skipped when the tape's watched tensors are all sources: the tape's tracked set,
   filled while recording, already says which tensors lie downstream of them;
 - when nothing records (no tape, no forward accumulator) and there are no batch axes, the
-  walk holds every gradient as its array (``as_arrays``), since no tape could record what it
+  walk holds every gradient as its array (``as_arrays``: an ndarray, or a NumPy scalar for a
+  0-d gradient, as NumPy's own arithmetic gives), since no tape could record what it
   computes. An op with a NumPy gradient (``registry.register_numpy_gradient``) then computes
   its VJP on those arrays, instead of through minitape ops, and two contributions are summed
   with NumPy. Other ops get their output gradients wrapped in Tensors, as gradient functions
@@ -137,7 +138,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         for op in ops:
             if not reaches_source.isdisjoint(op.input_ids):  # "some input reaches a source"
                 reaches_source.update(op.output_ids)
-    batch_shape = next(iter(grads.values())).shape[:batch_ndim] if grads else ()
+    batch_shape = next(iter(grads.values())).shape[:batch_ndim] if grads and batch_ndim else ()
     # What the pictures keep of this pass (local names: this loop runs once per op).
     if last_pass is not None:
         visited, contributions, keep, summaries = (

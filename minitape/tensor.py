@@ -330,7 +330,16 @@ class Variable(Tensor):
 
     def read_value(self) -> Tensor:
         """The current value as a Tensor (a read: a tape watches it like any other read)."""
-        return convert_to_tensor(self)
+        return self._read()
+
+    def _read(self):
+        # Every read of a Variable by an op comes here (``convert_to_tensor``, and
+        # ``binary_operands`` directly: ``h @ w``, ``z + b``). The snapshot carries the
+        # Variable's id, so a tape that watches it sees the read; a later ``assign`` makes a
+        # new array (``_store``) and leaves the snapshot's value as it was.
+        if _recording.tapes_recording:
+            _recording.variable_accessed(self)
+        return Tensor(self._value, self.name, self._id)
 
     def numpy(self):
         """The value as NumPy: a NumPy scalar for a 0-d Variable, else a **writable copy**
@@ -616,8 +625,7 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
                 f"{what}: expected dtype {np.dtype(dtype).name}, got Variable '{value.name}' of "
                 f"dtype {value.dtype.name}; use mt.cast"
             )
-        _recording.variable_accessed(value)
-        return Tensor(value._value, name=value.name, _id=value._id)
+        return value._read()
     if isinstance(value, Tensor):  # a subclass
         return value
     dtype = dtypes.as_dtype(dtype)

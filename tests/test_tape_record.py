@@ -237,9 +237,9 @@ def test_backward_steps_yields_arrays_or_tensors_as_the_walk_holds_them():
 
     steps, grads = walk()
     assert [op.type for op, _, _ in steps] == ["Sum", "Softplus", "Mul"]
-    for _, out_grads, in_grads in steps:
-        assert all(isinstance(g, np.ndarray) for g in out_grads)
-        assert all(g is None or isinstance(g, np.ndarray) for g in in_grads)
+    for _, out_grads, in_grads in steps:   # (arrays: an ndarray, or a NumPy scalar if 0-d)
+        assert all(isinstance(g, (np.ndarray, np.generic)) for g in out_grads)
+        assert all(g is None or isinstance(g, (np.ndarray, np.generic)) for g in in_grads)
     with mt.GradientTape():
         steps_t, grads_t = walk()
     for _, out_grads, in_grads in steps_t:

@@ -41,7 +41,7 @@ def binary_operands(x, y, op_type):
         if type(y) is float and dtype.kind == "f":
             return x, Tensor(dtype.type(y))
         if type(y) is Variable and y._dtype is dtype:
-            return x, convert_to_tensor(y)
+            return x, y._read()
     if isinstance(x, Tensor):
         x = convert_to_tensor(x)
         if isinstance(y, Tensor):

@@ -20,8 +20,8 @@ from .math_ops import floating
 def relu(features, name=None):
     """``max(x, 0)`` (op ``Relu``); keeps only its output: ``d/dx = 1 where y > 0``."""
     x = floating(features, "Relu")
-    # (``copy=False``: np.maximum already returns x's dtype; no second pass over the array.)
-    y = Tensor(np.maximum(x._value, 0).astype(x.dtype, copy=False), name=name)
+    # (A Python 0 takes x's dtype: the result is x's dtype, float16 too.)
+    y = Tensor(np.maximum(x._value, 0), name=name)
     record("Relu", (x,), (y,), keep_inputs=False, keep_outputs=True)
     return y
 
