@@ -156,7 +156,8 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
     lookup, numpy_gradients = registry.lookup, registry.numpy_gradients
     for op in reversed(ops):
         output_ids, input_ids = op.output_ids, op.input_ids
-        if len(output_ids) == 1:
+        single = len(output_ids) == 1
+        if single:
             dy = grads.get(output_ids[0])
             arrived = dy is not None
         else:
@@ -177,7 +178,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 op.release()
             continue
         # Nothing upstream needs the outputs' entries any more (unless one is a source).
-        if len(output_ids) == 1:
+        if single:
             out_grads = [dy]
             if output_ids[0] not in source_ids:
                 del grads[output_ids[0]]
@@ -190,8 +191,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                     out_grads[k] = zeros if as_arrays else Tensor(zeros)
         # Which inputs need no gradient? (e.g. the 0.5 in ``x * 0.5``: Mul then skips
         # computing ``dy * x``, MatMul skips the gradient of a batch of data.)
-        if reaches_source.issuperset(input_ids):
-            op.skip_input_indices = ()    # (all needed)
+        all_needed = reaches_source.issuperset(input_ids)
+        if all_needed:
+            op.skip_input_indices = ()
         else:
             skip = ()
             for k, i in enumerate(input_ids):
@@ -211,7 +213,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             g = in_grads[k]
             if g is None:
                 continue
-            if i not in reaches_source:   # computed, but nobody needs it: not sent
+            if not all_needed and i not in reaches_source:   # computed, not needed: not sent
                 in_grads = list(in_grads)
                 in_grads[k] = None
                 continue
