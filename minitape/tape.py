@@ -276,19 +276,19 @@ class GradientTape:
 
     def _run_backward(self, seeds, flat_sources, batch_ndim, release=None):
         """One backward pass over this tape (``gradient``, ``jacobians.py``)."""
-        source_ids = {s._id for s in flat_sources if s._id in self._tracked or s._id in seeds}
+        tracked = self._tracked
+        source_ids = {s._id for s in flat_sources if s._id in tracked or s._id in seeds}
         if release is None:
             release = not self._persistent
         # The record of the pass, for the renderers (not for the batched passes of a
         # Jacobian). A non-persistent tape keeps only small gradients, as it does for the
         # tensors' values: summarizing every large one would cost its backward pass three
         # extra passes over each array.
-        last = LastPass(summarize_large=self._persistent) if batch_ndim == 0 else None
+        last = LastPass(self._persistent) if batch_ndim == 0 else None   # (summarize_large)
         # Which tensors lie downstream of a source? When every watched tensor is a source
         # (the usual case) and the tape is not recording, it is what the tape tracked while
         # recording (the float ones; the walk's own sweep would add the integer outputs of
         # recorded ops, which carry no gradient), so the walk need not sweep the ops again.
-        tracked = self._tracked
         reaches = None
         if not self._recording and source_ids <= tracked and source_ids.issuperset(self._watched):
             reaches = tracked

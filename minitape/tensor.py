@@ -513,8 +513,7 @@ def _read_only_view(value):
     again (``flags.writeable = True`` needs a writable base)."""
     array = value
     while isinstance(array, np.ndarray):
-        if array.flags.writeable:
-            array.flags.writeable = False
+        array.setflags(write=False)   # (one call; ``flags.writeable`` makes two flag objects)
         array = array.base
     return value.view()
 

@@ -631,7 +631,7 @@ def zeros_like(input, dtype=None, name=None):  # noqa: A002
 def ones_like(input, dtype=None, name=None):  # noqa: A002
     """Ones with ``input``'s shape and dtype (not connected to ``input``)."""
     input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="ones_like")
-    dtype = dtypes.check_dtype(dtype, "ones_like") or input._dtype
+    dtype = input._dtype if dtype is None else dtypes.check_dtype(dtype, "ones_like")
     # Every gradient's seed is made here. A 0-d one (a loss) is a NumPy scalar, as a Python
     # float is in ``x * 0.5``; any other is ``np.ones``' own two steps, without its Python layer.
     if not input._shape:
