@@ -243,7 +243,8 @@ class GradientTape:
         """Jacobian of ``target`` with respect to each source, as ``tf.GradientTape.jacobian``
         (see ``minitape/jacobians.py``, which computes it)."""
         from .jacobians import jacobian
-        return jacobian(self, target, sources, unconnected_gradients, experimental_use_pfor)
+        return jacobian(self, target, sources, unconnected_gradients, experimental_use_pfor,
+                        parallel_iterations)
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
@@ -251,7 +252,7 @@ class GradientTape:
         ``minitape/jacobians.py``, which computes it)."""
         from .jacobians import batch_jacobian
         return batch_jacobian(self, target, source, unconnected_gradients,
-                              experimental_use_pfor)
+                              experimental_use_pfor, parallel_iterations)
 
     def _begin_backward(self, what):
         if self._used and not self._persistent:

@@ -6,6 +6,8 @@ import numpy as np
 
 import minitape as mt
 
+from . import VECTORIZED_CHUNKS
+
 # The API each function's run() times (the table names it in every cell).
 API = {"chain": "GradientTape.gradient", "chain_forward": "mt ops, no tape",
        "mlp": "GradientTape.gradient",
@@ -64,14 +66,22 @@ def jacobian(params, x, mode):
            "looped": "GradientTape.jacobian (experimental_use_pfor=False)",
            "batch": "GradientTape.batch_jacobian"}[mode]
 
-    def run():
-        with mt.GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch(xs)
-            y = mt.nn.elu(mt.matmul(mt.nn.elu(mt.matmul(xs, w1) + b1), w2) + b2)
-        if mode == "batch":
-            return tape.batch_jacobian(y, xs).numpy()
-        return tape.jacobian(y, xs, experimental_use_pfor=(mode == "vectorized")).numpy()
-    return {api: run}
+    def make(chunk=None):
+        def run():
+            with mt.GradientTape(watch_accessed_variables=False) as tape:
+                tape.watch(xs)
+                y = mt.nn.elu(mt.matmul(mt.nn.elu(mt.matmul(xs, w1) + b1), w2) + b2)
+            if mode == "batch":
+                return tape.batch_jacobian(y, xs).numpy()
+            return tape.jacobian(y, xs, experimental_use_pfor=(mode == "vectorized"),
+                                 parallel_iterations=chunk).numpy()
+        return run
+    runs = {api: make()}
+    if mode == "vectorized":   # (PyTorch's adapter offers jacrev the same chunk sizes)
+        for chunk in VECTORIZED_CHUNKS:
+            runs[f"GradientTape.jacobian (experimental_use_pfor=True, "
+                 f"parallel_iterations={chunk})"] = make(chunk)
+    return runs
 
 
 def hessian(params, x):

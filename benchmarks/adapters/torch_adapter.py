@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from . import VECTORIZED_CHUNKS
+
 # The API each function's run() times (the table names it in every cell); jacobian and
 # hessian return one run per API instead.
 API = {"chain": "torch.autograd.grad", "chain_forward": "torch ops, no grad",
@@ -70,9 +72,14 @@ def jacobian(params, x, mode):
                 lambda: jac(f, xs).numpy()}
     if mode == "vectorized":
         jacrev = torch.func.jacrev(f)
-        return {"torch.func.jacrev": lambda: jacrev(xs).numpy(),
+        runs = {"torch.func.jacrev": lambda: jacrev(xs).numpy(),
                 "torch.autograd.functional.jacobian (vectorize=True)":
                 lambda: jac(f, xs, vectorize=True).numpy()}
+        for chunk in VECTORIZED_CHUNKS:   # (as minitape's parallel_iterations)
+            chunked = torch.func.jacrev(f, chunk_size=chunk)
+            runs[f"torch.func.jacrev (chunk_size={chunk})"] = \
+                lambda chunked=chunked: chunked(xs).numpy()
+        return runs
     # batch: each row's Jacobian with vmap over the rows, or (rows being independent) the
     # Jacobian of the batch sum.
     per_row = torch.func.vmap(torch.func.jacrev(f))
