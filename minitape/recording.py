@@ -227,7 +227,9 @@ class Operation:
             self.output_ids = tuple(t._id for t in outputs)
             self._described = tuple(_small_value(t) for t in inputs) + _describe(outputs)
             self._outputs = _keep(outputs, keep_outputs)
-        self._inputs = tuple(inputs) if keep_inputs is True else _keep(inputs, keep_inputs)
+        self._inputs = (tuple(inputs) if keep_inputs is True else
+                        (None,) * len(inputs) if keep_inputs is False else
+                        _keep(inputs, keep_inputs))
 
     # The pictures' view of ``_described`` (read when a drawing is made, not while recording).
     @property

@@ -669,6 +669,8 @@ def constant(value, dtype=None, name=None) -> Tensor:
 
 def convert_like(value, dtype, what) -> Tensor:
     """Convert the non-Tensor operand of a binary op to the Tensor operand's dtype."""
+    if type(value) is Tensor and value._dtype is dtype:   # (a Tensor already of that dtype)
+        return value
     if isinstance(value, Tensor):
         return convert_to_tensor(value, dtype=dtype, what=what)
     if isinstance(value, (float, int)) and not isinstance(value, bool):

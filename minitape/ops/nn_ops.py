@@ -261,11 +261,11 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     exact for any labels), labels ``-log_softmax(logits) * dy``.
     """
     logits = floating(logits, "SoftmaxCrossEntropyWithLogits")
-    labels = convert_like(labels, logits.dtype, "SoftmaxCrossEntropyWithLogits")
-    if labels.shape != logits.shape:
+    labels = convert_like(labels, logits._dtype, "SoftmaxCrossEntropyWithLogits")
+    if labels._shape != logits._shape:
         raise ValueError(f"softmax_cross_entropy_with_logits: labels of shape {labels.shape} "
                          f"and logits of shape {logits.shape} must have the same shape")
-    axis = _axis(axis, logits.ndim, "SoftmaxCrossEntropyWithLogits")
+    axis = _axis(axis, len(logits._shape), "SoftmaxCrossEntropyWithLogits")
     # (``np.add.reduce`` is what ``ndarray.sum`` calls, without its Python wrapper.)
     log_sm, residuals = _log_softmax_and_residuals(logits._value, axis)
     loss = Tensor(-np.add.reduce(labels._value * log_sm, axis=axis), name=name)
