@@ -219,7 +219,8 @@ class Operation:
                     b._value if not b._shape or b._value.size <= SMALL_VALUE_SIZE else None,
                     z._shape, z._dtype, z_value)
             # (Keeping nothing is the common case for outputs, everything for inputs.)
-            self._outputs = (None,) if keep_outputs is False else _keep(outputs, keep_outputs)
+            self._outputs = ((None,) if keep_outputs is False else tuple(outputs)
+                             if keep_outputs is True else _keep(outputs, keep_outputs))
         else:
             self.input_ids = tuple(t._id for t in inputs)
             self.input_shapes = tuple(t._shape for t in inputs)

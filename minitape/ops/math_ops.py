@@ -144,7 +144,7 @@ def unbroadcast_values(g, shape):
         return g
     lead = g.ndim - len(shape)
     if g.shape[lead:] == shape:   # (only leading axes were added, as to a bias: sum them)
-        return np.add.reduce(g, axis=tuple(range(lead)))
+        return np.add.reduce(g, axis=0 if lead == 1 else tuple(range(lead)))
     lead, axes = _summed_axes(g.shape, shape, 0)
     if axes and len(axes) == lead:
         return np.add.reduce(g, axis=tuple(axes))
