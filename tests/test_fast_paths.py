@@ -74,6 +74,10 @@ CASES = [
     # (BUILD has Pow with positive bases; here bases of both signs, where the exponent's
     # gradient is 0 and a fractional power is NaN, and the constant exponents of ``x**2``)
     ("Pow", lambda a: a ** 2, [(3, 4)]),
+    # (``x * x``: one Mul whose two inputs are one Tensor; dy * x is computed once)
+    ("Mul", lambda a: a * a, [(3, 4)]),
+    ("Mul", lambda a: a * a, [()]),
+    ("Mul", lambda a: a * a, [(8,)]),
     ("Pow", lambda a: a ** 0.5, [()]),
     ("Pow", lambda a, b: a ** b, [(3, 4), (3, 4)]),
     ("SparseSoftmaxCrossEntropyWithLogits", lambda logits: _sparse_loss(logits), [(4, 5)]),

@@ -271,6 +271,9 @@ def _mul_grad(op, dy):
 def _mul_grad_numpy(op, dy):   # (``_mul_grad`` on arrays: see registry.register_numpy_gradient)
     x, y = op._inputs
     skip = op.skip_input_indices   # (``wanted`` written out: the backward pass always sets it)
+    if x is y and not skip:   # ``x * x``: both gradients are ``dy * x``, computed once
+        g = dy * x._value
+        return g, g
     return _unbroadcast_both(op, None if 0 in skip else dy * y._value,
                              None if 1 in skip else dy * x._value)
 
