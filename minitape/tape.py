@@ -241,7 +241,13 @@ class GradientTape:
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):
         """Jacobian of ``target`` with respect to each source, as ``tf.GradientTape.jacobian``
-        (see ``minitape/jacobians.py``, which computes it)."""
+        (see ``minitape/jacobians.py``, which computes it).
+
+        ``parallel_iterations``: None (one backward pass over all of the target's elements)
+        or a positive int (passes of at most that many): the same numbers with temporaries
+        that many rows tall, as TensorFlow's knob; for a target of a thousand elements or
+        more, a few hundred a pass is often faster than one pass.
+        """
         from .jacobians import jacobian
         return jacobian(self, target, sources, unconnected_gradients, experimental_use_pfor,
                         parallel_iterations)
@@ -249,7 +255,8 @@ class GradientTape:
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
         """Per-example Jacobians, as ``tf.GradientTape.batch_jacobian`` (see
-        ``minitape/jacobians.py``, which computes it)."""
+        ``minitape/jacobians.py``, which computes it); ``parallel_iterations`` as in
+        ``jacobian``."""
         from .jacobians import batch_jacobian
         return batch_jacobian(self, target, source, unconnected_gradients,
                               experimental_use_pfor, parallel_iterations)
