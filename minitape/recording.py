@@ -228,6 +228,7 @@ class Operation:
             self.output_ids = tuple(t._id for t in outputs)
             self._described = tuple(_small_value(t) for t in inputs) + _describe(outputs)
             self._outputs = _keep(outputs, keep_outputs)
+        # (``_keep`` written out for its two common cases, all and none, as for the outputs)
         self._inputs = (tuple(inputs) if keep_inputs is True else
                         (None,) * len(inputs) if keep_inputs is False else
                         _keep(inputs, keep_inputs))
@@ -381,8 +382,9 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
 
 
 def variable_accessed(variable):
-    """Called on every read of a Variable: tapes that watch accessed variables watch it."""
-    if variable.trainable and tapes_recording:
+    """Called by ``Variable._read`` while a tape records (it checks ``tapes_recording``):
+    the tapes that watch accessed variables watch it."""
+    if variable.trainable:
         for tape in state.tapes:
             # (A Variable the tape tracks is already watched: its id enters ``_tracked`` only
             # by ``_watch_one``, as a Variable is no op's output.)
