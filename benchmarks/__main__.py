@@ -87,6 +87,24 @@ def targets(results):
         out.append({"issue": issue, "workload": workload, "target": what, "value": value,
                     "limit": limit, "met": None if value is None else value <= limit})
 
+    # Issue 31: the garbage collector on, one thread each (the harness's defaults).
+    add(31, "scalar_chain", "minitape / torch per op",
+        ratio("scalar_chain", 0, "minitape", "torch"), 0.5)
+    add(31, "small_ops", "minitape / torch per op",
+        ratio("small_ops", 0, "minitape", "torch"), 0.6)
+    add(31, "mlp", "minitape / numpy", ratio("mlp", 0, "minitape", "numpy"), 1.15)
+    add(31, "mlp_large", "minitape / numpy", ratio("mlp_large", 0, "minitape", "numpy"), 1.02)
+    default_jac = "GradientTape.jacobian (experimental_use_pfor=True)"   # no chunk given
+    try:
+        jac = results["jacobian_h64"]["rows"][0]
+        jac_default = jac.get("variants", {}).get("minitape", {}).get(default_jac) / \
+            jac["values"]["torch"]
+    except (KeyError, IndexError, TypeError, ZeroDivisionError):
+        jac_default = None
+    add(31, "jacobian_h64", "default jacobian (no parallel_iterations) / torch's fastest",
+        jac_default, 0.7)
+    add(31, "hessian", "minitape / torch (fastest API)",
+        ratio("hessian", 0, "minitape", "torch"), 0.35)
     add(14, "scalar_chain", "minitape / torch per op",
         ratio("scalar_chain", 0, "minitape", "torch"), 0.7)
     add(14, "small_ops", "minitape / torch per op",
@@ -239,11 +257,12 @@ def main(argv=None):
     parser.add_argument("--contestants", default=",".join(adapters.CONTESTANTS),
                         help="comma-separated subset of " + ",".join(adapters.CONTESTANTS)
                         + " (numpy and minitape are always needed)")
-    parser.add_argument("--threads", type=int, metavar="N",
+    parser.add_argument("--threads", type=int, metavar="N", default=1,
                         help="run NumPy's BLAS and the peers' thread pools with N threads "
-                        "(sets " + ", ".join(THREAD_VARIABLES) + "); default: each library's "
-                        "own default. On a machine whose cores other work also uses, 1 keeps "
-                        "a peer's idle threads from waiting on each other")
+                        "(sets " + ", ".join(THREAD_VARIABLES) + "); default 1, one thread "
+                        "each, as issue 31 reads its targets: every system runs in one "
+                        "process, and two pools on two cores fight over them. 0: each "
+                        "library's own default")
     parser.add_argument("--json", type=Path, help="where to write the results (default: "
                         "benchmarks/results/latest.json, or quick.json with --quick)")
     parser.add_argument("--report", action="store_true",
@@ -289,12 +308,13 @@ def main(argv=None):
     all_results = {**stored, **results}
     all_results = {k: all_results[k] for k in WORKLOADS if k in all_results}
     ts = targets(all_results)
-    print("\ntargets (issues 6 and 14):\n" + targets_table(ts))
+    print("\ntargets (issues 6, 14 and 31):\n" + targets_table(ts))
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     command = "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:])
     out_path.write_text(json.dumps({"command": command.strip(), "quick": args.quick,
                                     "threads": args.threads or "library defaults",
+                                    "garbage_collector": "on while timed",
                                     "machine": machine(), "workloads": all_results,
                                     "targets": ts}, indent=1))
     print(f"\nwrote {out_path.relative_to(ROOT) if out_path.is_relative_to(ROOT) else out_path}")

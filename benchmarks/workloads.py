@@ -88,9 +88,11 @@ def time_side_by_side(runs, repeats, warmup=1):
 
     Each sample times a *batch* of calls, enough of them to last ``BATCH_SECONDS`` (one
     call for anything slower), as ``timeit`` and ``pyperf`` do: a sample of a single 0.5 ms
-    call would mostly measure how cold the caches are after the previous contestant and the
-    collector ran. The garbage collector is off while a batch is timed (as ``timeit`` does)
-    and runs between batches, so one contestant does not pay for another one's garbage.
+    call would mostly measure how cold the caches are after the previous contestant.
+    The garbage collector stays **on** while a batch is timed, as it is when a learner's code
+    runs (issue 31: the Python objects a library makes per op are what the collector walks,
+    and a library that makes many pays for them here); a ``gc.collect()`` between batches
+    keeps one contestant from paying for another one's garbage.
     Returns ``({name: median seconds per call}, {name: [seconds per call of each sample]})``.
     """
     loops = {}
@@ -107,14 +109,10 @@ def time_side_by_side(runs, repeats, warmup=1):
         for name in names[r % len(names):] + names[:r % len(names)]:
             run, n = runs[name], loops[name]
             gc.collect()
-            gc.disable()
-            try:
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    run()
-                samples[name].append((time.perf_counter() - t0) / n)
-            finally:
-                gc.enable()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                run()
+            samples[name].append((time.perf_counter() - t0) / n)
     return {name: statistics.median(s) for name, s in samples.items()}, samples
 
 

@@ -9,7 +9,8 @@ the rows instead; both give the same numbers.
 ``parallel_iterations`` splits the vectorized pass into several, each over at most that many
 cotangents, as TensorFlow's ``pfor`` dispatches its iterations in chunks: the same numbers
 with temporaries that many rows tall instead of ``n`` (1,024 rows of a ``(64, 64)`` hidden
-layer's cotangents are 16 MB a temporary, 256 rows 4 MB).
+layer's cotangents are 16 MB a temporary, 256 rows 4 MB). Without it, the Jacobian chooses
+the chunk itself (``auto_chunk``: temporaries of at most ``AUTO_CHUNK_BYTES``).
 
 ``batch_jacobian`` is the same for per-example Jacobians, without the cross-example blocks.
 ``GradientTape.jacobian`` and ``GradientTape.batch_jacobian`` call these functions.
@@ -44,6 +45,23 @@ def _check_parallel_iterations(parallel_iterations, what):
     return int(parallel_iterations)
 
 
+# A vectorized pass's temporaries are (cotangents in the pass) x (a tensor of the tape). When
+# one grows past a few MB, glibc hands the memory back to the system after each pass and the
+# next pass takes it again page by page (the hidden-64 network of benchmarks/ spent 8-25 ms a
+# call in page faults with its 16 MB temporaries). So with ``parallel_iterations=None`` the
+# Jacobian picks its own chunk: as many cotangents as keep the largest temporary under this.
+AUTO_CHUNK_BYTES = 4 * 2**20
+
+
+def auto_chunk(tape, n, itemsize):
+    """The chunk size of a vectorized Jacobian given no ``parallel_iterations``: the number
+    of cotangents whose gradients of the tape's largest tensor fit in ``AUTO_CHUNK_BYTES``
+    (``n``, one pass, when everything fits)."""
+    largest = max((int(np.prod(shape)) for op in tape.operations for shape in op.input_shapes),
+                  default=1)
+    return max(1, min(n, AUTO_CHUNK_BYTES // max(1, largest * itemsize)))
+
+
 def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iterations):
     """The backward passes of a vectorized Jacobian: ``{source id: gradient}``, each
     gradient ``(n,) + source.shape``; connected sources only.
@@ -55,7 +73,9 @@ def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iteratio
     differentiate the Jacobian again). Each cotangent's row is computed by the same
     operations either way.
     """
-    if parallel_iterations is None or parallel_iterations >= n:
+    if parallel_iterations is None:
+        parallel_iterations = auto_chunk(tape, n, np.dtype(target.dtype).itemsize)
+    if parallel_iterations >= n:
         grads = tape._run_backward({target._id: Tensor(seeds(0, n))}, flat_sources,
                                    batch_ndim=1)
         return {s._id: grads[s._id] for s in flat_sources if grads.get(s._id) is not None}
@@ -84,10 +104,12 @@ def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.N
             cotangents, the rows of an identity matrix (every gradient function carries
             the leading batch axis). False loops over the target's elements, one backward
             pass each. Both give the same numbers.
-        parallel_iterations: None (default: every cotangent in one backward pass) or a
-            positive int: vectorized passes of at most that many cotangents each, as
-            TensorFlow's knob to bound memory (same numbers; temporaries that many rows
-            tall). The loop (``experimental_use_pfor=False``) checks it and runs one at a time.
+        parallel_iterations: None (default: minitape picks the chunk, ``auto_chunk``: one
+            backward pass when its temporaries stay under ``AUTO_CHUNK_BYTES``, else
+            passes of as many cotangents as fit) or a positive int: vectorized passes of at
+            most that many cotangents each, as TensorFlow's knob to bound memory (same
+            numbers; temporaries that many rows tall). The loop
+            (``experimental_use_pfor=False``) checks it and runs one at a time.
 
     Returns:
         ``sources``' structure; each entry of shape ``target.shape + source.shape``.

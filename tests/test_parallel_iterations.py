@@ -110,3 +110,26 @@ def test_a_bad_parallel_iterations_is_refused_at_once(bad):
     with pytest.raises(ValueError, match=r"batch_jacobian: parallel_iterations"):
         tape.batch_jacobian(y, sources[0], parallel_iterations=bad)
     assert len(tape.jacobian(y, sources, parallel_iterations=np.int64(3))) == len(sources)
+
+
+def test_default_jacobian_picks_its_chunk_from_the_tapes_largest_tensor():
+    """Without parallel_iterations the Jacobian bounds its temporaries itself (issue 31):
+    a tape whose largest tensor is 64 x 4096 float32 (1 MB a cotangent) gets chunks of 4
+    cotangents under the 4 MB budget, a small tape one pass, and the numbers are those of
+    one pass, bit for bit."""
+    from minitape import jacobians
+    rng = np.random.default_rng(0)
+    x = mt.constant(rng.standard_normal((64, 4096)).astype(np.float32))
+    w = mt.constant(rng.standard_normal((4096, 3)).astype(np.float32))
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = mt.matmul(mt.tanh(x), w)[:2]          # 6 cotangents
+    assert jacobians.auto_chunk(tape, 6, 4) == jacobians.AUTO_CHUNK_BYTES // (64 * 4096 * 4)
+    default = tape.jacobian(y, x).numpy()
+    one_pass = tape.jacobian(y, x, parallel_iterations=6).numpy()
+    np.testing.assert_array_equal(default, one_pass)
+    with mt.GradientTape() as small:
+        s = mt.constant([1.0, 2.0])
+        small.watch(s)
+        s * s
+    assert jacobians.auto_chunk(small, 2, 4) == 2
