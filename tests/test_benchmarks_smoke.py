@@ -82,7 +82,8 @@ def test_make_bench_quick_prints_every_workload_and_writes_json(tmp_path):
     printed = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
     for name in workloads.WORKLOADS:
         assert name in printed, f"{name} missing from the printed table"
-    assert "targets (issues 6 and 14):" in proc.stdout
+    assert "targets (issues 6, 14 and 31):" in proc.stdout
+    assert {t["issue"] for t in json.loads(out.read_text())["targets"]} == {6, 14, 31}
     assert "GradientTape.jacobian (experimental_use_pfor=True)" in proc.stdout  # APIs timed
     stored = json.loads(out.read_text())
     assert set(stored["workloads"]) == set(workloads.WORKLOADS)
