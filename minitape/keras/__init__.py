@@ -12,9 +12,12 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
 
 from .. import optimizers
 from . import activations, layers, losses
+# (kerasA: metrics, regularizers, utils, saving, Input, load_model)
+from . import metrics, regularizers
 from .models import History, Model, Sequential
 
-__all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History"]
+__all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History",
+           "metrics", "regularizers"]
 
 
 def __getattr__(name):

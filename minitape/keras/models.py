@@ -28,6 +28,7 @@ from ..ops import random_ops, reduction_ops
 from ..tape import GradientTape
 from ..tensor import Tensor, constant
 from . import losses as _losses
+from . import metrics as _metrics
 from .layers import Layer, accepts
 
 __all__ = ["Model", "Sequential", "History"]
@@ -55,53 +56,15 @@ class History:
         return f"<History epochs={len(self.epoch)} keys={list(self.history)}>"
 
 
-class _Mean:
-    """A running mean weighted by batch size (Keras's ``Mean`` metric)."""
-
-    def __init__(self):
-        self.total, self.count = 0.0, 0
-
-    def update(self, value, weight):
-        self.total += float(value) * weight
-        self.count += weight
-
-    def result(self):
-        return self.total / self.count if self.count else float("nan")
-
-
 def _accuracy(y_true, y_pred):
-    """Keras's ``"accuracy"``: categorical, sparse or binary, chosen from the shapes."""
-    y_pred = np.asarray(y_pred)
-    y_true = np.asarray(y_true)
-    if y_pred.ndim >= 1 and y_pred.shape[-1] > 1:
-        pred = y_pred.argmax(axis=-1)
-        if y_true.shape == y_pred.shape:          # one-hot labels
-            true = y_true.argmax(axis=-1)
-        else:                                     # integer labels, maybe (batch, 1)
-            true = y_true.reshape(pred.shape)
-        return np.mean(pred == true)
-    return np.mean((y_pred.reshape(y_true.shape) > 0.5) == (y_true > 0.5))
-
-
-_METRICS = {
-    "accuracy": _accuracy, "acc": _accuracy,
-    "mae": _losses.mean_absolute_error, "mean_absolute_error": _losses.mean_absolute_error,
-    "mse": _losses.mean_squared_error, "mean_squared_error": _losses.mean_squared_error,
-}
-
-
-def _metric(identifier):
-    if isinstance(identifier, str):
-        if identifier not in _METRICS:
-            raise ValueError(f"unknown metric {identifier!r}; use one of {sorted(_METRICS)} or a "
-                             "function (y_true, y_pred)")
-        return identifier, _METRICS[identifier]
-    if callable(identifier):
-        return getattr(identifier, "name", getattr(identifier, "__name__", "metric")), identifier
-    raise TypeError(f"a metric is a name or a function (y_true, y_pred), got {identifier!r:.60}")
+    """Keras's ``"accuracy"`` on one batch: the metric ``compile`` picks from the shapes."""
+    metric = _metrics.compile_metric("accuracy", y_true, y_pred)
+    return float(metric(y_true, y_pred))
 
 
 def _format(value):
+    if isinstance(value, list):
+        return "[" + ", ".join(_format(v) for v in value) + "]"
     return f"{value:.4f}" if value == 0 or abs(value) >= 1e-3 else f"{value:.4e}"
 
 
@@ -137,7 +100,7 @@ class Model(Layer):
     """
 
     _walk_skip = ("optimizer", "loss", "compiled_metrics", "history", "run_eagerly",
-                  "jit_compile", "stop_training")
+                  "jit_compile", "stop_training", "_loss_tracker", "_metric_specs")
 
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
@@ -149,6 +112,8 @@ class Model(Layer):
         self.loss = None
         self.compiled_metrics = []
         self.history = None
+        self._loss_tracker = _metrics.Mean(name="loss")
+        self._metric_specs = []
 
     def build(self, input_shape):
         self.built = True
@@ -179,7 +144,11 @@ class Model(Layer):
             loss: a loss function ``(y_true, y_pred)`` (``mt.keras.losses.MSE``), a
                 ``mt.keras.losses`` class instance, or a name (``"mse"``). ``fit`` takes the
                 mean over the batch.
-            metrics: names (``"mae"``, ``"mse"``, ``"accuracy"``) or functions.
+            metrics: a list of names (``"accuracy"``, ``"mae"``, ``"mse"``, ``"precision"``,
+                ...), ``mt.keras.metrics.Metric`` instances or functions ``(y_true,
+                y_pred)`` (wrapped in ``MeanMetricWrapper``). ``"accuracy"`` becomes binary,
+                sparse categorical or categorical accuracy from the shapes of the first
+                batch, as Keras. ``fit`` and ``evaluate`` report each by its name.
             run_eagerly, jit_compile: accepted; minitape always runs eagerly.
         """
         if optimizer == "rmsprop":
@@ -187,36 +156,95 @@ class Model(Layer):
                              "an instance such as mt.keras.optimizers.SGD(learning_rate=0.1)")
         self.optimizer = _optimizers.get(optimizer)
         self.loss = _losses.get(loss) if loss is not None else None
-        self.compiled_metrics = [_metric(m) for m in (metrics or [])]
+        if metrics is not None and not isinstance(metrics, (list, tuple)):
+            raise ValueError(f"compile: metrics must be a list, e.g. metrics=['accuracy'], got "
+                             f"{metrics!r:.60}")
+        for m in metrics or []:
+            if not (isinstance(m, (str, _metrics.Metric)) or callable(m)):
+                raise TypeError(f"compile: a metric is a name, a mt.keras.metrics.Metric or a "
+                                f"function (y_true, y_pred), got {m!r:.60}")
+            if isinstance(m, str) and m.lower() not in ("accuracy", "acc"):
+                _metrics.get(m)   # an unknown name fails here, not at the first batch
+        self._metric_specs = list(metrics or [])
+        self.compiled_metrics = []   # Metric objects, made from the first batch's shapes
         self.run_eagerly = bool(run_eagerly)
         self.jit_compile = jit_compile
 
     def compute_loss(self, y, y_pred):
-        """The compiled loss as one scalar: the mean of the loss function over the batch."""
+        """The loss that ``fit`` differentiates, one scalar Tensor, as Keras 3.
+
+        The compiled loss (the mean of the loss function over the batch) plus the sum of
+        ``self.losses``: the weight regularization penalties (``kernel_regularizer=``...)
+        and the losses that layers added with ``add_loss`` in this call.
+        """
         if self.loss is None:
             raise ValueError("no loss: call model.compile(optimizer=..., loss=...) before fit "
                              "or evaluate")
         value = self.loss(y, y_pred)
         if value.ndim:   # a loss function's per-sample values: take the mean over the batch
             value = reduction_ops.reduce_mean(value)
+        for extra in self.losses:
+            value = value + extra
         return value
+
+    # -- metrics ---------------------------------------------------------------------------
+    @property
+    def metrics(self):
+        """The loss tracker (a ``Mean`` named ``loss``), then the compiled metrics, as Keras.
+
+        Those that ``fit`` and ``evaluate`` reset at the start of each epoch or evaluation
+        (``reset_metrics``). The compiled metrics exist once a batch went through ``fit`` or
+        ``evaluate``. A model that overrides ``train_step`` lists its own here.
+        """
+        return [self._loss_tracker] + list(self.compiled_metrics)
+
+    @property
+    def metrics_names(self):
+        """The names of ``metrics``: the keys of ``fit``'s logs."""
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self):
+        """``reset_state()`` of every metric in ``metrics``."""
+        for m in self.metrics:
+            m.reset_state()
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Update the compiled metrics with a batch and return ``get_metrics_result()``."""
+        if len(self.compiled_metrics) < len(self._metric_specs):
+            self.compiled_metrics = [_metrics.compile_metric(m, y, y_pred)
+                                     for m in self._metric_specs]
+        for m in self.compiled_metrics:
+            m.update_state(y, y_pred, sample_weight=sample_weight)
+        return self.get_metrics_result()
+
+    def get_metrics_result(self):
+        """``{name: result()}`` of every metric in ``metrics`` (Tensors), as Keras."""
+        return {m.name: m.result() for m in self.metrics}
 
     # -- one step of each kind: the loops below call these -----------------------------------
     def train_step(self, data):
-        """One step of gradient descent on a batch ``(x, y)``: the lessons' loop body."""
+        """One step of gradient descent on a batch ``(x, y)``: the lessons' loop body.
+
+        Then, as Keras: the loss tracker and the compiled metrics take the batch in, and
+        the step returns ``{name: value so far}`` (Tensors). Override it for a custom step
+        (return such a dict; ``fit`` shows the last step's values for the epoch, and resets
+        the metrics listed by ``self.metrics`` before each epoch).
+        """
         x, y = data
         with GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self.compute_loss(y, y_pred)
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
-        return loss, y_pred
+        self._loss_tracker.update_state(loss, sample_weight=_length(x))
+        return self.compute_metrics(x, y, y_pred)
 
     def test_step(self, data):
-        """The loss (and predictions) on a batch ``(x, y)``, without training."""
+        """The loss and metrics on a batch ``(x, y)``, without training (as ``train_step``)."""
         x, y = data
         y_pred = self(x, training=False)
-        return self.compute_loss(y, y_pred), y_pred
+        self._loss_tracker.update_state(self.compute_loss(y, y_pred), sample_weight=_length(x))
+        return self.compute_metrics(x, y, y_pred)
 
     # -- the loops -------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", shuffle=True,
@@ -253,13 +281,11 @@ class Model(Layer):
         history = History({"epochs": epochs, "steps": len(batches), "verbose": verbose})
         history.model = self
         for epoch in range(initial_epoch, epochs):
-            means = {"loss": _Mean()}
+            self.reset_metrics()
+            logs = {}
             for x_batch, y_batch in batches.epoch():
-                loss, y_pred = self.train_step((x_batch, y_batch))
-                n = _length(x_batch)
-                means["loss"].update(loss, n)
-                self._update_metrics(means, y_batch, y_pred, n)
-            logs = {k: m.result() for k, m in means.items()}
+                logs = self.train_step((x_batch, y_batch))
+            logs = _float_logs(logs, "train_step")
             if validation_data is not None:
                 val = self.evaluate(*validation_data, batch_size=batches.batch_size, verbose=0,
                                     return_dict=True)
@@ -284,13 +310,11 @@ class Model(Layer):
         """
         verbose = 1 if verbose == "auto" else int(verbose)
         batches = _Batches(x, y, batch_size, False, "evaluate")
-        means = {"loss": _Mean()}
+        self.reset_metrics()
+        logs = {}
         for x_batch, y_batch in batches.epoch():
-            loss, y_pred = self.test_step((x_batch, y_batch))
-            n = _length(x_batch)
-            means["loss"].update(loss, n)
-            self._update_metrics(means, y_batch, y_pred, n)
-        logs = {k: m.result() for k, m in means.items()}
+            logs = self.test_step((x_batch, y_batch))
+        logs = _float_logs(logs, "test_step")
         if verbose:
             print(_progress_line(len(batches), logs, verbose))
         if return_dict:
@@ -304,12 +328,6 @@ class Model(Layer):
         if verbose not in (0, "auto"):
             print(f"{len(batches)}/{len(batches)}")
         return np.concatenate(outputs) if outputs else np.zeros((0,))
-
-    def _update_metrics(self, means, y_true, y_pred, n):
-        for name, fn in self.compiled_metrics:
-            value = fn(y_true, y_pred)
-            value = float(np.mean(np.asarray(value)))
-            means.setdefault(name, _Mean()).update(value, n)
 
     def save(self, filepath, overwrite=True, **kwargs):
         """Save the model as ``mt.saved_model.save(model, filepath)`` does (a directory).
@@ -423,6 +441,19 @@ class _Batches:
             index = order[start:start + self.batch_size]
             yield (constant(self.x[index]),
                    None if self.y is None else constant(self.y[index]))
+
+
+def _float_logs(logs, what):
+    """A step's ``{name: Tensor}`` as ``{name: float}`` (a vector metric as a list)."""
+    if not isinstance(logs, dict):
+        raise TypeError(f"{what} must return a dict {{name: value}} (as Keras: e.g. "
+                        f"{{m.name: m.result() for m in self.metrics}}), got "
+                        f"{type(logs).__name__}")
+    out = {}
+    for k, v in logs.items():
+        array = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+        out[k] = float(array) if array.ndim == 0 else array.tolist()
+    return out
 
 
 def _length(x):
