@@ -13,11 +13,15 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
 from .. import optimizers
 from . import activations, layers, losses
 # (kerasA: metrics, regularizers, utils, saving, Input, load_model)
-from . import metrics, regularizers
+from . import metrics, regularizers, utils
 from .models import History, Model, Sequential
+# (kerasA) the functional style, and Keras's layers.Input / layers.InputLayer names:
+from . import functional
+from .functional import Input, InputLayer
+layers.Input, layers.InputLayer = Input, InputLayer
 
 __all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History",
-           "metrics", "regularizers"]
+           "metrics", "regularizers", "utils", "Input"]
 
 
 def __getattr__(name):

@@ -83,7 +83,7 @@ class Layer(_mt_layers.LayerLosses, Module):
     ['scale/w']
     """
 
-    _walk_skip = ("built", "trainable", "dtype")
+    _walk_skip = ("built", "trainable", "dtype", "_build_input_shape")
     _walk_last = ("_added_weights",)
 
     def __init__(self, trainable=True, name=None, dtype=None, activity_regularizer=None,
@@ -113,7 +113,10 @@ class Layer(_mt_layers.LayerLosses, Module):
 
     def __call__(self, inputs, *args, **kwargs):
         if not self.built:
-            self.build(_shape_of(inputs))
+            shape = _shape_of(inputs)
+            self._build_input_shape = shape if isinstance(shape, list) else tuple(shape)
+            if not getattr(type(self).build, "_by_calling", False):
+                self.build(shape)
             self.built = True
         if "training" in kwargs and not accepts(self.call, "training"):
             kwargs.pop("training")

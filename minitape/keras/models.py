@@ -95,9 +95,20 @@ class Model(Layer):
                 return self.w * x + self.b
 
     Then ``model(x)``, ``model.variables``, ``save_weights`` / ``load_weights`` (the weights
-    file of ``mt.Module``), and ``compile`` / ``fit`` / ``evaluate`` / ``predict``.
-    Keras's functional style ``Model(inputs, outputs)`` is not supported.
+    file of ``mt.Module``), ``compile`` / ``fit`` / ``evaluate`` / ``predict``, and ``save``
+    (``mt.keras.models.load_model`` rebuilds it from ``get_config``, see
+    ``minitape/keras/saving.py``).
+
+    Keras's functional style, ``mt.keras.Model(inputs, outputs)`` with ``inputs`` from
+    ``mt.keras.Input``, makes a ``Functional`` model (``minitape/keras/functional.py``).
     """
+
+    def __new__(cls, *args, **kwargs):
+        # As Keras: Model(inputs, outputs) is a functional model.
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            from .functional import Functional
+            return super().__new__(Functional)
+        return super().__new__(cls)
 
     _walk_skip = ("optimizer", "loss", "compiled_metrics", "history", "run_eagerly",
                   "jit_compile", "stop_training", "_loss_tracker", "_metric_specs")
@@ -105,8 +116,9 @@ class Model(Layer):
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
             raise NotImplementedError(
-                "mt.keras.Model(inputs, outputs) (Keras's functional style) is not supported; "
-                "subclass mt.keras.Model and compute in call(), or use mt.keras.Sequential")
+                f"{type(self).__name__}: a subclass of mt.keras.Model calling "
+                "super().__init__(inputs, outputs) is not supported; use "
+                "mt.keras.Model(inputs, outputs) itself, or compute in call()")
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
@@ -115,8 +127,19 @@ class Model(Layer):
         self._loss_tracker = _metrics.Mean(name="loss")
         self._metric_specs = []
 
-    def build(self, input_shape):
+    def build(self, input_shape=None):
+        """Create the weights by calling the model once on zeros of ``input_shape``, as Keras.
+
+        ``input_shape`` includes the batch axis (``(None, 4)``); a batch of one is used.
+        ``model(x)`` builds by itself: this is for a summary or weights before any data.
+        """
         self.built = True
+        if input_shape is not None:
+            self._build_input_shape = tuple(input_shape)
+            shape = tuple(1 if d is None else int(d) for d in tuple(input_shape)[1:])
+            self(constant(np.zeros((1,) + shape, np.float32)))
+
+    build._by_calling = True   # (Layer.__call__ does not call it: the call itself builds)
 
     def call(self, inputs, training=None):
         raise NotImplementedError(f"{type(self).__name__} must define call(self, inputs): the "
@@ -372,13 +395,36 @@ class Sequential(Model):
         super().__init__(name=name, **kwargs)
         self._layers = []
         for layer in layers or []:
-            self.add(layer)
+            self.add(layer, rebuild=False)
+        self._maybe_build()
 
-    def add(self, layer):
-        """Append a layer (anything callable on a Tensor)."""
+    def add(self, layer, rebuild=True):
+        """Append a layer (anything callable on a Tensor), as Keras's ``Sequential.add``.
+
+        ``mt.keras.Input(shape=...)`` as the first item, or a first layer made with
+        ``input_shape=``, gives the model its input shape: it then builds at once (its
+        weights exist and ``summary()`` works before any data), as Keras.
+        """
+        from .functional import KerasTensor
+        if isinstance(layer, KerasTensor):
+            if self._layers:
+                raise ValueError("Sequential: an mt.keras.Input must come first, before the "
+                                 "layers")
+            self._build_input_shape = layer.shape
+            return
         if not callable(layer):
             raise TypeError(f"Sequential.add expects a layer (a callable), got {layer!r:.60}")
+        if not self._layers and vars(layer).get("_input_shape_arg") is not None \
+                and getattr(self, "_build_input_shape", None) is None:
+            self._build_input_shape = (None,) + layer._input_shape_arg
         self._layers.append(layer)
+        if rebuild:
+            self._maybe_build()
+
+    def _maybe_build(self):
+        shape = getattr(self, "_build_input_shape", None)
+        if shape is not None and self._layers:
+            self.build(shape)
 
     def pop(self):
         """Remove and return the last layer."""
