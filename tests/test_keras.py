@@ -171,8 +171,8 @@ def test_model_save_and_load_weights_round_trip(tmp_path):
         unbuilt.load_weights(tmp_path / "model")
 
 
-def test_functional_model_is_a_clear_error():
-    with pytest.raises(NotImplementedError, match="functional style"):
+def test_functional_model_of_non_keras_tensors_is_a_clear_error():
+    with pytest.raises(TypeError, match="expects KerasTensors"):
         mt.keras.Model(inputs=1, outputs=2)
 
 

@@ -21,7 +21,7 @@ from .functional import Input, InputLayer
 layers.Input, layers.InputLayer = Input, InputLayer
 
 __all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History",
-           "metrics", "regularizers", "utils", "Input"]
+           "metrics", "regularizers", "utils", "functional", "Input"]
 
 
 def __getattr__(name):
