@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from . import dtypes
@@ -44,8 +46,12 @@ _KERNEL_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
 
 # -- Keras's layer options: losses, regularizers, input_shape ---------------------------------
 
-class LayerLosses:
-    """``add_loss`` and ``losses``, as ``keras.layers.Layer`` (mixed into the layers).
+class LayerMixin:
+    """What Keras's layers have and ``mt.Module`` lacks, mixed into the layers.
+
+    ``get_config`` / ``from_config`` (the constructor's arguments, recorded when the layer
+    is made, as Keras 3's automatic config; ``model.save`` writes them), ``add_loss`` and
+    ``losses``.
 
     ``layer.losses`` lists, as Keras 3: the losses added with ``add_loss`` during the latest
     outermost call (this layer's, then those of the layers inside it), then one penalty per
@@ -56,7 +62,48 @@ class LayerLosses:
     """
 
     _walk_skip = ("_losses", "_weight_regularizers", "_added_regularizers",
-                  "activity_regularizer", "_input_shape_arg")
+                  "activity_regularizer", "_input_shape_arg", "_auto_config")
+
+    def __new__(cls, *args, **kwargs):
+        # Keras 3's automatic config: the arguments the layer was made with, by name.
+        obj = super().__new__(cls)
+        try:
+            signature = inspect.signature(cls.__init__)
+            bound = signature.bind(obj, *args, **kwargs)
+        except (TypeError, ValueError):
+            return obj   # (``__init__`` raises its own error)
+        config = {}
+        for i, (name, value) in enumerate(bound.arguments.items()):
+            kind = signature.parameters[name].kind
+            if i == 0:
+                continue   # self
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                if value:
+                    return obj   # no config from *args
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                config.update(value)
+            else:
+                config[name] = value
+        obj._auto_config = config
+        return obj
+
+    def get_config(self):
+        """The layer's constructor arguments, as Keras's ``Layer.get_config``.
+
+        By default the arguments it was made with (and its ``name``); a layer whose
+        ``__init__`` takes other arguments overrides it (and calls ``super().get_config()``).
+        ``model.save`` writes it as JSON: numbers, strings, lists, regularizers, named
+        functions.
+        """
+        return {**vars(self).get("_auto_config", {}), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        """``cls(**config)`` (keys that ``__init__`` does not take are left out), as Keras."""
+        parameters = inspect.signature(cls.__init__).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            config = {k: v for k, v in config.items() if k in parameters}
+        return cls(**config)
 
     def add_loss(self, loss):
         """Add a scalar loss (a Tensor computed in ``call``), as Keras's ``Layer.add_loss``.
@@ -192,7 +239,7 @@ def _initial_kernel(initializer, shape, dtype, glorot_limit, layer):
     return array.astype(dtype)  # (a new array: the Variable owns it)
 
 
-class Dense(LayerLosses, Module):
+class Dense(LayerMixin, Module):
     """``activation(x @ kernel + bias)``, as ``tf.keras.layers.Dense``.
 
     Builds on the first call from the input's last dimension: ``kernel`` ``(in, units)``
@@ -266,7 +313,7 @@ class Dense(LayerLosses, Module):
         return self._activity_loss(y) if self.activity_regularizer is not None else y
 
 
-class BatchNormalization(LayerLosses, Module):
+class BatchNormalization(LayerMixin, Module):
     """Normalize with batch statistics when training, as ``tf.keras.layers.BatchNormalization``.
 
     Variables: trainable ``gamma`` (ones) and ``beta`` (zeros), non-trainable ``moving_mean``
@@ -308,7 +355,7 @@ class BatchNormalization(LayerLosses, Module):
         return (x - mean) / math_ops.sqrt(variance + self.epsilon) * self.gamma + self.beta
 
 
-class Sequential(LayerLosses, Module):
+class Sequential(LayerMixin, Module):
     """Call layers one after another, as ``tf.keras.Sequential``."""
 
     def __init__(self, layers=(), name=None):
@@ -368,7 +415,7 @@ def _images(inputs, dtype, layer):
     return x
 
 
-class Conv2D(LayerLosses, Module):
+class Conv2D(LayerMixin, Module):
     """``activation(conv2d(x, kernel) + bias)``, as ``tf.keras.layers.Conv2D``.
 
     Builds on the first call from the input's channels: ``kernel`` ``(kh, kw, in_channels,
@@ -446,7 +493,7 @@ class Conv2D(LayerLosses, Module):
         return self._activity_loss(y) if self.activity_regularizer is not None else y
 
 
-class MaxPooling2D(LayerLosses, Module):
+class MaxPooling2D(LayerMixin, Module):
     """The maximum of each ``pool_size`` window, as ``tf.keras.layers.MaxPooling2D``.
 
     ``strides`` defaults to ``pool_size`` (windows side by side), ``padding`` to ``"valid"``.
@@ -468,7 +515,7 @@ class MaxPooling2D(LayerLosses, Module):
         return conv_ops.max_pool2d(x, self.pool_size, self.strides, self.padding)
 
 
-class Flatten(LayerLosses, Module):
+class Flatten(LayerMixin, Module):
     """``(batch, ...)`` -> ``(batch, features)``, as ``tf.keras.layers.Flatten`` (a Reshape).
 
     ``input_shape=(28, 28)`` (Keras's keyword) lets a ``Sequential`` build from it.
@@ -485,7 +532,7 @@ class Flatten(LayerLosses, Module):
         return array_ops.reshape(x, [x.shape[0], -1])
 
 
-class Dropout(LayerLosses, Module):
+class Dropout(LayerMixin, Module):
     """Inverted dropout while training, as ``tf.keras.layers.Dropout``.
 
     ``layer(x, training=True)`` zeroes each element with probability ``rate`` and scales the

@@ -30,7 +30,7 @@ _name_counts: dict = {}
 _name_lock = threading.Lock()
 
 
-# Modules holding losses from ``add_loss`` (``minitape.layers.LayerLosses``): the outermost
+# Modules holding losses from ``add_loss`` (``minitape.layers.LayerMixin``): the outermost
 # call of a Module clears those of its own tree first, as Keras clears a layer's losses at
 # the start of each outermost call; the common case, none, costs one test per call.
 with_losses: list = []

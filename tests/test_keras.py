@@ -276,6 +276,6 @@ def test_summary_and_save(tmp_path, capsys):
     out = capsys.readouterr().out
     assert 'Model: "tiny"' in out and "Total params: 9  (trainable: 9)" in out
     model.save(tmp_path / "tiny.keras")
-    loaded = mt.saved_model.load(tmp_path / "tiny.keras")
+    loaded = mt.keras.models.load_model(tmp_path / "tiny.keras")
     assert [v.numpy().tolist() for v in loaded.variables] == \
         [v.numpy().tolist() for v in model.variables]

@@ -303,8 +303,15 @@ class Functional(Model):
         return _map(self._outputs, lambda y: values[id(y)])
 
     def get_config(self):
+        """The layers and the calls linking them (``minitape/keras/saving.py``), as Keras."""
         from . import saving
         return saving.functional_config(self)
+
+    @classmethod
+    def from_config(cls, config):
+        """The functional model that ``get_config`` described, its layers rebuilt."""
+        from . import saving
+        return saving.functional_from_config(config)
 
 
 _ = dtypes

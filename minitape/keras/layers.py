@@ -57,7 +57,7 @@ def accepts(fn, name) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-class Layer(_mt_layers.LayerLosses, Module):
+class Layer(_mt_layers.LayerMixin, Module):
     """Base class for layers, as ``keras.layers.Layer``.
 
     Subclass it and write:
@@ -102,6 +102,15 @@ class Layer(_mt_layers.LayerLosses, Module):
         self.trainable = bool(trainable)
         self.built = False
         self.dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+
+    def get_config(self):
+        """``name``, ``trainable``, ``dtype`` and the constructor's arguments, as Keras 3.
+
+        Override it when ``__init__`` takes arguments that are not numbers, strings, lists,
+        regularizers or named functions: return ``{**super().get_config(), "units":
+        self.units, ...}``; ``from_config(config)`` then calls ``cls(**config)``.
+        """
+        return {**super().get_config(), "trainable": self.trainable, "dtype": self.dtype.name}
 
     def build(self, input_shape):
         """Create the weights; ``input_shape`` is the first input's shape (a tuple)."""

@@ -18,8 +18,6 @@ As Keras 3 (``keras/src/trainers/trainer.py``), without graphs: ``run_eagerly`` 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from .. import optimizers as _optimizers
@@ -107,8 +105,8 @@ class Model(Layer):
         # As Keras: Model(inputs, outputs) is a functional model.
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
             from .functional import Functional
-            return super().__new__(Functional)
-        return super().__new__(cls)
+            return super().__new__(Functional, *args, **kwargs)
+        return super().__new__(cls, *args, **kwargs)
 
     _walk_skip = ("optimizer", "loss", "compiled_metrics", "history", "run_eagerly",
                   "jit_compile", "stop_training", "_loss_tracker", "_metric_specs")
@@ -134,10 +132,15 @@ class Model(Layer):
         ``model(x)`` builds by itself: this is for a summary or weights before any data.
         """
         self.built = True
-        if input_shape is not None:
+        if input_shape is None:
+            return
+        if isinstance(input_shape, list) and input_shape and \
+                isinstance(input_shape[0], (tuple, list)):   # several inputs
+            self._build_input_shape = [tuple(s) for s in input_shape]
+            self([_zeros(s) for s in input_shape])
+        else:
             self._build_input_shape = tuple(input_shape)
-            shape = tuple(1 if d is None else int(d) for d in tuple(input_shape)[1:])
-            self(constant(np.zeros((1,) + shape, np.float32)))
+            self(_zeros(input_shape))
 
     build._by_calling = True   # (Layer.__call__ does not call it: the call itself builds)
 
@@ -353,18 +356,23 @@ class Model(Layer):
         return np.concatenate(outputs) if outputs else np.zeros((0,))
 
     def save(self, filepath, overwrite=True, **kwargs):
-        """Save the model as ``mt.saved_model.save(model, filepath)`` does (a directory).
+        """Save the architecture, the weights and the compile arguments to one file.
 
-        Keras writes a ``.keras`` zip holding the architecture (from ``get_config``), which
-        ``keras.models.load_model`` rebuilds; minitape has no such configs, so this writes
-        the Variables and a manifest of the ``mt.function``s to the directory ``filepath``
-        (whatever its extension). Read it back with ``mt.saved_model.load(filepath)``, or
-        make a new model of the same class and ``load_weights``.
+        As ``keras.Model.save``, in minitape's format (a zip of a JSON config and a ``.npz``
+        of the weights, see ``minitape/keras/saving.py``), written atomically at
+        ``filepath`` whatever its extension (``"my_model.keras"``). Read it back with
+        ``mt.keras.models.load_model(filepath, custom_objects={...})``: custom layers,
+        models, losses, metrics and activations are given there by name, as Keras.
+        A subclassed model is rebuilt with ``from_config(get_config())``: by default the
+        arguments its ``__init__`` was called with.
+
+        Raises:
+            FileExistsError: ``overwrite=False`` and the file exists.
+            ValueError, TypeError: something cannot be saved (a lambda, an object without
+                ``get_config``); the message names it.
         """
-        from .. import saved_model
-        if not overwrite and os.path.exists(filepath):
-            raise FileExistsError(f"save: {filepath!r} exists and overwrite=False")
-        saved_model.save(self, filepath)
+        from . import saving
+        return saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def summary(self, print_fn=print):
         """Print each Variable's path, shape and trainability, and the parameter count."""
@@ -434,6 +442,19 @@ class Sequential(Model):
     def layers(self):
         return list(self._layers)
 
+    def get_config(self):
+        """``{"name", "layers", "build_input_shape"}``, as Keras's ``Sequential.get_config``."""
+        from . import saving
+        return saving.sequential_config(self)
+
+    @classmethod
+    def from_config(cls, config):
+        """A Sequential of the configured layers, built if the input shape is known."""
+        model = cls(config["layers"], name=config.get("name"))
+        if config.get("build_input_shape") is not None and not model.built:
+            model.build(config["build_input_shape"])
+        return model
+
     def call(self, inputs, training=None):
         x = inputs
         for layer in self._layers:
@@ -489,6 +510,12 @@ class _Batches:
                    None if self.y is None else constant(self.y[index]))
 
 
+def _zeros(shape):
+    """A batch of one of zeros for a shape with a batch axis (``None`` axes of size 1)."""
+    shape = tuple(1 if d is None else int(d) for d in tuple(shape)[1:])
+    return constant(np.zeros((1,) + shape, np.float32))
+
+
 def _float_logs(logs, what):
     """A step's ``{name: Tensor}`` as ``{name: float}`` (a vector metric as a list)."""
     if not isinstance(logs, dict):
@@ -520,3 +547,16 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
+    """``mt.keras.saving.load_model``: rebuild a model that ``model.save`` wrote."""
+    from . import saving
+    return saving.load_model(filepath, custom_objects=custom_objects, compile=compile,
+                             safe_mode=safe_mode)
+
+
+def save_model(model, filepath, overwrite=True, **kwargs):
+    """``mt.keras.saving.save_model``: ``model.save(filepath)``."""
+    from . import saving
+    return saving.save_model(model, filepath, overwrite=overwrite, **kwargs)
