@@ -107,6 +107,12 @@ def _builtin_functions():
     for name, fn in _mt_layers._ACTIVATIONS.items():
         if fn is not None:
             out.setdefault(name, fn)
+    import minitape
+    for module in (minitape.nn, minitape.math, minitape):   # mt.nn.relu, mt.concat, ...
+        for name in dir(module):
+            value = getattr(module, name)
+            if not name.startswith("_") and callable(value) and not isinstance(value, type):
+                out.setdefault(name, value)
     return out
 
 
@@ -130,11 +136,11 @@ def _find(name, kind, custom_objects, where):
 
 def _function_name(fn, where):
     name = getattr(fn, "__name__", None)
-    if name is None or name == "<lambda>" or "<locals>" in getattr(fn, "__qualname__", ""):
+    if name is None or name == "<lambda>":
         raise ValueError(
             f"model.save: {where} is {'a lambda' if name == '<lambda>' else repr(fn)[:60]}; "
-            "minitape saves functions by name, never as code: define it with def at the top "
-            "level of a module or notebook cell, and pass it to load_model in custom_objects")
+            "minitape saves functions by name, never as code: define it with def, and give "
+            "it to load_model in custom_objects={'its_name': its_name}")
     return name
 
 
