@@ -206,6 +206,11 @@ class Model(Layer):
         if self.loss is None:
             raise ValueError("no loss: call model.compile(optimizer=..., loss=...) before fit "
                              "or evaluate")
+        if isinstance(y_pred, (list, tuple, dict)):
+            raise NotImplementedError(
+                f"{self.name} has several outputs; minitape's compile/fit take one loss for "
+                "one output: train it with a GradientTape loop (sum the outputs' losses), or "
+                "make a model with one output")
         value = self.loss(y, y_pred)
         if value.ndim:   # a loss function's per-sample values: take the mean over the batch
             value = reduction_ops.reduce_mean(value)

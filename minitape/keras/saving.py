@@ -444,3 +444,11 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # 
                       metrics=config["metrics"] or None)
     return model
 
+
+
+def __getattr__(name):
+    # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it.
+    if name.startswith("_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .._tf_names import missing_attribute
+    raise missing_attribute(__name__, name)
