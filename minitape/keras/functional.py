@@ -21,14 +21,12 @@ in ``mt.keras.layers.Lambda`` (or use ``Add``/``Concatenate``-style layers of yo
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
-from .. import dtypes, module, recording
+from .. import dtypes, module
 from ..tensor import Tensor, constant
 from .layers import Layer, accepts
-from .models import Model
+from .models import Model, unrecorded
 
 __all__ = ["KerasTensor", "Input", "InputLayer", "Functional"]
 
@@ -164,9 +162,7 @@ def _call_on_symbolic(layer, *args, **kwargs):
     node = _Node(layer, args, kwargs)
     concrete = _map(args, lambda x: _dummy(x) if isinstance(x, KerasTensor) else x)
     concrete_kwargs = _map(kwargs, lambda x: _dummy(x) if isinstance(x, KerasTensor) else x)
-    with contextlib.ExitStack() as stack:   # the tapes open now do not see the dummy call
-        for tape in list(recording.state.tapes):
-            stack.enter_context(tape.stop_recording())
+    with unrecorded():   # the tapes open now do not see the call on zeros
         outputs = layer(*concrete, **concrete_kwargs)
     name = getattr(layer, "name", type(layer).__name__)
     index = iter(range(10**9))

@@ -18,9 +18,12 @@ As Keras 3 (``keras/src/trainers/trainer.py``), without graphs: ``run_eagerly`` 
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import optimizers as _optimizers
+from .. import recording
 from ..module import Module
 from ..ops import random_ops, reduction_ops
 from ..tape import GradientTape
@@ -134,13 +137,14 @@ class Model(Layer):
         self.built = True
         if input_shape is None:
             return
-        if isinstance(input_shape, list) and input_shape and \
-                isinstance(input_shape[0], (tuple, list)):   # several inputs
-            self._build_input_shape = [tuple(s) for s in input_shape]
-            self([_zeros(s) for s in input_shape])
-        else:
-            self._build_input_shape = tuple(input_shape)
-            self(_zeros(input_shape))
+        with unrecorded():
+            if isinstance(input_shape, list) and input_shape and \
+                    isinstance(input_shape[0], (tuple, list)):   # several inputs
+                self._build_input_shape = [tuple(s) for s in input_shape]
+                self([_zeros(s) for s in input_shape])
+            else:
+                self._build_input_shape = tuple(input_shape)
+                self(_zeros(input_shape))
 
     build._by_calling = True   # (Layer.__call__ does not call it: the call itself builds)
 
@@ -377,7 +381,7 @@ class Model(Layer):
                 ``get_config``); the message names it.
         """
         from . import saving
-        return saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
+        saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def summary(self, print_fn=print):
         """Print each Variable's path, shape and trainability, and the parameter count."""
@@ -515,6 +519,16 @@ class _Batches:
                    None if self.y is None else constant(self.y[index]))
 
 
+@contextlib.contextmanager
+def unrecorded():
+    """The tapes open now stop recording inside (a build's call on zeros is not the learner's
+    computation)."""
+    with contextlib.ExitStack() as stack:
+        for tape in list(recording.state.tapes):
+            stack.enter_context(tape.stop_recording())
+        yield
+
+
 def _zeros(shape):
     """A batch of one of zeros for a shape with a batch axis (``None`` axes of size 1)."""
     shape = tuple(1 if d is None else int(d) for d in tuple(shape)[1:])
@@ -564,4 +578,4 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # 
 def save_model(model, filepath, overwrite=True, **kwargs):
     """``mt.keras.saving.save_model``: ``model.save(filepath)``."""
     from . import saving
-    return saving.save_model(model, filepath, overwrite=overwrite, **kwargs)
+    saving.save_model(model, filepath, overwrite=overwrite, **kwargs)

@@ -311,6 +311,8 @@ def _compile_config(model):
 def save_model(model, filepath, overwrite=True, **kwargs):
     """Write ``model`` (architecture, weights, compile arguments) to one minitape file.
 
+    Returns None, as Keras.
+
     As ``keras.saving.save_model`` / ``model.save``, in minitape's format (see the module):
     the file is written at ``filepath`` whatever its extension (``.keras`` is the usual
     one); Keras's ``save_format=`` and other options are accepted and change nothing.
@@ -352,7 +354,6 @@ def save_model(model, filepath, overwrite=True, **kwargs):
             if os.path.exists(tmp):
                 os.remove(tmp)
             raise
-    return filepath
 
 
 def _refuse_foreign(filepath):
