@@ -107,7 +107,7 @@ class InputLayer(Layer):
 
 
 def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None, tensor=None,
-          batch_shape=None, **kwargs):
+          batch_shape=None, optional=False):
     """A symbolic input of a functional model, as ``keras.Input`` / ``keras.layers.Input``.
 
     Args:
@@ -267,9 +267,10 @@ class Functional(Model):
                                  f"{sorted(self._inputs)}, got {inputs!r:.80}")
             given = [inputs[k] for k in self._inputs]
         elif len(symbols) == 1:
-            given = [inputs[0] if isinstance(inputs, (list, tuple)) and len(inputs) == 1
-                     and not isinstance(inputs[0], (int, float)) and np.ndim(inputs[0]) >= 1
-                     and isinstance(self._inputs, (list, tuple)) else inputs]
+            # Model([x], ...) is called with [x_value] or with x_value, as Keras.
+            wrapped = (isinstance(self._inputs, (list, tuple)) and isinstance(inputs, (list, tuple))
+                       and len(inputs) == 1 and isinstance(inputs[0], (Tensor, np.ndarray)))
+            given = [inputs[0] if wrapped else inputs]
         else:
             given = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
             if len(given) != len(symbols):
