@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from . import dtypes
@@ -40,6 +42,157 @@ def _positive_int(value, what, arg):
 
 
 _KERNEL_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
+
+
+# -- Keras's layer options: losses, regularizers, input_shape ---------------------------------
+
+class LayerMixin:
+    """What Keras's layers have and ``mt.Module`` lacks, mixed into the layers.
+
+    ``get_config`` / ``from_config`` (the constructor's arguments, recorded when the layer
+    is made, as Keras 3's automatic config; ``model.save`` writes them), ``add_loss`` and
+    ``losses``.
+
+    ``layer.losses`` lists, as Keras 3: the losses added with ``add_loss`` during the latest
+    outermost call (this layer's, then those of the layers inside it), then one penalty per
+    regularized trainable weight (``kernel_regularizer=``, ``bias_regularizer=``,
+    ``add_weight(regularizer=)``), computed from the weight's current value each time
+    ``losses`` is read: read inside a ``GradientTape``, the penalties are recorded and their
+    gradients reach the weights. Each is a scalar Tensor.
+    """
+
+    _walk_skip = ("_losses", "_weight_regularizers", "_added_regularizers",
+                  "activity_regularizer", "_input_shape_arg", "_auto_config")
+
+    def __new__(cls, *args, **kwargs):
+        # Keras 3's automatic config: the arguments the layer was made with, by name.
+        obj = super().__new__(cls)
+        try:
+            signature = inspect.signature(cls.__init__)
+            bound = signature.bind(obj, *args, **kwargs)
+        except (TypeError, ValueError):
+            return obj   # (``__init__`` raises its own error)
+        config = {}
+        for i, (name, value) in enumerate(bound.arguments.items()):
+            kind = signature.parameters[name].kind
+            if i == 0:
+                continue   # self
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                if value:
+                    return obj   # no config from *args
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                config.update(value)
+            else:
+                config[name] = value
+        obj._auto_config = config
+        return obj
+
+    def get_config(self):
+        """The layer's constructor arguments, as Keras's ``Layer.get_config``.
+
+        By default the arguments it was made with (and its ``name``); a layer whose
+        ``__init__`` takes other arguments overrides it (and calls ``super().get_config()``).
+        ``model.save`` writes it as JSON: numbers, strings, lists, regularizers, named
+        functions.
+        """
+        return {**vars(self).get("_auto_config", {}), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        """``cls(**config)`` (keys that ``__init__`` does not take are left out), as Keras."""
+        parameters = inspect.signature(cls.__init__).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            config = {k: v for k, v in config.items() if k in parameters}
+        return cls(**config)
+
+    def add_loss(self, loss):
+        """Add a scalar loss (a Tensor computed in ``call``), as Keras's ``Layer.add_loss``.
+
+        The losses are kept until the next outermost call of a layer or model that holds
+        this layer, and ``Model.fit`` adds their sum to the compiled loss.
+
+        Raises:
+            TypeError: ``loss`` is not a Tensor or a number.
+        """
+        from .module import with_losses
+        if not isinstance(loss, Tensor):
+            if isinstance(loss, bool) or not isinstance(loss, (int, float, np.number)):
+                raise TypeError(f"add_loss expects a scalar Tensor computed from the layer's "
+                                f"inputs or weights, got {type(loss).__name__} {loss!r:.60}")
+            loss = convert_to_tensor(float(loss))
+        vars(self).setdefault("_losses", []).append(loss)
+        if not any(m is self for m in with_losses):
+            with_losses.append(self)
+
+    @property
+    def losses(self):
+        """The ``add_loss`` losses, then the weight penalties (see the class); a list."""
+        modules = (self,) + tuple(self.submodules)
+        out = [loss for m in modules for loss in vars(m).get("_losses", ())]
+        penalties = {}
+        for m in modules:
+            for name, regularizer in vars(m).get("_weight_regularizers", {}).items():
+                var = vars(m).get(name)
+                if isinstance(var, Variable):
+                    penalties[id(var)] = regularizer
+            for var, regularizer in vars(m).get("_added_regularizers", ()):
+                penalties[id(var)] = regularizer
+        if penalties:
+            out += [penalties[id(v)](v) for v in self.trainable_variables if id(v) in penalties]
+        return out
+
+    def _activity_loss(self, outputs):
+        """Add ``activity_regularizer(outputs) / batch_size`` (Keras 3), if there is one."""
+        regularizer = vars(self).get("activity_regularizer")
+        if regularizer is not None and isinstance(outputs, Tensor):
+            loss = regularizer(outputs)
+            if outputs.ndim > 0 and outputs.shape[0]:
+                loss = loss / math_ops.cast(outputs.shape[0], loss.dtype)
+            self.add_loss(loss)
+        return outputs
+
+
+def _layer_options(layer, kwargs, what, weights=()):
+    """Keras's keyword arguments common to layers, from ``**kwargs``.
+
+    ``input_shape`` (a tuple without the batch axis; ``input_dim=n`` is ``(n,)``) is kept
+    for ``Sequential``, which builds its layers from it, as Keras; ``<weight>_regularizer``
+    for each name in ``weights`` and ``activity_regularizer`` (when the layer applies one)
+    go through ``mt.keras.regularizers.get``.
+
+    Raises:
+        TypeError: an unknown keyword argument (named).
+    """
+    from .keras import regularizers
+    allowed = {"input_shape", "input_dim", "batch_input_shape", "batch_size"}
+    allowed |= {f"{w}_regularizer" for w in weights}
+    if weights:
+        allowed.add("activity_regularizer")
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise TypeError(f"{what}: unexpected keyword argument{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(unknown)}; it accepts {', '.join(sorted(allowed))} besides "
+                        "its own arguments")
+    shape = kwargs.get("input_shape")
+    if kwargs.get("input_dim") is not None:
+        shape = (kwargs["input_dim"],)
+    if kwargs.get("batch_input_shape") is not None:
+        shape = tuple(kwargs["batch_input_shape"])[1:]
+    if shape is not None:
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)) or not all(
+                d is None or (isinstance(d, (int, np.integer)) and d > 0) for d in shape):
+            raise ValueError(f"{what}: input_shape must be a tuple of positive ints (or None), "
+                             f"without the batch axis, e.g. input_shape=(784,); got {shape!r}")
+        layer._input_shape_arg = tuple(None if d is None else int(d) for d in shape)
+    if weights:
+        layer._weight_regularizers = {}
+        for w in weights:
+            regularizer = regularizers.get(kwargs.get(f"{w}_regularizer"))
+            if regularizer is not None:
+                layer._weight_regularizers[w] = regularizer
+        layer.activity_regularizer = regularizers.get(kwargs.get("activity_regularizer"))
 
 
 def _check_initializer(initializer, layer):
@@ -86,7 +239,7 @@ def _initial_kernel(initializer, shape, dtype, glorot_limit, layer):
     return array.astype(dtype)  # (a new array: the Variable owns it)
 
 
-class Dense(Module):
+class Dense(LayerMixin, Module):
     """``activation(x @ kernel + bias)``, as ``tf.keras.layers.Dense``.
 
     Builds on the first call from the input's last dimension: ``kernel`` ``(in, units)``
@@ -96,6 +249,11 @@ class Dense(Module):
     ``kernel_initializer``: ``"glorot_uniform"`` (the default), ``"zeros"``, ``"ones"``, or a
     callable that Keras would accept, called as ``initializer(shape, dtype=dtype)`` when the
     layer builds (e.g. ``mt.random.normal``; it returns a Tensor or an array of that shape).
+
+    Keras's keyword arguments: ``kernel_regularizer=``, ``bias_regularizer=`` (penalties in
+    ``layer.losses``, see ``mt.keras.regularizers``), ``activity_regularizer=`` (a penalty
+    of the output, divided by the batch size, added at each call), ``input_shape=(n,)`` or
+    ``input_dim=n`` (first layer of a ``Sequential``, which then builds at once).
 
     Raises:
         TypeError: ``units`` is not an int (``True``, ``2.5``, ``"8"``); a
@@ -112,9 +270,10 @@ class Dense(Module):
     """
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 dtype=dtypes.float32, name=None):
+                 dtype=dtypes.float32, name=None, **kwargs):
         units = _positive_int(units, "Dense", "units")
         super().__init__(name=name)
+        _layer_options(self, kwargs, "Dense", weights=("kernel", "bias"))
         kernel_initializer = _check_initializer(kernel_initializer, "Dense")
         self.units = units
         self.activation = _activation(activation)
@@ -150,10 +309,11 @@ class Dense(Module):
         y = math_ops.matmul(x, self.kernel)
         if self.use_bias:
             y = y + self.bias
-        return self.activation(y) if self.activation is not None else y
+        y = self.activation(y) if self.activation is not None else y
+        return self._activity_loss(y) if self.activity_regularizer is not None else y
 
 
-class BatchNormalization(Module):
+class BatchNormalization(LayerMixin, Module):
     """Normalize with batch statistics when training, as ``tf.keras.layers.BatchNormalization``.
 
     Variables: trainable ``gamma`` (ones) and ``beta`` (zeros), non-trainable ``moving_mean``
@@ -162,8 +322,9 @@ class BatchNormalization(Module):
     moving averages with ``assign``; ``training=False`` (the default) uses the moving averages.
     """
 
-    def __init__(self, momentum=0.99, epsilon=1e-3, name=None):
+    def __init__(self, momentum=0.99, epsilon=1e-3, name=None, **kwargs):
         super().__init__(name=name)
+        _layer_options(self, kwargs, "BatchNormalization")
         self.momentum = float(momentum)
         self.epsilon = float(epsilon)
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
@@ -194,7 +355,7 @@ class BatchNormalization(Module):
         return (x - mean) / math_ops.sqrt(variance + self.epsilon) * self.gamma + self.beta
 
 
-class Sequential(Module):
+class Sequential(LayerMixin, Module):
     """Call layers one after another, as ``tf.keras.Sequential``."""
 
     def __init__(self, layers=(), name=None):
@@ -254,7 +415,7 @@ def _images(inputs, dtype, layer):
     return x
 
 
-class Conv2D(Module):
+class Conv2D(LayerMixin, Module):
     """``activation(conv2d(x, kernel) + bias)``, as ``tf.keras.layers.Conv2D``.
 
     Builds on the first call from the input's channels: ``kernel`` ``(kh, kw, in_channels,
@@ -270,6 +431,8 @@ class Conv2D(Module):
         kernel_initializer: ``"glorot_uniform"`` (the default), ``"zeros"``, ``"ones"``, or a
             callable ``initializer(shape, dtype=dtype)`` as Keras calls it (e.g.
             ``mt.random.normal``), returning a value of ``shape`` ``(kh, kw, in, filters)``.
+        **kwargs: Keras's ``kernel_regularizer``, ``bias_regularizer``,
+            ``activity_regularizer`` (as ``Dense``) and ``input_shape=(h, w, channels)``.
 
     Raises:
         ValueError: bad sizes, padding or initializer name at construction; at call time an
@@ -285,8 +448,9 @@ class Conv2D(Module):
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None,
                  use_bias=True, kernel_initializer="glorot_uniform", dtype=dtypes.float32,
-                 name=None):
+                 name=None, **kwargs):
         super().__init__(name=name if name is not None else _default_name("conv2d"))
+        _layer_options(self, kwargs, "Conv2D", weights=("kernel", "bias"))
         if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters < 1:
             raise ValueError(f"Conv2D: filters must be a positive int (the number of output "
                              f"channels), got {filters!r}")
@@ -325,18 +489,20 @@ class Conv2D(Module):
         y = conv_ops.conv2d(x, self.kernel, self.strides, self.padding)
         if self.use_bias:
             y = y + self.bias
-        return self.activation(y) if self.activation is not None else y
+        y = self.activation(y) if self.activation is not None else y
+        return self._activity_loss(y) if self.activity_regularizer is not None else y
 
 
-class MaxPooling2D(Module):
+class MaxPooling2D(LayerMixin, Module):
     """The maximum of each ``pool_size`` window, as ``tf.keras.layers.MaxPooling2D``.
 
     ``strides`` defaults to ``pool_size`` (windows side by side), ``padding`` to ``"valid"``.
     No Variables.
     """
 
-    def __init__(self, pool_size=2, strides=None, padding="valid", name=None):
+    def __init__(self, pool_size=2, strides=None, padding="valid", name=None, **kwargs):
         super().__init__(name=name if name is not None else _default_name("max_pooling2d"))
+        _layer_options(self, kwargs, "MaxPooling2D")
         self.pool_size = _pair(pool_size, "MaxPooling2D", "pool_size")
         self.strides = self.pool_size if strides is None else \
             _pair(strides, "MaxPooling2D", "strides")
@@ -349,11 +515,15 @@ class MaxPooling2D(Module):
         return conv_ops.max_pool2d(x, self.pool_size, self.strides, self.padding)
 
 
-class Flatten(Module):
-    """``(batch, ...)`` -> ``(batch, features)``, as ``tf.keras.layers.Flatten`` (a Reshape)."""
+class Flatten(LayerMixin, Module):
+    """``(batch, ...)`` -> ``(batch, features)``, as ``tf.keras.layers.Flatten`` (a Reshape).
 
-    def __init__(self, name=None):
+    ``input_shape=(28, 28)`` (Keras's keyword) lets a ``Sequential`` build from it.
+    """
+
+    def __init__(self, name=None, data_format=None, **kwargs):
         super().__init__(name=name if name is not None else _default_name("flatten"))
+        _layer_options(self, kwargs, "Flatten")
 
     def __call__(self, inputs):
         x = convert_to_tensor(inputs, what=f"Flatten '{self.name}'")
@@ -362,7 +532,7 @@ class Flatten(Module):
         return array_ops.reshape(x, [x.shape[0], -1])
 
 
-class Dropout(Module):
+class Dropout(LayerMixin, Module):
     """Inverted dropout while training, as ``tf.keras.layers.Dropout``.
 
     ``layer(x, training=True)`` zeroes each element with probability ``rate`` and scales the
@@ -374,8 +544,9 @@ class Dropout(Module):
         ValueError: ``rate`` outside ``[0, 1)``.
     """
 
-    def __init__(self, rate, noise_shape=None, seed=None, name=None):
+    def __init__(self, rate, noise_shape=None, seed=None, name=None, **kwargs):
         super().__init__(name=name if name is not None else _default_name("dropout"))
+        _layer_options(self, kwargs, "Dropout")
         if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) \
                 or not 0.0 <= float(rate) < 1.0:
             raise ValueError(f"Dropout: rate is the fraction of inputs to drop and must be a "

@@ -20,6 +20,7 @@ import zipfile
 
 import numpy as np
 
+from . import recording
 from .recording import module_scope
 from .tensor import Variable
 
@@ -29,14 +30,40 @@ _name_counts: dict = {}
 _name_lock = threading.Lock()
 
 
+# Modules holding losses from ``add_loss`` (``minitape.layers.LayerMixin``): the outermost
+# call of a Module clears those of its own tree first, as Keras clears a layer's losses at
+# the start of each outermost call; the common case, none, costs one test per call.
+with_losses: list = []
+
+# Keras's symbolic inputs (``mt.keras.Input``): set by ``minitape.keras.functional`` to
+# ``(KerasTensor, call_on_symbolic)``; a Module called on one records a node of a functional
+# model instead of computing.
+symbolic = (None, None)
+
+
 def _in_module_scope(call):
     """``call`` (a ``__call__``), run inside ``module_scope(self)``."""
     @functools.wraps(call)
     def __call__(self, *args, **kwargs):
+        if args and symbolic[0] is not None:
+            first = args[0][0] if isinstance(args[0], (list, tuple)) and args[0] else args[0]
+            if type(first) is symbolic[0]:
+                return symbolic[1](self, *args, **kwargs)
+        if with_losses and not recording.state.module_calls:
+            clear_losses(self)
         with module_scope(self):
             return call(self, *args, **kwargs)
     __call__._in_module_scope = True
     return __call__
+
+
+def clear_losses(module):
+    """Forget the ``add_loss`` losses of ``module`` and of every Module inside it."""
+    tree = {id(module)} | {id(m) for m in module.submodules}
+    for m in list(with_losses):
+        if id(m) in tree:
+            vars(m).get("_losses", []).clear()
+            with_losses.remove(m)
 
 
 def _unique_name(cls):

@@ -57,7 +57,7 @@ def accepts(fn, name) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-class Layer(Module):
+class Layer(_mt_layers.LayerMixin, Module):
     """Base class for layers, as ``keras.layers.Layer``.
 
     Subclass it and write:
@@ -83,18 +83,34 @@ class Layer(Module):
     ['scale/w']
     """
 
-    _walk_skip = ("built", "trainable", "dtype")
+    _walk_skip = ("built", "trainable", "dtype", "_build_input_shape")
     _walk_last = ("_added_weights",)
 
-    def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
-        unknown = set(kwargs) - {"input_shape", "input_dim", "autocast", "dynamic"}
+    def __init__(self, trainable=True, name=None, dtype=None, activity_regularizer=None,
+                 **kwargs):
+        unknown = set(kwargs) - {"input_shape", "input_dim", "batch_input_shape", "batch_size",
+                                 "autocast", "dynamic"}
         if unknown:
             raise TypeError(f"{type(self).__name__}: unexpected keyword arguments "
                             f"{sorted(unknown)}")
         super().__init__(name=name)
+        _mt_layers._layer_options(self, {k: v for k, v in kwargs.items()
+                                         if k not in ("autocast", "dynamic")},
+                                  type(self).__name__)
+        from . import regularizers
+        self.activity_regularizer = regularizers.get(activity_regularizer)
         self.trainable = bool(trainable)
         self.built = False
         self.dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+
+    def get_config(self):
+        """``name``, ``trainable``, ``dtype`` and the constructor's arguments, as Keras 3.
+
+        Override it when ``__init__`` takes arguments that are not numbers, strings, lists,
+        regularizers or named functions: return ``{**super().get_config(), "units":
+        self.units, ...}``; ``from_config(config)`` then calls ``cls(**config)``.
+        """
+        return {**super().get_config(), "trainable": self.trainable, "dtype": self.dtype.name}
 
     def build(self, input_shape):
         """Create the weights; ``input_shape`` is the first input's shape (a tuple)."""
@@ -106,14 +122,20 @@ class Layer(Module):
 
     def __call__(self, inputs, *args, **kwargs):
         if not self.built:
-            self.build(_shape_of(inputs))
+            shape = _shape_of(inputs)
+            self._build_input_shape = shape if isinstance(shape, list) else tuple(shape)
+            if not getattr(type(self).build, "_by_calling", False):
+                self.build(shape)
             self.built = True
         if "training" in kwargs and not accepts(self.call, "training"):
             kwargs.pop("training")
-        return self.call(inputs, *args, **kwargs)
+        outputs = self.call(inputs, *args, **kwargs)
+        if vars(self).get("activity_regularizer") is not None:
+            self._activity_loss(outputs)
+        return outputs
 
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None,
-                   **kwargs):
+                   regularizer=None, **kwargs):
         """Create a Variable owned by this layer, as Keras's ``Layer.add_weight``.
 
         Args:
@@ -125,6 +147,8 @@ class Layer(Module):
             trainable: whether a tape watches it automatically and ``fit`` trains it.
             name: the Variable's name (default ``"Variable"``); its ``.path`` is
                 ``layer_name/name``.
+            regularizer: a penalty of the weight (``"l2"``, ``mt.keras.regularizers.L2(0.01)``,
+                a function), listed in ``layer.losses`` while the weight is trainable.
 
         Returns:
             The new Variable (it is tracked even if not assigned to an attribute).
@@ -137,6 +161,10 @@ class Layer(Module):
         var = Variable(value, trainable=trainable, name=name or "Variable")
         var.path = f"{self.name}/{name or 'variable'}"
         self._extra_weights().append(var)
+        if regularizer is not None:
+            from . import regularizers
+            vars(self).setdefault("_added_regularizers", []).append(
+                (var, regularizers.get(regularizer)))
         return var
 
     def _extra_weights(self):

@@ -18,16 +18,18 @@ As Keras 3 (``keras/src/trainers/trainer.py``), without graphs: ``run_eagerly`` 
 
 from __future__ import annotations
 
-import os
+import contextlib
 
 import numpy as np
 
 from .. import optimizers as _optimizers
+from .. import recording
 from ..module import Module
 from ..ops import random_ops, reduction_ops
 from ..tape import GradientTape
 from ..tensor import Tensor, constant
 from . import losses as _losses
+from . import metrics as _metrics
 from .layers import Layer, accepts
 
 __all__ = ["Model", "Sequential", "History"]
@@ -55,53 +57,15 @@ class History:
         return f"<History epochs={len(self.epoch)} keys={list(self.history)}>"
 
 
-class _Mean:
-    """A running mean weighted by batch size (Keras's ``Mean`` metric)."""
-
-    def __init__(self):
-        self.total, self.count = 0.0, 0
-
-    def update(self, value, weight):
-        self.total += float(value) * weight
-        self.count += weight
-
-    def result(self):
-        return self.total / self.count if self.count else float("nan")
-
-
 def _accuracy(y_true, y_pred):
-    """Keras's ``"accuracy"``: categorical, sparse or binary, chosen from the shapes."""
-    y_pred = np.asarray(y_pred)
-    y_true = np.asarray(y_true)
-    if y_pred.ndim >= 1 and y_pred.shape[-1] > 1:
-        pred = y_pred.argmax(axis=-1)
-        if y_true.shape == y_pred.shape:          # one-hot labels
-            true = y_true.argmax(axis=-1)
-        else:                                     # integer labels, maybe (batch, 1)
-            true = y_true.reshape(pred.shape)
-        return np.mean(pred == true)
-    return np.mean((y_pred.reshape(y_true.shape) > 0.5) == (y_true > 0.5))
-
-
-_METRICS = {
-    "accuracy": _accuracy, "acc": _accuracy,
-    "mae": _losses.mean_absolute_error, "mean_absolute_error": _losses.mean_absolute_error,
-    "mse": _losses.mean_squared_error, "mean_squared_error": _losses.mean_squared_error,
-}
-
-
-def _metric(identifier):
-    if isinstance(identifier, str):
-        if identifier not in _METRICS:
-            raise ValueError(f"unknown metric {identifier!r}; use one of {sorted(_METRICS)} or a "
-                             "function (y_true, y_pred)")
-        return identifier, _METRICS[identifier]
-    if callable(identifier):
-        return getattr(identifier, "name", getattr(identifier, "__name__", "metric")), identifier
-    raise TypeError(f"a metric is a name or a function (y_true, y_pred), got {identifier!r:.60}")
+    """Keras's ``"accuracy"`` on one batch: the metric ``compile`` picks from the shapes."""
+    metric = _metrics.compile_metric("accuracy", y_true, y_pred)
+    return float(metric(y_true, y_pred))
 
 
 def _format(value):
+    if isinstance(value, list):
+        return "[" + ", ".join(_format(v) for v in value) + "]"
     return f"{value:.4f}" if value == 0 or abs(value) >= 1e-3 else f"{value:.4e}"
 
 
@@ -132,26 +96,57 @@ class Model(Layer):
                 return self.w * x + self.b
 
     Then ``model(x)``, ``model.variables``, ``save_weights`` / ``load_weights`` (the weights
-    file of ``mt.Module``), and ``compile`` / ``fit`` / ``evaluate`` / ``predict``.
-    Keras's functional style ``Model(inputs, outputs)`` is not supported.
+    file of ``mt.Module``), ``compile`` / ``fit`` / ``evaluate`` / ``predict``, and ``save``
+    (``mt.keras.models.load_model`` rebuilds it from ``get_config``, see
+    ``minitape/keras/saving.py``).
+
+    Keras's functional style, ``mt.keras.Model(inputs, outputs)`` with ``inputs`` from
+    ``mt.keras.Input``, makes a ``Functional`` model (``minitape/keras/functional.py``).
     """
 
+    def __new__(cls, *args, **kwargs):
+        # As Keras: Model(inputs, outputs) is a functional model.
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            from .functional import Functional
+            return super().__new__(Functional, *args, **kwargs)
+        return super().__new__(cls, *args, **kwargs)
+
     _walk_skip = ("optimizer", "loss", "compiled_metrics", "history", "run_eagerly",
-                  "jit_compile", "stop_training")
+                  "jit_compile", "stop_training", "_loss_tracker", "_metric_specs")
 
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
             raise NotImplementedError(
-                "mt.keras.Model(inputs, outputs) (Keras's functional style) is not supported; "
-                "subclass mt.keras.Model and compute in call(), or use mt.keras.Sequential")
+                f"{type(self).__name__}: a subclass of mt.keras.Model calling "
+                "super().__init__(inputs, outputs) is not supported; use "
+                "mt.keras.Model(inputs, outputs) itself, or compute in call()")
         super().__init__(**kwargs)
         self.optimizer = None
         self.loss = None
         self.compiled_metrics = []
         self.history = None
+        self._loss_tracker = _metrics.Mean(name="loss")
+        self._metric_specs = []
 
-    def build(self, input_shape):
+    def build(self, input_shape=None):
+        """Create the weights by calling the model once on zeros of ``input_shape``, as Keras.
+
+        ``input_shape`` includes the batch axis (``(None, 4)``); a batch of one is used.
+        ``model(x)`` builds by itself: this is for a summary or weights before any data.
+        """
         self.built = True
+        if input_shape is None:
+            return
+        with unrecorded():
+            if isinstance(input_shape, list) and input_shape and \
+                    isinstance(input_shape[0], (tuple, list)):   # several inputs
+                self._build_input_shape = [tuple(s) for s in input_shape]
+                self([_zeros(s) for s in input_shape])
+            else:
+                self._build_input_shape = tuple(input_shape)
+                self(_zeros(input_shape))
+
+    build._by_calling = True   # (Layer.__call__ does not call it: the call itself builds)
 
     def call(self, inputs, training=None):
         raise NotImplementedError(f"{type(self).__name__} must define call(self, inputs): the "
@@ -179,7 +174,11 @@ class Model(Layer):
             loss: a loss function ``(y_true, y_pred)`` (``mt.keras.losses.MSE``), a
                 ``mt.keras.losses`` class instance, or a name (``"mse"``). ``fit`` takes the
                 mean over the batch.
-            metrics: names (``"mae"``, ``"mse"``, ``"accuracy"``) or functions.
+            metrics: a list of names (``"accuracy"``, ``"mae"``, ``"mse"``, ``"precision"``,
+                ...), ``mt.keras.metrics.Metric`` instances or functions ``(y_true,
+                y_pred)`` (wrapped in ``MeanMetricWrapper``). ``"accuracy"`` becomes binary,
+                sparse categorical or categorical accuracy from the shapes of the first
+                batch, as Keras. ``fit`` and ``evaluate`` report each by its name.
             run_eagerly, jit_compile: accepted; minitape always runs eagerly.
         """
         if optimizer == "rmsprop":
@@ -187,36 +186,100 @@ class Model(Layer):
                              "an instance such as mt.keras.optimizers.SGD(learning_rate=0.1)")
         self.optimizer = _optimizers.get(optimizer)
         self.loss = _losses.get(loss) if loss is not None else None
-        self.compiled_metrics = [_metric(m) for m in (metrics or [])]
+        if metrics is not None and not isinstance(metrics, (list, tuple)):
+            raise ValueError(f"compile: metrics must be a list, e.g. metrics=['accuracy'], got "
+                             f"{metrics!r:.60}")
+        for m in metrics or []:
+            if not (isinstance(m, (str, _metrics.Metric)) or callable(m)):
+                raise TypeError(f"compile: a metric is a name, a mt.keras.metrics.Metric or a "
+                                f"function (y_true, y_pred), got {m!r:.60}")
+            if isinstance(m, str) and m.lower() not in ("accuracy", "acc"):
+                _metrics.get(m)   # an unknown name fails here, not at the first batch
+        self._metric_specs = list(metrics or [])
+        self.compiled_metrics = []   # Metric objects, made from the first batch's shapes
         self.run_eagerly = bool(run_eagerly)
         self.jit_compile = jit_compile
 
     def compute_loss(self, y, y_pred):
-        """The compiled loss as one scalar: the mean of the loss function over the batch."""
+        """The loss that ``fit`` differentiates, one scalar Tensor, as Keras 3.
+
+        The compiled loss (the mean of the loss function over the batch) plus the sum of
+        ``self.losses``: the weight regularization penalties (``kernel_regularizer=``...)
+        and the losses that layers added with ``add_loss`` in this call.
+        """
         if self.loss is None:
             raise ValueError("no loss: call model.compile(optimizer=..., loss=...) before fit "
                              "or evaluate")
+        if isinstance(y_pred, (list, tuple, dict)):
+            raise NotImplementedError(
+                f"{self.name} has several outputs; minitape's compile/fit take one loss for "
+                "one output: train it with a GradientTape loop (sum the outputs' losses), or "
+                "make a model with one output")
         value = self.loss(y, y_pred)
         if value.ndim:   # a loss function's per-sample values: take the mean over the batch
             value = reduction_ops.reduce_mean(value)
+        for extra in self.losses:
+            value = value + extra
         return value
+
+    # -- metrics ---------------------------------------------------------------------------
+    @property
+    def metrics(self):
+        """The loss tracker (a ``Mean`` named ``loss``), then the compiled metrics, as Keras.
+
+        Those that ``fit`` and ``evaluate`` reset at the start of each epoch or evaluation
+        (``reset_metrics``). The compiled metrics exist once a batch went through ``fit`` or
+        ``evaluate``. A model that overrides ``train_step`` lists its own here.
+        """
+        return [self._loss_tracker] + list(self.compiled_metrics)
+
+    @property
+    def metrics_names(self):
+        """The names of ``metrics``: the keys of ``fit``'s logs."""
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self):
+        """``reset_state()`` of every metric in ``metrics``."""
+        for m in self.metrics:
+            m.reset_state()
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Update the compiled metrics with a batch and return ``get_metrics_result()``."""
+        if len(self.compiled_metrics) < len(self._metric_specs):
+            self.compiled_metrics = [_metrics.compile_metric(m, y, y_pred)
+                                     for m in self._metric_specs]
+        for m in self.compiled_metrics:
+            m.update_state(y, y_pred, sample_weight=sample_weight)
+        return self.get_metrics_result()
+
+    def get_metrics_result(self):
+        """``{name: result()}`` of every metric in ``metrics`` (Tensors), as Keras."""
+        return {m.name: m.result() for m in self.metrics}
 
     # -- one step of each kind: the loops below call these -----------------------------------
     def train_step(self, data):
-        """One step of gradient descent on a batch ``(x, y)``: the lessons' loop body."""
+        """One step of gradient descent on a batch ``(x, y)``: the lessons' loop body.
+
+        Then, as Keras: the loss tracker and the compiled metrics take the batch in, and
+        the step returns ``{name: value so far}`` (Tensors). Override it for a custom step
+        (return such a dict; ``fit`` shows the last step's values for the epoch, and resets
+        the metrics listed by ``self.metrics`` before each epoch).
+        """
         x, y = data
         with GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self.compute_loss(y, y_pred)
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
-        return loss, y_pred
+        self._loss_tracker.update_state(loss, sample_weight=_length(x))
+        return self.compute_metrics(x, y, y_pred)
 
     def test_step(self, data):
-        """The loss (and predictions) on a batch ``(x, y)``, without training."""
+        """The loss and metrics on a batch ``(x, y)``, without training (as ``train_step``)."""
         x, y = data
         y_pred = self(x, training=False)
-        return self.compute_loss(y, y_pred), y_pred
+        self._loss_tracker.update_state(self.compute_loss(y, y_pred), sample_weight=_length(x))
+        return self.compute_metrics(x, y, y_pred)
 
     # -- the loops -------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", shuffle=True,
@@ -253,13 +316,11 @@ class Model(Layer):
         history = History({"epochs": epochs, "steps": len(batches), "verbose": verbose})
         history.model = self
         for epoch in range(initial_epoch, epochs):
-            means = {"loss": _Mean()}
+            self.reset_metrics()
+            logs = {}
             for x_batch, y_batch in batches.epoch():
-                loss, y_pred = self.train_step((x_batch, y_batch))
-                n = _length(x_batch)
-                means["loss"].update(loss, n)
-                self._update_metrics(means, y_batch, y_pred, n)
-            logs = {k: m.result() for k, m in means.items()}
+                logs = self.train_step((x_batch, y_batch))
+            logs = _float_logs(logs, "train_step")
             if validation_data is not None:
                 val = self.evaluate(*validation_data, batch_size=batches.batch_size, verbose=0,
                                     return_dict=True)
@@ -284,13 +345,11 @@ class Model(Layer):
         """
         verbose = 1 if verbose == "auto" else int(verbose)
         batches = _Batches(x, y, batch_size, False, "evaluate")
-        means = {"loss": _Mean()}
+        self.reset_metrics()
+        logs = {}
         for x_batch, y_batch in batches.epoch():
-            loss, y_pred = self.test_step((x_batch, y_batch))
-            n = _length(x_batch)
-            means["loss"].update(loss, n)
-            self._update_metrics(means, y_batch, y_pred, n)
-        logs = {k: m.result() for k, m in means.items()}
+            logs = self.test_step((x_batch, y_batch))
+        logs = _float_logs(logs, "test_step")
         if verbose:
             print(_progress_line(len(batches), logs, verbose))
         if return_dict:
@@ -305,25 +364,24 @@ class Model(Layer):
             print(f"{len(batches)}/{len(batches)}")
         return np.concatenate(outputs) if outputs else np.zeros((0,))
 
-    def _update_metrics(self, means, y_true, y_pred, n):
-        for name, fn in self.compiled_metrics:
-            value = fn(y_true, y_pred)
-            value = float(np.mean(np.asarray(value)))
-            means.setdefault(name, _Mean()).update(value, n)
-
     def save(self, filepath, overwrite=True, **kwargs):
-        """Save the model as ``mt.saved_model.save(model, filepath)`` does (a directory).
+        """Save the architecture, the weights and the compile arguments to one file.
 
-        Keras writes a ``.keras`` zip holding the architecture (from ``get_config``), which
-        ``keras.models.load_model`` rebuilds; minitape has no such configs, so this writes
-        the Variables and a manifest of the ``mt.function``s to the directory ``filepath``
-        (whatever its extension). Read it back with ``mt.saved_model.load(filepath)``, or
-        make a new model of the same class and ``load_weights``.
+        As ``keras.Model.save``, in minitape's format (a zip of a JSON config and a ``.npz``
+        of the weights, see ``minitape/keras/saving.py``), written atomically at
+        ``filepath`` whatever its extension (``"my_model.keras"``). Read it back with
+        ``mt.keras.models.load_model(filepath, custom_objects={...})``: custom layers,
+        models, losses, metrics and activations are given there by name, as Keras.
+        A subclassed model is rebuilt with ``from_config(get_config())``: by default the
+        arguments its ``__init__`` was called with.
+
+        Raises:
+            FileExistsError: ``overwrite=False`` and the file exists.
+            ValueError, TypeError: something cannot be saved (a lambda, an object without
+                ``get_config``); the message names it.
         """
-        from .. import saved_model
-        if not overwrite and os.path.exists(filepath):
-            raise FileExistsError(f"save: {filepath!r} exists and overwrite=False")
-        saved_model.save(self, filepath)
+        from . import saving
+        saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def summary(self, print_fn=print):
         """Print each Variable's path, shape and trainability, and the parameter count."""
@@ -354,13 +412,36 @@ class Sequential(Model):
         super().__init__(name=name, **kwargs)
         self._layers = []
         for layer in layers or []:
-            self.add(layer)
+            self.add(layer, rebuild=False)
+        self._maybe_build()
 
-    def add(self, layer):
-        """Append a layer (anything callable on a Tensor)."""
+    def add(self, layer, rebuild=True):
+        """Append a layer (anything callable on a Tensor), as Keras's ``Sequential.add``.
+
+        ``mt.keras.Input(shape=...)`` as the first item, or a first layer made with
+        ``input_shape=``, gives the model its input shape: it then builds at once (its
+        weights exist and ``summary()`` works before any data), as Keras.
+        """
+        from .functional import KerasTensor
+        if isinstance(layer, KerasTensor):
+            if self._layers:
+                raise ValueError("Sequential: an mt.keras.Input must come first, before the "
+                                 "layers")
+            self._build_input_shape = layer.shape
+            return
         if not callable(layer):
             raise TypeError(f"Sequential.add expects a layer (a callable), got {layer!r:.60}")
+        if not self._layers and vars(layer).get("_input_shape_arg") is not None \
+                and getattr(self, "_build_input_shape", None) is None:
+            self._build_input_shape = (None,) + layer._input_shape_arg
         self._layers.append(layer)
+        if rebuild:
+            self._maybe_build()
+
+    def _maybe_build(self):
+        shape = getattr(self, "_build_input_shape", None)
+        if shape is not None and self._layers:
+            self.build(shape)
 
     def pop(self):
         """Remove and return the last layer."""
@@ -369,6 +450,19 @@ class Sequential(Model):
     @property
     def layers(self):
         return list(self._layers)
+
+    def get_config(self):
+        """``{"name", "layers", "build_input_shape"}``, as Keras's ``Sequential.get_config``."""
+        from . import saving
+        return saving.sequential_config(self)
+
+    @classmethod
+    def from_config(cls, config):
+        """A Sequential of the configured layers, built if the input shape is known."""
+        model = cls(config["layers"], name=config.get("name"))
+        if config.get("build_input_shape") is not None and not model.built:
+            model.build(config["build_input_shape"])
+        return model
 
     def call(self, inputs, training=None):
         x = inputs
@@ -425,6 +519,35 @@ class _Batches:
                    None if self.y is None else constant(self.y[index]))
 
 
+@contextlib.contextmanager
+def unrecorded():
+    """The tapes open now stop recording inside (a build's call on zeros is not the learner's
+    computation)."""
+    with contextlib.ExitStack() as stack:
+        for tape in list(recording.state.tapes):
+            stack.enter_context(tape.stop_recording())
+        yield
+
+
+def _zeros(shape):
+    """A batch of one of zeros for a shape with a batch axis (``None`` axes of size 1)."""
+    shape = tuple(1 if d is None else int(d) for d in tuple(shape)[1:])
+    return constant(np.zeros((1,) + shape, np.float32))
+
+
+def _float_logs(logs, what):
+    """A step's ``{name: Tensor}`` as ``{name: float}`` (a vector metric as a list)."""
+    if not isinstance(logs, dict):
+        raise TypeError(f"{what} must return a dict {{name: value}} (as Keras: e.g. "
+                        f"{{m.name: m.result() for m in self.metrics}}), got "
+                        f"{type(logs).__name__}")
+    out = {}
+    for k, v in logs.items():
+        array = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+        out[k] = float(array) if array.ndim == 0 else array.tolist()
+    return out
+
+
 def _length(x):
     return x.shape[0] if getattr(x, "shape", ()) else 1
 
@@ -443,3 +566,16 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
+    """``mt.keras.saving.load_model``: rebuild a model that ``model.save`` wrote."""
+    from . import saving
+    return saving.load_model(filepath, custom_objects=custom_objects, compile=compile,
+                             safe_mode=safe_mode)
+
+
+def save_model(model, filepath, overwrite=True, **kwargs):
+    """``mt.keras.saving.save_model``: ``model.save(filepath)``."""
+    from . import saving
+    saving.save_model(model, filepath, overwrite=overwrite, **kwargs)

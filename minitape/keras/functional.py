@@ -1,0 +1,314 @@
+"""Keras's functional style: ``mt.keras.Input`` and ``mt.keras.Model(inputs, outputs)``.
+
+::
+
+    inputs = mt.keras.Input(shape=(4,))                 # a KerasTensor: a shape, no values
+    h = mt.keras.layers.Dense(8, activation="relu")(inputs)
+    outputs = mt.keras.layers.Dense(1)(h)
+    model = mt.keras.Model(inputs, outputs)             # a Model: compile, fit, save...
+
+Calling a layer on a ``KerasTensor`` records a *node* (the layer and its inputs) and returns
+a new ``KerasTensor`` for its output; ``Model(inputs, outputs)`` keeps the nodes that lead
+from the inputs to the outputs, and calling the model replays them in order on real Tensors,
+so the tape records each layer's ops as usual. Several inputs and outputs (lists or dicts)
+and a layer used twice (shared weights) work as in Keras.
+
+Shapes are found as Keras does without values: here by calling each layer once on zeros
+with a batch of one (which also builds it: its weights exist as soon as the model does);
+the batch axis is ``None``. Arithmetic on KerasTensors (``x + y``) is not recorded: wrap it
+in ``mt.keras.layers.Lambda`` (or use ``Add``/``Concatenate``-style layers of your own).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes, module
+from ..tensor import Tensor, constant
+from .layers import Layer, accepts
+from .models import Model, unrecorded
+
+__all__ = ["KerasTensor", "Input", "InputLayer", "Functional"]
+
+
+class KerasTensor:
+    """A symbolic value of a functional model, as Keras's ``KerasTensor``: a shape and a dtype.
+
+    Attributes:
+        shape: a tuple whose first entry (the batch axis) is ``None``.
+        dtype: a NumPy dtype (float32 by default).
+        name: the name of the ``Input`` or of the layer that made it.
+    """
+
+    def __init__(self, shape, dtype, name=None, node=None, index=0):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.name = name
+        self._node = node        # the _Node that made it (None for an Input)
+        self._index = index      # which of the node's outputs
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __repr__(self):
+        return (f"<KerasTensor shape={self.shape}, dtype={self.dtype.name}, "
+                f"name={self.name}>")
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(
+            "a KerasTensor (the output of mt.keras.Input or of a layer called on one) has a "
+            "shape but no values, and minitape's functional models record layer calls only: "
+            "wrap the computation in a layer, e.g. mt.keras.layers.Lambda(lambda x: x + 1)(x)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __neg__ = _refuse
+    __getitem__ = __array__ = __bool__ = _refuse
+
+
+class _Node:
+    """One layer call on KerasTensors: the layer, its arguments, its outputs."""
+
+    def __init__(self, layer, args, kwargs):
+        self.layer, self.args, self.kwargs = layer, args, kwargs
+        self.outputs = None
+
+
+def _map(structure, fn):
+    """``fn`` applied to every leaf of nested lists, tuples and dicts."""
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(_map(x, fn) for x in structure)
+    if isinstance(structure, dict):
+        return {k: _map(v, fn) for k, v in structure.items()}
+    return fn(structure)
+
+
+def _leaves(structure):
+    out = []
+    _map(structure, lambda x: out.append(x))
+    return out
+
+
+class InputLayer(Layer):
+    """The layer that an ``Input`` stands for, as ``keras.layers.InputLayer`` (no weights).
+
+    Listed first in a functional model's ``layers``, as Keras; it is never called.
+    """
+
+    def __init__(self, shape=None, dtype=None, name=None, **kwargs):
+        super().__init__(name=name, dtype=dtype)
+        self.shape = tuple(shape)
+
+    def call(self, inputs):
+        return inputs
+
+    def get_config(self):
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype.name}
+
+
+def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None, tensor=None,
+          batch_shape=None, optional=False):
+    """A symbolic input of a functional model, as ``keras.Input`` / ``keras.layers.Input``.
+
+    Args:
+        shape: the shape of one sample, a tuple without the batch axis (``(784,)``,
+            ``(28, 28, 1)``); ``None`` entries are allowed.
+        batch_size: accepted (the batch axis stays ``None``).
+        name: a name for the input (default ``input_layer``, ``input_layer_1``, ...).
+        dtype: default float32.
+        batch_shape: the shape with the batch axis, instead of ``shape``.
+
+    Returns:
+        A ``KerasTensor`` of shape ``(None,) + shape``.
+
+    Raises:
+        ValueError: neither ``shape`` nor ``batch_shape`` given, or a bad entry.
+        NotImplementedError: ``sparse=True`` or ``tensor=`` (not in minitape).
+    """
+    if sparse or tensor is not None:
+        raise NotImplementedError("mt.keras.Input: sparse inputs and tensor= are not part of "
+                                  "minitape; give shape= (and dtype=)")
+    if batch_shape is not None:
+        shape = tuple(batch_shape)[1:]
+    if shape is None:
+        raise ValueError("mt.keras.Input needs shape=, the shape of one sample without the "
+                         "batch axis, e.g. mt.keras.Input(shape=(784,))")
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not all(
+            d is None or (isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0)
+            for d in shape):
+        raise ValueError(f"mt.keras.Input: shape must be a tuple of non-negative ints (or "
+                         f"None), without the batch axis, got {shape!r}")
+    layer = InputLayer(shape=tuple(None if d is None else int(d) for d in shape),
+                       dtype=dtype, name=name if name is not None
+                       else module.unique_name("input_layer"))
+    x = KerasTensor((None,) + layer.shape, layer.dtype, name=layer.name)
+    x._input_layer = layer
+    return x
+
+
+def _dummy(x):
+    """Zeros standing for a KerasTensor: a batch of one, ``None`` axes of size 1."""
+    return constant(np.zeros(tuple(1 if d is None else d for d in x.shape), x.dtype))
+
+
+def _call_on_symbolic(layer, *args, **kwargs):
+    """A layer called on KerasTensors: build it on zeros, record a node, return KerasTensors.
+
+    ``minitape.module`` calls this instead of the layer's ``__call__`` when the first
+    argument is a KerasTensor (or a list starting with one).
+    """
+    node = _Node(layer, args, kwargs)
+    concrete = _map(args, lambda x: _dummy(x) if isinstance(x, KerasTensor) else x)
+    concrete_kwargs = _map(kwargs, lambda x: _dummy(x) if isinstance(x, KerasTensor) else x)
+    with unrecorded():   # the tapes open now do not see the call on zeros
+        outputs = layer(*concrete, **concrete_kwargs)
+    name = getattr(layer, "name", type(layer).__name__)
+    index = iter(range(10**9))
+
+    def symbolic(y):
+        if not isinstance(y, Tensor):
+            raise TypeError(f"{name} returned {type(y).__name__}, not Tensors; a layer of a "
+                            "functional model returns a Tensor (or a list or dict of them)")
+        return KerasTensor((None,) + tuple(y.shape[1:]), y.dtype, name=name, node=node,
+                           index=next(index))
+
+    node.outputs = _map(outputs, symbolic)
+    return node.outputs
+
+
+module.symbolic = (KerasTensor, _call_on_symbolic)
+
+
+class Functional(Model):
+    """A Model made of the layer calls from ``inputs`` to ``outputs``, as Keras's Functional.
+
+    Made by ``mt.keras.Model(inputs, outputs)`` (``Model.__new__`` returns one of these),
+    with ``inputs`` and ``outputs`` a KerasTensor, a list or a dict of them. Calling it
+    with real values (the same structure as ``inputs``) runs the recorded layer calls in
+    order and returns the structure of ``outputs``. ``layers`` lists the ``InputLayer``s,
+    then each layer once, in the order of the calls.
+
+    Raises:
+        TypeError: ``inputs`` or ``outputs`` is not made of KerasTensors.
+        ValueError: an output does not depend on the inputs given (a missing ``Input``).
+    """
+
+    _walk_skip = ("_nodes", "_inputs", "_outputs")
+
+    def __init__(self, inputs, outputs, name=None, **kwargs):
+        super().__init__(name=name, **{k: v for k, v in kwargs.items() if k == "trainable"})
+        for what, structure in (("inputs", inputs), ("outputs", outputs)):
+            bad = [x for x in _leaves(structure) if not isinstance(x, KerasTensor)]
+            if bad or not _leaves(structure):
+                raise TypeError(f"mt.keras.Model({what}=...) expects KerasTensors (from "
+                                f"mt.keras.Input and layers called on them), got "
+                                f"{bad[0] if bad else structure!r:.80}")
+        self._inputs = inputs
+        self._outputs = outputs
+        self._nodes = self._order(inputs, outputs)
+        layers = [x._input_layer for x in _leaves(inputs)]
+        for node in self._nodes:
+            if not any(node.layer is seen for seen in layers):
+                layers.append(node.layer)
+        self._layers = layers
+        self.built = True
+        first = _leaves(inputs)[0]
+        self._build_input_shape = first.shape
+
+    @staticmethod
+    def _order(inputs, outputs):
+        """The nodes from the inputs to the outputs, each after those it reads (DFS)."""
+        known = {id(x) for x in _leaves(inputs)}
+        order, done = [], set()
+        stack = [(x, False) for x in reversed(_leaves(outputs))]
+        while stack:
+            x, expanded = stack.pop()
+            if id(x) in known:
+                continue
+            node = x._node
+            if node is None:
+                raise ValueError(f"mt.keras.Model: the output depends on the Input "
+                                 f"{x.name!r}, which is not among the model's inputs; pass it "
+                                 "in inputs=[...]")
+            if id(node) in done:
+                continue
+            if expanded:
+                done.add(id(node))
+                order.append(node)
+                for y in _leaves(node.outputs):
+                    known.add(id(y))
+                continue
+            stack.append((x, True))
+            for y in reversed(_leaves((node.args, node.kwargs))):
+                if isinstance(y, KerasTensor) and id(y) not in known:
+                    stack.append((y, False))
+        return order
+
+    @property
+    def layers(self):
+        return list(self._layers)
+
+    @property
+    def inputs(self):
+        return _leaves(self._inputs)
+
+    @property
+    def outputs(self):
+        return _leaves(self._outputs)
+
+    def call(self, inputs, training=None):
+        values = {}
+        symbols = _leaves(self._inputs)
+        if isinstance(self._inputs, dict):
+            if not isinstance(inputs, dict) or set(inputs) != set(self._inputs):
+                raise ValueError(f"{self.name} expects a dict with the keys "
+                                 f"{sorted(self._inputs)}, got {inputs!r:.80}")
+            given = [inputs[k] for k in self._inputs]
+        elif len(symbols) == 1:
+            # Model([x], ...) is called with [x_value] or with x_value, as Keras.
+            wrapped = (isinstance(self._inputs, (list, tuple)) and isinstance(inputs, (list, tuple))
+                       and len(inputs) == 1 and isinstance(inputs[0], (Tensor, np.ndarray)))
+            given = [inputs[0] if wrapped else inputs]
+        else:
+            given = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            if len(given) != len(symbols):
+                raise ValueError(f"{self.name} has {len(symbols)} inputs, got {len(given)}: "
+                                 "pass a list with one value per mt.keras.Input")
+        for symbol, value in zip(symbols, given):
+            x = value if isinstance(value, Tensor) else constant(np.asarray(value))
+            if symbol.dtype.kind == "f" and x.dtype != symbol.dtype and x.dtype.kind in "iuf":
+                x = constant(np.asarray(x.numpy(), symbol.dtype))
+            expected = symbol.shape[1:]
+            if x.ndim != len(symbol.shape) or any(
+                    e is not None and e != d for e, d in zip(expected, x.shape[1:])):
+                raise ValueError(f"{self.name}: the input {symbol.name!r} expects shape "
+                                 f"{symbol.shape}, got {x.shape}")
+            values[id(symbol)] = x
+        for node in self._nodes:
+            def value_of(y):
+                return values[id(y)] if isinstance(y, KerasTensor) else y
+            args = _map(node.args, value_of)
+            kwargs = _map(node.kwargs, value_of)
+            if training is not None and "training" not in kwargs and accepts(node.layer,
+                                                                              "training"):
+                kwargs["training"] = training
+            outputs = node.layer(*args, **kwargs)
+            for symbol, value in zip(_leaves(node.outputs), _leaves(outputs)):
+                values[id(symbol)] = value
+        return _map(self._outputs, lambda y: values[id(y)])
+
+    def get_config(self):
+        """The layers and the calls linking them (``minitape/keras/saving.py``), as Keras."""
+        from . import saving
+        return saving.functional_config(self)
+
+    @classmethod
+    def from_config(cls, config):
+        """The functional model that ``get_config`` described, its layers rebuilt."""
+        from . import saving
+        return saving.functional_from_config(config)
+
+
+_ = dtypes
