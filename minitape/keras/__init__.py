@@ -7,14 +7,16 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
 - ``mt.keras.layers``: every ``mt.layers`` layer, plus ``Layer`` to subclass;
 - ``mt.keras.Model`` (subclass it; ``compile``, ``fit``, ``evaluate``, ``predict``,
   ``save_weights`` / ``load_weights``), ``mt.keras.Sequential``;
-- ``mt.keras.optimizers`` (``SGD``, ``Adam``), ``mt.keras.losses``, ``mt.keras.activations``.
+- ``mt.keras.optimizers`` (``SGD``, ``Adam``), ``mt.keras.losses``, ``mt.keras.activations``,
+  ``mt.keras.callbacks`` (``Callback``, for ``fit(..., callbacks=[...])``).
 """
 
 from .. import optimizers
-from . import activations, layers, losses
+from . import activations, callbacks, layers, losses
 from .models import History, Model, Sequential
 
-__all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History"]
+__all__ = ["activations", "callbacks", "layers", "losses", "optimizers", "Model", "Sequential",
+           "History"]
 
 
 def __getattr__(name):

@@ -210,6 +210,7 @@ class Model(Layer):
             loss = self.compute_loss(y, y_pred)
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        self.last_train_step = (tape, loss)   # for callbacks that show the step's tape
         return loss, y_pred
 
     def test_step(self, data):
@@ -235,6 +236,8 @@ class Model(Layer):
                 so ``mt.random.set_seed`` makes it repeatable).
             validation_data: optional ``(x_val, y_val)``, evaluated after each epoch
                 (``val_loss``, ``val_<metric>`` in the history).
+            callbacks: ``mt.keras.callbacks.Callback`` instances, called as Keras calls them
+                (train, epoch and batch begin/end).
 
         Returns:
             A ``History``: ``history.history["loss"]`` has one mean loss per epoch.
@@ -245,20 +248,32 @@ class Model(Layer):
         if self.optimizer is None:
             raise ValueError("fit: call model.compile(optimizer=..., loss=...) first")
         unknown = set(kwargs) - {"callbacks", "validation_split", "steps_per_epoch"}
-        if unknown or kwargs.get("callbacks") or kwargs.get("validation_split"):
+        if unknown or kwargs.get("validation_split"):
             raise TypeError(f"fit: unsupported arguments {sorted(kwargs)}; minitape's fit takes "
-                            "x, y, batch_size, epochs, verbose, shuffle, validation_data")
+                            "x, y, batch_size, epochs, verbose, shuffle, validation_data, "
+                            "callbacks")
+        callbacks = list(kwargs.get("callbacks") or [])
         verbose = 1 if verbose == "auto" else int(verbose)
         batches = _Batches(x, y, batch_size, shuffle, "fit")
         history = History({"epochs": epochs, "steps": len(batches), "verbose": verbose})
         history.model = self
+        for cb in callbacks:       # (mt.keras.callbacks.Callback)
+            cb.set_model(self)
+            cb.set_params(history.params)
+            cb.on_train_begin({})
         for epoch in range(initial_epoch, epochs):
             means = {"loss": _Mean()}
-            for x_batch, y_batch in batches.epoch():
+            for cb in callbacks:
+                cb.on_epoch_begin(epoch, {})
+            for k, (x_batch, y_batch) in enumerate(batches.epoch()):
+                for cb in callbacks:
+                    cb.on_train_batch_begin(k, {})
                 loss, y_pred = self.train_step((x_batch, y_batch))
                 n = _length(x_batch)
                 means["loss"].update(loss, n)
                 self._update_metrics(means, y_batch, y_pred, n)
+                for cb in callbacks:
+                    cb.on_train_batch_end(k, {"loss": float(loss.numpy())})
             logs = {k: m.result() for k, m in means.items()}
             if validation_data is not None:
                 val = self.evaluate(*validation_data, batch_size=batches.batch_size, verbose=0,
@@ -267,10 +282,14 @@ class Model(Layer):
             history.epoch.append(epoch)
             for k, v in logs.items():
                 history.history.setdefault(k, []).append(v)
+            for cb in callbacks:
+                cb.on_epoch_end(epoch, dict(logs))
             if verbose:
                 if verbose == 1:
                     print(f"Epoch {epoch + 1}/{epochs}")
                 print(_progress_line(len(batches), logs, verbose))
+        for cb in callbacks:
+            cb.on_train_end({})
         self.history = history
         return history
 
