@@ -428,6 +428,7 @@ class TrainingView(widgets.VBox):
                                         description="ms / step", readout=True)
         self._every = widgets.BoundedIntText(value=self.redraw_every, min=1, max=10**6,
                                              description="redraw every",
+                                             style={"description_width": "initial"},
                                              layout=widgets.Layout(width="11em"))
         self._log = widgets.Checkbox(value=self.log_scale, description="log scale",
                                      indent=False, layout=widgets.Layout(width="7em"))
