@@ -229,3 +229,13 @@ def test_mini_batches_cover_the_data_each_epoch():
         xb, _ = view._next_batch()
         seen += [tuple(r) for r in xb.numpy()]
     assert sorted(seen) == sorted(tuple(r) for r in X)
+
+
+def test_the_redraw_benchmark_runs():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks import workloads
+    result = workloads.WORKLOADS["training_view"](["numpy", "minitape"], repeats=1, quick=True)
+    (row,) = result["rows"]
+    assert row["values"]["minitape"] > 0 and row["cpu_ms"] > 0

@@ -36,11 +36,11 @@ as static HTML beside the widget, for viewers that show no widgets.
 >>> from minitape.viz import TrainingView
 >>> x = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]], np.float32)
 >>> y = np.array([[1.0], [1.0], [0.0], [0.0]], np.float32)
->>> model = mt.layers.Dense(1, kernel_initializer="zeros")
+>>> model = mt.layers.Dense(1, kernel_initializer="zeros", name="linear")
 >>> view = TrainingView(model, x, y, loss="mse", optimizer=mt.optimizers.SGD(0.1))
 >>> view.step(3)
 >>> len(view.history["loss"]), sorted(view.history["grad_norm"])
-(3, ['dense/bias', 'dense/kernel'])
+(3, ['linear/bias', 'linear/kernel'])
 """
 
 from __future__ import annotations
@@ -239,8 +239,14 @@ class TrainingView(widgets.VBox):
                     view.optimizer = self.model.optimizer
 
             def on_train_batch_end(self, batch, logs=None):
-                tape, loss = self.model.last_train_step
-                view.record(tape, loss)
+                step = getattr(self.model, "last_train_step", None)
+                if step is None:
+                    raise TypeError(
+                        f"TrainingView's callback needs the step's tape: "
+                        f"{type(self.model).__name__}.train_step did not set "
+                        "self.last_train_step = (tape, loss) (mt.keras.Model.train_step "
+                        "does; an overriding train_step must too)")
+                view.record(*step)
 
         return TrainingViewCallback()
 
