@@ -10,7 +10,9 @@ records 150 ops: ``Sin``, ``Mul``, ``AddV2``, fifty times over, each from the sa
 ``find_folds`` finds such runs in a ``TapeGraph``'s op list: a block of ``period`` ops whose
 *signature* (op type, the learner's source line, the Module that made it, the tapes that
 recorded it) repeats ``count`` times in a row. A Module called again and again (an RNN cell)
-repeats the same way: its ops come from the same lines of the same Module.
+repeats the same way: its ops come from the same lines of the same Module. Where the tape
+noted no source lines (a plain script, unless ``mt.config.record_source_lines(True)``), the
+signature is the op type and the Module alone, so any repeated sequence of op types folds.
 
 ``draw_tape(tape, fold=True)`` then draws one iteration of each fold, by default the last one
 (its values are the final ones), inside a box labelled ``×50``, and says how many ops the box
