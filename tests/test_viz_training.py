@@ -239,3 +239,42 @@ def test_the_redraw_benchmark_runs():
     result = workloads.WORKLOADS["training_view"](["numpy", "minitape"], repeats=1, quick=True)
     (row,) = result["rows"]
     assert row["values"]["minitape"] > 0 and row["cpu_ms"] > 0
+
+
+def test_fit_calls_keras_callbacks_in_keras_order():
+    calls = []
+
+    class Log(mt.keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            calls.append(("train_begin", self.params["epochs"], self.params["steps"]))
+
+        def on_epoch_begin(self, epoch, logs=None):
+            calls.append(("epoch_begin", epoch))
+
+        def on_train_batch_begin(self, batch, logs=None):
+            calls.append(("batch_begin", batch))
+
+        def on_train_batch_end(self, batch, logs=None):
+            calls.append(("batch_end", batch, sorted(logs)))
+
+        def on_epoch_end(self, epoch, logs=None):
+            calls.append(("epoch_end", epoch, sorted(logs)))
+
+        def on_train_end(self, logs=None):
+            calls.append(("train_end",))
+
+    model = mt.keras.Sequential([mt.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    log = Log()
+    history = model.fit(X, Y, batch_size=3, epochs=2, verbose=0, callbacks=[log],
+                        validation_data=(X, Y))
+    assert log.model is model
+    batch = [("batch_begin", 0), ("batch_end", 0, ["loss"]),
+             ("batch_begin", 1), ("batch_end", 1, ["loss"])]
+    assert calls == ([("train_begin", 2, 2)]
+                     + [("epoch_begin", 0)] + batch + [("epoch_end", 0, ["loss", "val_loss"])]
+                     + [("epoch_begin", 1)] + batch + [("epoch_end", 1, ["loss", "val_loss"])]
+                     + [("train_end",)])
+    assert len(history.history["loss"]) == 2
+    tape, loss = model.last_train_step
+    assert isinstance(tape, mt.GradientTape) and loss.shape == ()
