@@ -35,6 +35,7 @@ This is pure bookkeeping on ``TapeGraph`` data; the drawing reuses ``draw.py``'s
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +81,7 @@ class Fold:
         body = self.iterations[0]
         first, last = body[0], self.iterations[-1][-1]
         modules = {op.module for op in body}
-        what = ", ".join(dict.fromkeys(op.type for op in body))
+        what = textwrap.shorten(", ".join(op.type for op in body), 60, placeholder=", ...")
         if len(modules) == 1 and None not in modules:
             what = f"calls of {first.module} ({first.module_type})"
         where = f" at {first.location}" if first.location else ""
@@ -270,7 +271,9 @@ def _folded_edges(dot, graph, node_map, iteration_of, shown, contributions):
                 "arrowsize": "0.5"}
         total = _sum(values)
         if len(values) > 1 and total is not None:
-            back.update(label=printable(f"Σ {len(values)} iterations: {format_value(total)}"),
+            text = textwrap.shorten(f"Σ {len(values)} iterations: {format_value(total)}", 60,
+                                    placeholder=" ...")
+            back.update(label=printable(text),
                         fontcolor=GRADIENT_COLOUR, fontsize="9")
         elif contributions and values[0] is not None:
             back.update(label=printable(format_value(values[0])), fontcolor=GRADIENT_COLOUR,
