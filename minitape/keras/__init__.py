@@ -7,14 +7,15 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
 - ``mt.keras.layers``: every ``mt.layers`` layer, plus ``Layer`` to subclass;
 - ``mt.keras.Model`` (subclass it; ``compile``, ``fit``, ``evaluate``, ``predict``,
   ``save_weights`` / ``load_weights``), ``mt.keras.Sequential``;
-- ``mt.keras.optimizers`` (``SGD``, ``Adam``), ``mt.keras.losses``, ``mt.keras.activations``;
+- ``mt.keras.optimizers`` (``SGD``, ``Adam``), ``mt.keras.losses``, ``mt.keras.activations``,
+  ``mt.keras.callbacks`` (``Callback``, for ``fit(..., callbacks=[...])``);
 - ``mt.keras.metrics``, ``mt.keras.regularizers``, ``mt.keras.utils.set_random_seed``;
 - ``mt.keras.Input`` and ``mt.keras.Model(inputs, outputs)`` (the functional style);
 - ``model.save(path)`` / ``mt.keras.models.load_model(path, custom_objects=...)``.
 """
 
 from .. import optimizers
-from . import activations, layers, losses
+from . import activations, callbacks, layers, losses
 from .models import History, Model, Sequential
 # Metrics, regularizers, utils (set_random_seed), the functional style (Input,
 # Model(inputs, outputs)), saving (model.save, models.load_model):
@@ -23,8 +24,9 @@ from .functional import Input, InputLayer
 
 layers.Input, layers.InputLayer = Input, InputLayer   # (Keras's other names for them)
 
-__all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History",
-           "functional", "metrics", "models", "regularizers", "saving", "utils", "Input"]
+__all__ = ["activations", "callbacks", "layers", "losses", "optimizers", "Model", "Sequential",
+           "History", "functional", "metrics", "models", "regularizers", "saving", "utils",
+           "Input"]
 
 
 def __getattr__(name):

@@ -272,6 +272,7 @@ class Model(Layer):
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
         self._loss_tracker.update_state(loss, sample_weight=_length(x))
+        self.last_train_step = (tape, loss)   # for callbacks that show the step's tape
         return self.compute_metrics(x, y, y_pred)
 
     def test_step(self, data):
@@ -298,6 +299,8 @@ class Model(Layer):
                 so ``mt.random.set_seed`` makes it repeatable).
             validation_data: optional ``(x_val, y_val)``, evaluated after each epoch
                 (``val_loss``, ``val_<metric>`` in the history).
+            callbacks: ``mt.keras.callbacks.Callback`` instances, called as Keras calls them
+                (train, epoch and batch begin/end).
 
         Returns:
             A ``History``: ``history.history["loss"]`` has one mean loss per epoch.
@@ -308,18 +311,32 @@ class Model(Layer):
         if self.optimizer is None:
             raise ValueError("fit: call model.compile(optimizer=..., loss=...) first")
         unknown = set(kwargs) - {"callbacks", "validation_split", "steps_per_epoch"}
-        if unknown or kwargs.get("callbacks") or kwargs.get("validation_split"):
+        if unknown or kwargs.get("validation_split"):
             raise TypeError(f"fit: unsupported arguments {sorted(kwargs)}; minitape's fit takes "
-                            "x, y, batch_size, epochs, verbose, shuffle, validation_data")
+                            "x, y, batch_size, epochs, verbose, shuffle, validation_data, "
+                            "callbacks")
+        callbacks = list(kwargs.get("callbacks") or [])
         verbose = 1 if verbose == "auto" else int(verbose)
         batches = _Batches(x, y, batch_size, shuffle, "fit")
         history = History({"epochs": epochs, "steps": len(batches), "verbose": verbose})
         history.model = self
+        for cb in callbacks:       # (mt.keras.callbacks.Callback)
+            cb.set_model(self)
+            cb.set_params(history.params)
+            cb.on_train_begin({})
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
+            for cb in callbacks:
+                cb.on_epoch_begin(epoch, {})
             logs = {}
-            for x_batch, y_batch in batches.epoch():
+            for k, (x_batch, y_batch) in enumerate(batches.epoch()):
+                for cb in callbacks:
+                    cb.on_train_batch_begin(k, {})
                 logs = self.train_step((x_batch, y_batch))
+                if callbacks:
+                    batch_logs = _float_logs(logs, "train_step")
+                    for cb in callbacks:
+                        cb.on_train_batch_end(k, batch_logs)
             logs = _float_logs(logs, "train_step")
             if validation_data is not None:
                 val = self.evaluate(*validation_data, batch_size=batches.batch_size, verbose=0,
@@ -328,10 +345,14 @@ class Model(Layer):
             history.epoch.append(epoch)
             for k, v in logs.items():
                 history.history.setdefault(k, []).append(v)
+            for cb in callbacks:
+                cb.on_epoch_end(epoch, dict(logs))
             if verbose:
                 if verbose == 1:
                     print(f"Epoch {epoch + 1}/{epochs}")
                 print(_progress_line(len(batches), logs, verbose))
+        for cb in callbacks:
+            cb.on_train_end({})
         self.history = history
         return history
 

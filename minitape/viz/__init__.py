@@ -12,6 +12,10 @@
 - ``timeline(*tapes)``: several tapes on one time axis (ops, stop_recording, reset, gradient).
 - ``JacobianExplorer(f, x)``, ``DescentExplorer(f, x0)``: ipywidgets explorers of how a
   Jacobian is computed and of gradient descent, momentum and Newton's method on a surface.
+- ``TrainingView(model, x, y, loss=..., optimizer=...)``: an ipywidgets view that trains a
+  model and shows, linked, the latest step's tape, the loss curve, the decision boundary and
+  the optimizer's state.
+- ``draw_tape(tape, fold=True)``: a loop's repeated ops drawn once, in a box marked ``×N``.
 
 ``import minitape`` does not import this package; ``mt.viz`` loads it on first use. graphviz,
 matplotlib and ipywidgets are imported only inside the functions that need them (``TapePlayer``
@@ -28,7 +32,7 @@ from .timeline import Timeline, timeline, timeline_data
 __all__ = ["check_tape", "TapeCheck", "CheckRow",
            "draw_tape", "tape_graph", "TapeGraph", "explain", "TapePlayer", "plot_gradient",
            "imshow_zero_center", "plot_as_patches", "plot_jacobian", "timeline", "timeline_data",
-           "Timeline", "JacobianExplorer", "DescentExplorer"]
+           "Timeline", "JacobianExplorer", "DescentExplorer", "TrainingView"]
 
 
 def __getattr__(name):
@@ -37,6 +41,9 @@ def __getattr__(name):
     if name == "TapePlayer":
         from .player import TapePlayer
         return TapePlayer
+    if name == "TrainingView":
+        from .training import TrainingView
+        return TrainingView
     if name in ("JacobianExplorer", "DescentExplorer"):
         from . import explorers
         return getattr(explorers, name)

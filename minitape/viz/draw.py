@@ -435,7 +435,8 @@ def _drawing_class():
 
 def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nodes=300,
               depth=None, highlight=None, why=True, rankdir="TB", graph=None,
-              contributions=False, source=False, node_styles=None, group=None):
+              contributions=False, source=False, node_styles=None, group=None, fold=None,
+              iteration=None):
     """Draw a tape (or a list of tapes) as a ``graphviz.Digraph``.
 
     Args:
@@ -459,6 +460,14 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
             layers) as one box labelled with the module's name and its parameters, the ops
             between modules as usual. None (the default) groups by module only when the
             tape has more than ``max_nodes`` ops; ``False`` never groups.
+        fold: ``True`` draws a loop's repeated ops once, in a box marked ``×N`` (see
+            ``fold.py``); None (the default) folds when the drawing would otherwise have more
+            than ``max_nodes`` nodes (and ``group`` is not ``"module"``); ``False`` never folds.
+            When folding, chains of elementwise ops are not collapsed, and a note says how many
+            ops the boxes stand for.
+        iteration: with ``fold``, which iteration each box shows (0-based, negative from
+            the end as a Python index; default the last). The op given as ``highlight``
+            shows its own iteration.
 
     Returns:
         A ``graphviz.Digraph``; in a notebook it shows as SVG (and PNG). ``.source`` is the
@@ -475,6 +484,13 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
                              and any(op.module_call for op in graph.ops)) else False
     if group not in (False, "module"):
         raise ValueError(f"draw_tape: group must be 'module', None or False, got {group!r}")
+    folds = _folds(graph, fold, group, depth, collapse, min_run, max_nodes, highlight, iteration)
+    if folds:
+        from .fold import finish_folded
+        view = choose_view(graph, depth, False, min_run, None,
+                           keep=(highlight,) if highlight else ())
+        return finish_folded(_drawing_class(), tapes, graph, target, sources, view, folds,
+                             highlight, rankdir, contributions, source, node_styles or {}, why)
     if group == "module":
         collapse = False    # a module box replaces the chains inside it
     view = choose_view(graph, depth, collapse, min_run,
@@ -525,6 +541,22 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
     if graph.n_tapes > 1:
         _draw_legend(dot, graph.n_tapes)
     return dot
+
+
+def _folds(graph, fold, group, depth, collapse, min_run, max_nodes, highlight, iteration):
+    """The ``Fold``s to draw (``fold.py``), or ``[]`` to draw the tape unfolded."""
+    if fold not in (None, True, False):
+        raise ValueError(f"draw_tape: fold must be True, False or None, got {fold!r}")
+    if fold is None:
+        keep = (highlight,) if highlight else ()
+        fold = bool(max_nodes) and group != "module" and choose_view(
+            graph, depth, collapse, min_run, None, keep).size() > max_nodes
+    if not fold:
+        return []
+    from .fold import choose_iteration, find_folds
+    folds = find_folds(graph.ops)
+    choose_iteration(folds, iteration, highlight)
+    return folds
 
 
 def _draw_edges(dot, graph, view, run_of, contributions):

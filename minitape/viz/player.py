@@ -105,7 +105,9 @@ class TapePlayer(widgets.VBox):
         sources: a Tensor/Variable or a list of them; default: the watched tensors.
         names: optional ``{"x": x, "y": y}``: names to use instead of the drawing's labels.
         quiz: ask for each backward step's number before showing it.
-        **draw_kwargs: passed to ``draw_tape`` (``rankdir``, ``max_nodes``, ...).
+        **draw_kwargs: passed to ``draw_tape`` (``rankdir``, ``max_nodes``, ...);
+            ``fold=True`` draws a loop folded (``×N``), each box showing the iteration of
+            the op the current step highlights (``iteration=k`` for the others).
 
     Raises:
         TypeError: ``tape`` is not a GradientTape or ``target`` not a Tensor.
