@@ -174,17 +174,15 @@ class Model(Layer):
         """Choose the optimizer, the loss and the metrics that ``fit`` uses, as Keras.
 
         Args:
-            optimizer: an optimizer (``mt.keras.optimizers.SGD(...)``) or ``"sgd"`` /
-                ``"adam"`` (Keras's default ``"rmsprop"`` is not implemented: pass one).
+            optimizer: an optimizer (``mt.keras.optimizers.SGD(...)``) or a Keras name
+                (``"rmsprop"``, Keras's default, ``"sgd"``, ``"adam"``, ``"nadam"``, ...: see
+                ``mt.keras.optimizers.get``).
             loss: a loss function ``(y_true, y_pred)`` (``mt.keras.losses.MSE``), a
                 ``mt.keras.losses`` class instance, or a name (``"mse"``). ``fit`` takes the
                 mean over the batch.
             metrics: names (``"mae"``, ``"mse"``, ``"accuracy"``) or functions.
             run_eagerly, jit_compile: accepted; minitape always runs eagerly.
         """
-        if optimizer == "rmsprop":
-            raise ValueError("compile: minitape has no RMSprop; pass optimizer='sgd', 'adam' or "
-                             "an instance such as mt.keras.optimizers.SGD(learning_rate=0.1)")
         self.optimizer = _optimizers.get(optimizer)
         self.loss = _losses.get(loss) if loss is not None else None
         self.compiled_metrics = [_metric(m) for m in (metrics or [])]
