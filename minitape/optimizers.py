@@ -344,13 +344,13 @@ class Nadam(Optimizer):
         self.beta_1 = _number(beta_1, "beta_1")
         self.beta_2 = _number(beta_2, "beta_2")
         self.epsilon = _number(epsilon, "epsilon")
-        self._u_product = Variable(np.float32(1.0), trainable=False, name="u_product")
+        self._u_product = Variable(np.float64(1.0), trainable=False, name="u_product")
         self._momentums, self._velocities = [], []
 
     def _prepare_step(self):
         t = float(self.iterations._value) + 1.0
         u_t = self.beta_1 * (1.0 - 0.5 * 0.96 ** t)
-        self._u_product.assign(np.float32(float(self._u_product._value) * u_t))
+        self._u_product.assign(np.float64(float(self._u_product._value) * u_t))
 
     def _build_slots(self, index, variable):
         self._momentums.append(self._slot(variable, "momentum"))
