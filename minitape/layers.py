@@ -43,15 +43,40 @@ _KERNEL_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
 
 
 def _check_initializer(initializer, layer):
-    """``kernel_initializer`` at construction: one of the names, or a callable (as Keras)."""
-    if callable(initializer):
-        return initializer
+    """``kernel_initializer`` at construction: a name, an initializer or a callable (as Keras).
+
+    ``"glorot_uniform"``, ``"zeros"`` and ``"ones"`` are kept as names (drawn below, as
+    before); any other Keras name (``"he_normal"``, ...) and an initializer class become an
+    ``mt.keras.initializers`` object (``initializers.get``); a callable is kept as it is.
+    """
     if isinstance(initializer, str) and initializer in _KERNEL_INITIALIZERS:
         return initializer
+    if isinstance(initializer, str):
+        from . import initializers
+        try:
+            return initializers.get(initializer)
+        except ValueError:
+            pass
+    elif isinstance(initializer, type):
+        from . import initializers
+        if issubclass(initializer, initializers.Initializer):
+            return initializer()
+    elif callable(initializer):
+        return initializer
     raise (ValueError if isinstance(initializer, str) else TypeError)(
-        f"{layer}: kernel_initializer must be one of {list(_KERNEL_INITIALIZERS)} or a callable "
-        f"initializer(shape, dtype=...) returning the initial kernel (e.g. mt.random.normal, "
-        f"as in Keras), got {type(initializer).__name__} {initializer!r:.60}")
+        f"{layer}: kernel_initializer must be a Keras initializer name (one of "
+        f"{list(_KERNEL_INITIALIZERS)}, 'he_normal', ...: see mt.keras.initializers), an "
+        f"initializer, or a callable initializer(shape, dtype=...) returning the initial "
+        f"kernel (e.g. mt.random.normal, as in Keras), got {type(initializer).__name__} "
+        f"{initializer!r:.60}")
+
+
+def _layer_dtype(dtype):
+    """A layer's dtype: the one given, else ``mt.keras.backend.floatx()`` (as Keras)."""
+    if dtype is None:
+        from .keras import backend
+        return dtypes.as_dtype(backend.floatx())
+    return dtypes.as_dtype(dtype)
 
 
 def _initial_kernel(initializer, shape, dtype, glorot_limit, layer):
@@ -93,9 +118,12 @@ class Dense(Module):
     (Glorot-uniform), then ``bias`` ``(units,)`` (zeros). Integer inputs are cast to the
     layer's dtype, as Keras does.
 
-    ``kernel_initializer``: ``"glorot_uniform"`` (the default), ``"zeros"``, ``"ones"``, or a
-    callable that Keras would accept, called as ``initializer(shape, dtype=dtype)`` when the
-    layer builds (e.g. ``mt.random.normal``; it returns a Tensor or an array of that shape).
+    ``kernel_initializer``: ``"glorot_uniform"`` (the default), any Keras initializer name
+    (``"zeros"``, ``"he_normal"``, ...), an ``mt.keras.initializers`` object
+    (``HeNormal()``, ``tf.random_normal_initializer(stddev=0.1)``), or a callable that Keras
+    would accept, called as ``initializer(shape, dtype=dtype)`` when the layer builds (e.g.
+    ``mt.random.normal``; it returns a Tensor or an array of that shape). ``dtype``: the
+    weights' dtype, ``mt.keras.backend.floatx()`` (float32) by default.
 
     Raises:
         TypeError: ``units`` is not an int (``True``, ``2.5``, ``"8"``); a
@@ -112,7 +140,7 @@ class Dense(Module):
     """
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 dtype=dtypes.float32, name=None):
+                 dtype=None, name=None):
         units = _positive_int(units, "Dense", "units")
         super().__init__(name=name)
         kernel_initializer = _check_initializer(kernel_initializer, "Dense")
@@ -120,7 +148,7 @@ class Dense(Module):
         self.activation = _activation(activation)
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
-        self.dtype = dtypes.as_dtype(dtype)
+        self.dtype = _layer_dtype(dtype)
         self.kernel = None
         self.bias = None
 
@@ -267,9 +295,11 @@ class Conv2D(Module):
         strides: an int or ``(sh, sw)``, 1 by default.
         padding: ``"valid"`` (the default, as Keras) or ``"same"``.
         activation: a name (``"relu"``, ...), a callable, or None.
-        kernel_initializer: ``"glorot_uniform"`` (the default), ``"zeros"``, ``"ones"``, or a
-            callable ``initializer(shape, dtype=dtype)`` as Keras calls it (e.g.
+        kernel_initializer: ``"glorot_uniform"`` (the default), any Keras initializer name
+            (``"he_normal"``, ...), an ``mt.keras.initializers`` object, or a callable
+            ``initializer(shape, dtype=dtype)`` as Keras calls it (e.g.
             ``mt.random.normal``), returning a value of ``shape`` ``(kh, kw, in, filters)``.
+        dtype: the weights' dtype, ``mt.keras.backend.floatx()`` (float32) by default.
 
     Raises:
         ValueError: bad sizes, padding or initializer name at construction; at call time an
@@ -284,7 +314,7 @@ class Conv2D(Module):
     """
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None,
-                 use_bias=True, kernel_initializer="glorot_uniform", dtype=dtypes.float32,
+                 use_bias=True, kernel_initializer="glorot_uniform", dtype=None,
                  name=None):
         super().__init__(name=name if name is not None else _default_name("conv2d"))
         if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters < 1:
@@ -298,7 +328,7 @@ class Conv2D(Module):
         self.activation = _activation(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = kernel_initializer
-        self.dtype = dtypes.as_dtype(dtype)
+        self.dtype = _layer_dtype(dtype)
         self.kernel = None
         self.bias = None
 

@@ -29,15 +29,65 @@ from . import dtypes
 
 _next_id = itertools.count(1).__next__
 
+#: Where every minitape Tensor lives, in TensorFlow's words (``Tensor.device``).
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+class TensorShape(tuple):
+    """A Tensor's shape: a tuple of ints with ``tf.TensorShape``'s methods.
+
+    It is a tuple (``t.shape == (3, 1)``, ``t.shape[0]``, ``np.zeros(t.shape)`` all work) and
+    prints as one, ``(3, 1)``, as ``print(t.shape)`` does in TensorFlow. Every size is known
+    (minitape runs eagerly), so ``is_fully_defined()`` is True.
+
+    >>> import minitape as mt
+    >>> s = mt.constant([[1], [2], [3]]).shape
+    >>> s, s.as_list(), s.rank, s.num_elements()
+    ((3, 1), [3, 1], 2, 3)
+    """
+
+    __slots__ = ()
+
+    def as_list(self) -> list:
+        """The sizes as a list of ints, as ``TensorShape.as_list``."""
+        return list(self)
+
+    @property
+    def rank(self) -> int:
+        """The number of axes."""
+        return len(self)
+
+    ndims = rank
+
+    @property
+    def dims(self) -> list:
+        """The sizes as a list (TensorFlow 2 gives ints too)."""
+        return list(self)
+
+    def num_elements(self) -> int:
+        """The number of elements: the product of the sizes (1 for a scalar)."""
+        return int(np.prod(self, dtype=np.int64))
+
+    def is_fully_defined(self) -> bool:
+        """True: an eager Tensor's shape is always known."""
+        return True
+
+    def is_compatible_with(self, other) -> bool:
+        """Same rank and equal sizes where ``other``'s are known (``None`` matches any)."""
+        other = tuple(other)
+        return len(other) == len(self) and all(o is None or o == s for s, o in zip(self, other))
+
 
 class Tensor:
     """An immutable n-dimensional array, as ``tf.Tensor``.
 
     Attributes:
-        shape: tuple of ints.
+        shape: a ``TensorShape``: a tuple of ints (with ``as_list()``, as TensorFlow's).
         dtype: a NumPy dtype (``mt.float32`` is ``np.dtype("float32")``).
         ndim: number of dimensions.
         name: optional name (shown by the renderers).
+        device: ``"/job:localhost/replica:0/task:0/device:CPU:0"`` (minitape runs on the
+            CPU), as ``tf.Tensor.device``.
 
     Python operators (``+ - * / ** @``, unary ``-``, ``abs``, comparisons, indexing) run
     minitape operations, so a tape records them. NumPy functions (``np.mean(t)``) turn the
@@ -70,8 +120,13 @@ class Tensor:
 
     # -- what a Tensor is ------------------------------------------------------------------
     @property
-    def shape(self) -> tuple:
-        return self._shape
+    def shape(self) -> TensorShape:
+        # (The engine reads ``_shape``, a plain tuple; this is for the learner.)
+        return TensorShape(self._shape)
+
+    @property
+    def device(self) -> str:
+        return CPU_DEVICE
 
     @property
     def dtype(self) -> np.dtype:
@@ -521,10 +576,20 @@ def _read_only_view(value):
 # -- conversion -------------------------------------------------------------------------------
 
 def _kind_error(value, what):
-    return TypeError(
-        f"{what} expected a Tensor, a Variable, a number, a list of numbers or a NumPy array, "
-        f"got {type(value).__name__} {value!r:.80}"
-    )
+    message = (f"{what} expected a Tensor, a Variable, a number, a list of numbers or a NumPy "
+               f"array, got {type(value).__name__} {value!r:.80}")
+    if isinstance(value, (str, bytes)) or getattr(value, "dtype", None) is not None and \
+            value.dtype.kind in "SU" or _holds_text(value):
+        from ._tf_names import out_of_scope_message
+        message += ". " + out_of_scope_message("A text Tensor (tf.string)", "text")
+    return TypeError(message)
+
+
+def _holds_text(value):
+    """Whether a (nested) list or tuple holds a str or bytes (a TensorFlow string Tensor)."""
+    if isinstance(value, (list, tuple)):
+        return any(isinstance(v, (str, bytes)) or _holds_text(v) for v in value)
+    return False
 
 
 def _from_python(value, dtype, what):
@@ -598,6 +663,8 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         An ndarray is copied (as TensorFlow does), so writing into it later cannot change
         the Tensor; only a read-only view of a read-only array (``t.numpy()``) is kept as is.
 
+    An ``mt.IndexedSlices`` gives the dense Tensor it stands for (as TensorFlow).
+
     Raises:
         TypeError: for ``None``, strings and other non-numeric values, for a Tensor of
             another dtype, for a conversion that would lose information (2.5 to int32), and
@@ -641,6 +708,10 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         return Tensor(_owned(array) if array is value else array, name=name)
     if isinstance(value, (numbers.Number, list, tuple)):
         return Tensor(_from_python(value, dtype, what), name=name)
+    from .control_flow import IndexedSlices
+    if isinstance(value, IndexedSlices):   # the dense Tensor it stands for, as TensorFlow
+        dense = value._dense()
+        return dense if dtype is None else convert_to_tensor(dense, dtype=dtype, what=what)
     raise _kind_error(value, what)
 
 

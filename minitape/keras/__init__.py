@@ -7,7 +7,9 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
 - ``mt.keras.layers``: every ``mt.layers`` layer, plus ``Layer`` to subclass;
 - ``mt.keras.Model`` (subclass it; ``compile``, ``fit``, ``evaluate``, ``predict``,
   ``save_weights`` / ``load_weights``), ``mt.keras.Sequential``;
-- ``mt.keras.optimizers`` (``SGD``, ``Adam``), ``mt.keras.losses``, ``mt.keras.activations``.
+- ``mt.keras.optimizers`` (``SGD``, ``Adam``, ``RMSprop``, ``Nadam``, ``Adagrad``, ``Adamax``,
+  ``AdamW``), ``mt.keras.losses``, ``mt.keras.activations``, ``mt.keras.initializers``,
+  ``mt.keras.backend`` (``floatx``, ``epsilon``, ``clear_session``).
 """
 
 from .. import optimizers
@@ -15,6 +17,13 @@ from . import activations, layers, losses
 from .models import History, Model, Sequential
 
 __all__ = ["activations", "layers", "losses", "optimizers", "Model", "Sequential", "History"]
+
+# -- issue 32 (kerasB): backend, initializers ---------------------------------------------------
+from . import backend  # noqa: E402
+from .. import initializers  # noqa: E402  (mt.keras.initializers is mt.initializers)
+
+__all__ += ["backend", "initializers"]
+# -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
 
 def __getattr__(name):

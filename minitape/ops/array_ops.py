@@ -778,6 +778,22 @@ def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
     return Tensor(np.array(input.size, dtype=out_type), name=name)
 
 
+def rank(input, name=None):  # noqa: A002
+    """The number of axes of ``input`` as a 0-d int32 Tensor, as ``tf.rank``.
+
+    ``x.ndim`` gives the same number as a Python int. Not differentiable (an integer).
+
+    Raises:
+        TypeError: ``input`` cannot be converted to a Tensor.
+
+    >>> import minitape as mt
+    >>> mt.rank(mt.zeros([3, 2, 4]))
+    <mt.Tensor: shape=(), dtype=int32, numpy=3>
+    """
+    input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="rank")
+    return Tensor(np.array(input.ndim, dtype=dtypes.int32), name=name)
+
+
 # -- split, reverse, boolean_mask, one_hot --------------------------------------------------------
 
 
