@@ -443,6 +443,64 @@ class Variable(Tensor):
         self._check_shape(delta.shape, "assign_sub", broadcast=True)
         return self._store(self._value - delta._value)   # (a new array: no copy needed)
 
+    def scatter_nd_update(self, indices, updates, name=None):
+        """Write ``updates`` at ``indices`` into the Variable, as
+        ``tf.Variable.scatter_nd_update``; returns the Variable.
+
+        ``indices`` is an integer array of shape ``(..., d)``: each last-axis row is the
+        index of one element (``d == v.ndim``) or of one slice (``d < v.ndim``) of ``v``.
+        ``updates`` has shape ``indices.shape[:-1] + v.shape[d:]``, ``v``'s dtype (Python
+        numbers are converted). Like ``assign``, the write is not recorded on any tape.
+        Where an index repeats, the last update wins.
+
+        Raises:
+            TypeError: non-integer indices, or updates of another dtype.
+            ValueError: shapes that do not fit, or an index out of range.
+
+        >>> import minitape as mt
+        >>> v = mt.Variable([1., 2., 3., 4.])
+        >>> v.scatter_nd_update([[0], [2]], [10., 30.]).numpy()
+        array([10.,  2., 30.,  4.], dtype=float32)
+        """
+        return self._scatter_nd(indices, updates, "scatter_nd_update", None)
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        """Add ``updates`` at ``indices`` (repeated indices add up), as
+        ``tf.Variable.scatter_nd_add``; see ``scatter_nd_update``."""
+        return self._scatter_nd(indices, updates, "scatter_nd_add", np.add)
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        """Subtract ``updates`` at ``indices``, as ``tf.Variable.scatter_nd_sub``."""
+        return self._scatter_nd(indices, updates, "scatter_nd_sub", np.subtract)
+
+    def _scatter_nd(self, indices, updates, method, ufunc):
+        what = f"Variable.{method}"
+        idx = convert_to_tensor(indices, what=what)._value
+        if idx.dtype.kind not in "iu" or idx.ndim < 1:
+            raise TypeError(f"{what}: indices must be integers with the index on the last "
+                            f"axis (e.g. [[0], [2]]), got {indices!r:.60}")
+        depth = idx.shape[-1]
+        if depth > self.ndim:
+            raise ValueError(f"{what}: each index has {depth} numbers but the Variable "
+                             f"'{self.name}' has only {self.ndim} axes")
+        new = convert_to_tensor(updates, dtype=self.dtype, what=what)._value
+        expected = idx.shape[:-1] + self.shape[depth:]
+        if new.shape != expected:
+            raise ValueError(f"{what}: updates have shape {new.shape}, expected "
+                             f"{expected} (indices.shape[:-1] + variable.shape[{depth}:])")
+        bounds = np.array(self.shape[:depth])
+        if idx.size and ((idx < 0).any() or (idx >= bounds).any()):
+            raise ValueError(f"{what}: an index is out of range for the Variable "
+                             f"'{self.name}' of shape {self.shape}: {idx.tolist()!r:.80}")
+        full = self._value.copy()   # a new array, as assign: what a tape saved stays valid
+        key = tuple(idx.reshape(-1, depth).T)
+        rows = new.reshape((-1,) + self.shape[depth:])
+        if ufunc is None:
+            full[key] = rows
+        else:
+            ufunc.at(full, key, rows)
+        return self._store(full)
+
     def __getitem__(self, key):
         """``v[key]``: the slice's current value, a Tensor that can also write into ``v``.
 
