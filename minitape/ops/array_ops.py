@@ -59,7 +59,9 @@ def reshape(tensor, shape, name=None):
     """Reshape (op ``Reshape``); one entry of ``shape`` may be -1, as ``tf.reshape``.
 
     Raises:
-        ValueError: if the number of elements does not match.
+        mt.errors.InvalidArgumentError (a ``ValueError``): the number of elements does not
+            match, with TensorFlow's words ("Input to reshape is a tensor with 30 values, but
+            the requested shape requires a multiple of 7").
     """
     tensor = convert_to_tensor(tensor, what="reshape")
     shape = as_shape(shape, "reshape")
@@ -69,8 +71,13 @@ def reshape(tensor, shape, name=None):
     try:
         value = tensor._value.reshape(shape)
     except ValueError:
-        raise ValueError(f"reshape: cannot reshape a Tensor of shape {tensor.shape} "
-                         f"({tensor.size} elements) into shape {shape}") from None
+        known = int(np.prod([d for d in shape if d != -1]))
+        tf_words = (f"Input to reshape is a tensor with {tensor.size} values, but the requested "
+                    + (f"shape requires a multiple of {known}" if -1 in shape
+                       else f"shape has {known}"))
+        raise invalid_argument(f"{tf_words} [Op:Reshape]. reshape: cannot reshape a Tensor of "
+                               f"shape {tensor.shape} ({tensor.size} elements) into shape "
+                               f"{shape}") from None
     y = Tensor(value, name=name)
     record("Reshape", (tensor,), (y,), keep_inputs=False)
     return y
