@@ -42,7 +42,7 @@ def _positive_int(value, what, arg):
 _KERNEL_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
 
 
-def _check_initializer(initializer, layer):
+def _check_initializer(initializer, layer, arg="kernel_initializer"):
     """``kernel_initializer`` at construction: a name, an initializer or a callable (as Keras).
 
     ``"glorot_uniform"``, ``"zeros"`` and ``"ones"`` are kept as names (drawn below, as
@@ -64,7 +64,7 @@ def _check_initializer(initializer, layer):
     elif callable(initializer):
         return initializer
     raise (ValueError if isinstance(initializer, str) else TypeError)(
-        f"{layer}: kernel_initializer must be a Keras initializer name (one of "
+        f"{layer}: {arg} must be a Keras initializer name (one of "
         f"{list(_KERNEL_INITIALIZERS)}, 'he_normal', ...: see mt.keras.initializers), an "
         f"initializer, or a callable initializer(shape, dtype=...) returning the initial "
         f"kernel (e.g. mt.random.normal, as in Keras), got {type(initializer).__name__} "
@@ -79,7 +79,7 @@ def _layer_dtype(dtype):
     return dtypes.as_dtype(dtype)
 
 
-def _initial_kernel(initializer, shape, dtype, glorot_limit, layer):
+def _initial_kernel(initializer, shape, dtype, glorot_limit, layer, arg="kernel_initializer"):
     """The kernel's first value, an ndarray of ``shape`` and ``dtype``.
 
     A name: ``glorot_uniform`` (uniform in ``[-glorot_limit, glorot_limit]``), ``zeros``,
@@ -89,15 +89,17 @@ def _initial_kernel(initializer, shape, dtype, glorot_limit, layer):
     """
     if isinstance(initializer, str):
         if initializer == "glorot_uniform":
+            if glorot_limit is None:   # a bias: Keras's fans of a 1-D shape
+                glorot_limit = np.sqrt(6.0 / (2 * shape[0])) if shape[0] else 0.0
             return random_ops.uniform(shape, -glorot_limit, glorot_limit, dtype=dtype)._value
         return np.full(shape, 0.0 if initializer == "zeros" else 1.0, dtype)
     try:
         value = initializer(shape, dtype=dtype)
     except TypeError as e:
-        raise TypeError(f"{layer}: kernel_initializer {initializer!r:.60} could not be called "
+        raise TypeError(f"{layer}: {arg} {initializer!r:.60} could not be called "
                         f"as initializer(shape, dtype=...) (as Keras calls it) with "
                         f"shape={shape}, dtype={dtype.name}: {e}") from e
-    what = f"{layer}: the value of kernel_initializer({shape}, dtype={dtype.name})"
+    what = f"{layer}: the value of {arg}({shape}, dtype={dtype.name})"
     try:
         array = np.asarray(value._value if isinstance(value, Tensor) else value)
     except (TypeError, ValueError):
@@ -122,8 +124,9 @@ class Dense(Module):
     (``"zeros"``, ``"he_normal"``, ...), an ``mt.keras.initializers`` object
     (``HeNormal()``, ``tf.random_normal_initializer(stddev=0.1)``), or a callable that Keras
     would accept, called as ``initializer(shape, dtype=dtype)`` when the layer builds (e.g.
-    ``mt.random.normal``; it returns a Tensor or an array of that shape). ``dtype``: the
-    weights' dtype, ``mt.keras.backend.floatx()`` (float32) by default.
+    ``mt.random.normal``; it returns a Tensor or an array of that shape). ``bias_initializer``
+    (``"zeros"`` by default) takes the same. ``dtype``: the weights' dtype,
+    ``mt.keras.backend.floatx()`` (float32) by default.
 
     Raises:
         TypeError: ``units`` is not an int (``True``, ``2.5``, ``"8"``); a
@@ -140,10 +143,11 @@ class Dense(Module):
     """
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 dtype=None, name=None):
+                 bias_initializer="zeros", dtype=None, name=None):
         units = _positive_int(units, "Dense", "units")
         super().__init__(name=name)
         kernel_initializer = _check_initializer(kernel_initializer, "Dense")
+        self.bias_initializer = _check_initializer(bias_initializer, "Dense", "bias_initializer")
         self.units = units
         self.activation = _activation(activation)
         self.use_bias = use_bias
@@ -159,7 +163,9 @@ class Dense(Module):
         self.kernel = Variable(init, name="kernel")
         self.kernel.path = f"{self.name}/kernel"
         if self.use_bias:
-            self.bias = Variable(np.zeros(self.units, self.dtype), name="bias")
+            self.bias = Variable(_initial_kernel(self.bias_initializer, (self.units,), self.dtype,
+                                                 None, f"Dense '{self.name}'", "bias_initializer"),
+                                 name="bias")
             self.bias.path = f"{self.name}/bias"
 
     def __call__(self, inputs):
@@ -299,6 +305,7 @@ class Conv2D(Module):
             (``"he_normal"``, ...), an ``mt.keras.initializers`` object, or a callable
             ``initializer(shape, dtype=dtype)`` as Keras calls it (e.g.
             ``mt.random.normal``), returning a value of ``shape`` ``(kh, kw, in, filters)``.
+        bias_initializer: ``"zeros"`` (the default) or any of the above, for ``(filters,)``.
         dtype: the weights' dtype, ``mt.keras.backend.floatx()`` (float32) by default.
 
     Raises:
@@ -314,13 +321,14 @@ class Conv2D(Module):
     """
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None,
-                 use_bias=True, kernel_initializer="glorot_uniform", dtype=None,
-                 name=None):
+                 use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 dtype=None, name=None):
         super().__init__(name=name if name is not None else _default_name("conv2d"))
         if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters < 1:
             raise ValueError(f"Conv2D: filters must be a positive int (the number of output "
                              f"channels), got {filters!r}")
         kernel_initializer = _check_initializer(kernel_initializer, "Conv2D")
+        self.bias_initializer = _check_initializer(bias_initializer, "Conv2D", "bias_initializer")
         self.filters = int(filters)
         self.kernel_size = _pair(kernel_size, "Conv2D", "kernel_size")
         self.strides = _pair(strides, "Conv2D", "strides")
@@ -341,7 +349,9 @@ class Conv2D(Module):
         self.kernel = Variable(init, name="kernel")
         self.kernel.path = f"{self.name}/kernel"
         if self.use_bias:
-            self.bias = Variable(np.zeros(self.filters, self.dtype), name="bias")
+            self.bias = Variable(_initial_kernel(self.bias_initializer, (self.filters,),
+                                                 self.dtype, None, f"Conv2D '{self.name}'",
+                                                 "bias_initializer"), name="bias")
             self.bias.path = f"{self.name}/bias"
 
     def __call__(self, inputs):

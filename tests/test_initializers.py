@@ -288,3 +288,20 @@ def test_add_weight_keras_3_positions_and_keywords_and_add_variable():
         layer.add_weight("w", (2,), None, "zeros", True)
     with pytest.raises(ValueError, match="unknown initializer 'he_norml'"):
         layer.add_weight(shape=(2,), initializer="he_norml")
+
+
+@pytest.mark.parametrize("make,shape", [(lambda **kw: mt.keras.layers.Dense(3, **kw), (2, 4)),
+                                        (lambda **kw: mt.keras.layers.Conv2D(3, 1, **kw),
+                                         (1, 2, 2, 4))])
+def test_bias_initializer_as_keras(make, shape):
+    layer = make()
+    layer(mt.ones(shape))
+    np.testing.assert_array_equal(layer.bias.numpy(), np.zeros(3))     # "zeros", the default
+    layer = make(bias_initializer=init.Constant(0.1))
+    layer(mt.ones(shape))
+    np.testing.assert_allclose(layer.bias.numpy(), [0.1] * 3, rtol=1e-6)
+    layer = make(bias_initializer="ones")
+    layer(mt.ones(shape))
+    np.testing.assert_array_equal(layer.bias.numpy(), np.ones(3))
+    with pytest.raises(ValueError, match="bias_initializer must be a Keras initializer name"):
+        make(bias_initializer="zero")
