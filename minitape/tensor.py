@@ -37,8 +37,8 @@ class TensorShape(tuple):
     """A Tensor's shape: a tuple of ints with ``tf.TensorShape``'s methods.
 
     It is a tuple (``t.shape == (3, 1)``, ``t.shape[0]``, ``np.zeros(t.shape)`` all work) and
-    prints as one, ``(3, 1)``, as ``print(t.shape)`` does in TensorFlow. Every size is known
-    (minitape runs eagerly), so ``is_fully_defined()`` is True.
+    prints as one, ``(3, 1)``, as ``print(t.shape)`` does in TensorFlow. A Tensor's sizes are
+    all known (minitape runs eagerly); ``mt.TensorShape([None, 3])`` may leave one unknown.
 
     >>> import minitape as mt
     >>> s = mt.constant([[1], [2], [3]]).shape
@@ -64,13 +64,16 @@ class TensorShape(tuple):
         """The sizes as a list (TensorFlow 2 gives ints too)."""
         return list(self)
 
-    def num_elements(self) -> int:
-        """The number of elements: the product of the sizes (1 for a scalar)."""
+    def num_elements(self):
+        """The number of elements: the product of the sizes (1 for a scalar); None when a
+        size is unknown (``mt.TensorShape([None, 3])``, as a ``TensorSpec`` may have)."""
+        if not self.is_fully_defined():
+            return None
         return int(np.prod(self, dtype=np.int64))
 
     def is_fully_defined(self) -> bool:
-        """True: an eager Tensor's shape is always known."""
-        return True
+        """Whether every size is known (always, for a Tensor's own shape)."""
+        return all(d is not None for d in self)
 
     def is_compatible_with(self, other) -> bool:
         """Same rank and equal sizes where ``other``'s are known (``None`` matches any)."""

@@ -332,3 +332,10 @@ def test_the_walkthroughs_training_step():
         class_idx = tf.math.argmax(logit).numpy()
         p = tf.nn.softmax(logit)[class_idx]
         assert f"{100 * p:4.1f}%"
+
+
+def test_a_tensorshape_made_by_hand_may_have_unknown_sizes():
+    s = tf.TensorShape([None, 3])
+    assert s.as_list() == [None, 3] and not s.is_fully_defined() and s.num_elements() is None
+    assert tf.TensorShape([2, 3]).num_elements() == 6 and tf.TensorShape([]).num_elements() == 1
+    assert tf.zeros([2, 3]).shape.is_compatible_with(s)
