@@ -235,7 +235,8 @@ def getitem(tensor, key):
 def gather(params, indices, axis=0, name=None):
     """Take ``indices`` along ``axis`` (op ``GatherV2``), as ``tf.gather`` (``batch_dims=0``).
 
-    The gradient is a dense Tensor (a scatter-add), not TensorFlow's IndexedSlices.
+    The gradient is a dense Tensor (a scatter-add), not TensorFlow's IndexedSlices: the
+    Tensor that ``mt.convert_to_tensor`` makes of the ``mt.IndexedSlices`` TensorFlow returns.
 
     Raises:
         ValueError: ``axis`` out of range (a 0-d ``params`` has none), or an index out of
