@@ -9,7 +9,7 @@ import pytest
 
 import minitape as mt
 
-# -- while_loop ---------------------------------------------------------------------------------
+# -- while_loop ----------
 
 
 def test_while_loop_as_tensorflows_docs_example():
@@ -75,7 +75,7 @@ def test_while_loop_errors():
         mt.while_loop(lambda i: i < 3, lambda i: mt.cast(i, mt.float32) + 1.0, [0])
 
 
-# -- TensorArray ----------------------------------------------------------------------------------
+# -- TensorArray ----------
 
 def test_tensor_array_write_read_stack_size():
     ta = mt.TensorArray(mt.float32, size=3)
@@ -160,7 +160,7 @@ def test_tensor_array_errors():
         mt.TensorArray(None)
 
 
-# -- IndexedSlices --------------------------------------------------------------------------------
+# -- IndexedSlices ----------
 
 def test_indexed_slices_convert_to_the_dense_tensor():
     s = mt.IndexedSlices(mt.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), [2, 0, 2],
@@ -209,7 +209,7 @@ def test_indexed_slices_errors():
         mt.IndexedSlices(mt.ones([1, 2]), [5], dense_shape=[2, 2])
 
 
-# -- Variable.scatter_nd_update ---------------------------------------------------------------------
+# -- Variable.scatter_nd_update ----------
 
 def test_scatter_nd_update_elements_and_slices():
     v = mt.Variable([1, 2, 3, 4, 5, 6, 7, 8])

@@ -24,7 +24,7 @@ import minitape as tf
 
 COVERAGE = "docs/tensorflow_coverage.md"
 
-# -- the tensor guide -----------------------------------------------------------------------------
+# -- the tensor guide ----------
 
 
 def test_tensors_of_each_rank_and_their_default_dtypes():
@@ -149,7 +149,7 @@ def test_a_ragged_list_is_not_a_tensor():
         tf.constant([[1, 2, 3], [4]])
 
 
-# -- what minitape will not do --------------------------------------------------------------------
+# -- what minitape will not do ----------
 
 @pytest.mark.parametrize("get,named", [
     (lambda: tf.strings, "tf.strings"), (lambda: tf.string, "tf.string"),
@@ -201,7 +201,7 @@ def test_tensorflow_version_is_the_one_the_names_come_from():
     assert tf.__version__ != tf.tensorflow_version     # minitape's own version stays its own
 
 
-# -- the customization basics tutorial --------------------------------------------------------------
+# -- the customization basics tutorial ----------
 
 def test_ops_convert_python_values_and_numpy_arrays():
     assert int(tf.math.add(3, 4)) == 7
@@ -224,7 +224,7 @@ def test_datasets_map_shuffle_batch():
     assert sorted(v for b in batches for v in b) == [1, 4, 9, 16, 25]
 
 
-# -- the custom layers tutorial -----------------------------------------------------------------
+# -- the custom layers tutorial ----------
 
 def test_a_dense_layers_variables():
     layer = tf.keras.layers.Dense(4)
@@ -282,7 +282,7 @@ def test_a_model_of_conv_and_batch_norm_blocks(capsys):
     assert "Total params" in capsys.readouterr().out
 
 
-# -- the custom training walkthrough -----------------------------------------------------------------
+# -- the custom training walkthrough ----------
 
 def test_the_walkthroughs_training_step():
     rng = np.random.default_rng(0)
