@@ -339,3 +339,35 @@ def test_a_tensorshape_made_by_hand_may_have_unknown_sizes():
     assert s.as_list() == [None, 3] and not s.is_fully_defined() and s.num_elements() is None
     assert tf.TensorShape([2, 3]).num_elements() == 6 and tf.TensorShape([]).num_elements() == 1
     assert tf.zeros([2, 3]).shape.is_compatible_with(s)
+
+
+# -- scripts/run_tf_notebook.py (runs a fetched tensorflow/docs notebook) ----------
+
+def test_the_notebook_runner_switches_the_import_and_reports_each_cell(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "run_tf_notebook.py"
+    spec = importlib.util.spec_from_file_location("run_tf_notebook", script)
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+
+    def cell(source, kind="code"):
+        return {"cell_type": kind, "source": source, "metadata": {}}
+
+    notebook = {"cells": [
+        cell("#@title Licensed under the Apache License, Version 2.0"),
+        cell("A guide's text", "markdown"),
+        cell("!pip install -q tensorflow\nimport tensorflow as tf\nx = tf.constant([1, 2])"),
+        cell("print(tf.rank(x).numpy())"),
+        cell("tf.strings.split(x)"),
+    ]}
+    path = tmp_path / "guide.ipynb"
+    path.write_text(json.dumps(notebook))
+    import io
+    out = io.StringIO()
+    results = runner.run(path, out=out)
+    assert [(n, e is None) for n, _, e in results] == [(1, True), (2, True), (3, False)]
+    assert "import minitape as tf" in results[0][1] and "pass" in results[0][1]
+    assert "tf.strings is outside minitape's scope" in results[2][2]
+    assert out.getvalue().endswith("guide.ipynb: 2 of 3 code cells ran; failed: [3]\n")
