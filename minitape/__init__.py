@@ -52,6 +52,24 @@ from .config import device
 from .function import function, TensorSpec
 from .ops.grid_ops import meshgrid
 
+# -- issue 32 (kerasB): tensor basics, initializers, control flow ------------------------------
+from .dtypes import int8, int16, uint8, uint16, uint32, uint64
+from .tensor import TensorShape
+from .ops.array_ops import rank
+from . import initializers
+from .initializers import (
+    RandomUniform as random_uniform_initializer, RandomNormal as random_normal_initializer,
+    Zeros as zeros_initializer, Ones as ones_initializer, Constant as constant_initializer,
+)
+from .control_flow import TensorArray, while_loop, IndexedSlices
+
+newaxis = None   # as tf.newaxis (and np.newaxis): x[:, mt.newaxis] adds an axis
+
+#: The TensorFlow version whose API minitape follows (what ``tf.__version__`` would say);
+#: ``__version__`` below is minitape's own.
+tensorflow_version = "2.21.0"
+# -- end of issue 32 (kerasB) ------------------------------------------------------------------
+
 __version__ = "0.1.0"
 
 

@@ -76,16 +76,69 @@ EQUIVALENTS = {
     "truncated_normal": "mt.random.normal (not truncated)",
     "tensor_scatter_nd_update": "assigning into a slice of a Variable, v[index].assign(value), "
                                 "or mt.where",
-    "newaxis": "None, as in NumPy: x[:, None]",
-    "rank": "x.ndim",
     "print": "Python's print(x)",
-    "TensorShape": "x.shape, a tuple of ints in minitape",
     "DType": "NumPy's dtypes (mt.float32 is np.dtype('float32'))",
     "as_dtype": "np.dtype",
     "gradients": "mt.GradientTape (tf.gradients is TensorFlow 1's graph API)",
     "numpy_function": "mt.primitive (a NumPy function as a new op)",
     "py_function": "mt.primitive (a NumPy function as a new op)",
 }
+
+
+# What minitape will not do: TensorFlow's families of names that lie outside what minitape
+# exists for (the tape, the ops on numbers and their gradients). Asking for one of them fails
+# at once with the family's reason and where to read more; ``scripts/tf_names.py page``
+# writes the same list into the coverage page's section "What minitape will not do".
+# Each family: (title, why minitape leaves it out, what to do instead).
+OUT_OF_SCOPE_FAMILIES = {
+    "text": ("Text tensors (`tf.string`, `tf.strings`)",
+             "minitape's Tensors hold numbers, the values gradients flow through; text has no "
+             "gradient",
+             "turn text into numbers (token ids, one-hot vectors) in Python before it reaches "
+             "minitape"),
+    "sparse": ("Sparse tensors (`tf.sparse`, `tf.SparseTensor`)",
+               "minitape's Tensors are dense NumPy arrays, so that every op is one readable "
+               "NumPy call",
+               "use a dense Tensor that is mostly zeros"),
+    "ragged": ("Ragged tensors (`tf.ragged`, `tf.RaggedTensor`)",
+               "a Tensor is one rectangular NumPy array",
+               "pad the rows to one length (mt.pad) or keep a Python list of Tensors"),
+    "sets": ("Set operations (`tf.sets`)",
+             "they are not differentiable and teach nothing about the tape",
+             "use Python sets or NumPy (np.intersect1d, np.union1d)"),
+    "queue": ("Queues (`tf.queue`)",
+              "they feed TensorFlow 1's graph input pipelines, which minitape does not have",
+              "use Python's queue module or mt.data.Dataset"),
+    "files": ("Record and text-file datasets (`tf.data.TFRecordDataset`, "
+              "`tf.data.TextLineDataset`, `tf.data.FixedLengthRecordDataset`)",
+              "TFRecord is TensorFlow's file format and a line of text is a string Tensor; "
+              "minitape reads no files into its pipelines",
+              "read the file with Python, NumPy or pandas and use "
+              "mt.data.Dataset.from_tensor_slices"),
+    "graphs": ("Graph internals of a traced function (`concrete_function.graph`, "
+               "`function_def`, `tf.Graph`)",
+               "mt.function runs the Python function eagerly: there is no traced graph to "
+               "inspect (the tape is minitape's record of a computation; draw it with "
+               "mt.viz.draw_tape)",
+               "record the computation on a GradientTape and draw it with mt.viz.draw_tape"),
+}
+OUT_OF_SCOPE = {
+    "tf.strings": "text", "tf.string": "text", "tf.dtypes.string": "text",
+    "tf.sparse": "sparse", "tf.SparseTensor": "sparse", "tf.SparseTensorSpec": "sparse",
+    "tf.ragged": "ragged", "tf.RaggedTensor": "ragged", "tf.RaggedTensorSpec": "ragged",
+    "tf.sets": "sets", "tf.queue": "queue",
+    "tf.data.TFRecordDataset": "files", "tf.data.TextLineDataset": "files",
+    "tf.data.FixedLengthRecordDataset": "files", "tf.Graph": "graphs",
+}
+
+
+def out_of_scope_message(what: str, family: str) -> str:
+    """The sentence for ``what`` (``"tf.strings"``, ``"tf.constant('café')"``...), which
+    belongs to an out-of-scope ``family`` (a key of ``OUT_OF_SCOPE_FAMILIES``)."""
+    title, why, instead = OUT_OF_SCOPE_FAMILIES[family]
+    return (f"{what} is outside minitape's scope, and minitape will not implement it: {why}. "
+            f"Instead, {instead}. See \"What minitape will not do\" in {COVERAGE_PAGE} in "
+            "minitape's repository")
 
 
 def minitape_module_name(tf_module: str) -> str:
@@ -165,13 +218,20 @@ def missing_attribute(module_name: str, name: str) -> AttributeError:
     Returns:
         An ``AttributeError`` (for the module's ``__getattr__`` to raise). Its message says,
         for a public TensorFlow name, that minitape does not implement it, with the closest
-        minitape function and the coverage page; for any other name, Python's usual message
-        with a "did you mean". Private names (``_x``, ``__wrapped__``, ...), which tools probe
-        for, get Python's message without any lookup.
+        minitape function and the coverage page; for a name of a family minitape will not
+        implement (``OUT_OF_SCOPE``: ``tf.strings``, ``tf.sparse``, ...), that it is outside
+        minitape's scope, why, and what to do instead; for any other name, Python's usual
+        message with a "did you mean". Private names (``_x``, ``__wrapped__``, ...), which
+        tools probe for, get Python's message without any lookup.
     """
     message = f"module {module_name!r} has no attribute {name!r}"
     if name.startswith("_"):
         return AttributeError(message)
+    family = OUT_OF_SCOPE.get(f"{tf_module_name(module_name)}.{name}")
+    if family is not None:
+        return AttributeError(f"{message}: "
+                              + out_of_scope_message(f"{tf_module_name(module_name)}.{name}",
+                                                     family))
     try:
         version, tf_modules = tensorflow_names()
     except (OSError, ValueError, KeyError):  # the data file is missing or broken

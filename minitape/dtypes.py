@@ -12,6 +12,13 @@ float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 int32 = np.dtype("int32")
 int64 = np.dtype("int64")
+# TensorFlow's other integer dtypes (tf.uint8 holds image pixels): NumPy's, like the rest.
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
+uint8 = np.dtype("uint8")
+uint16 = np.dtype("uint16")
+uint32 = np.dtype("uint32")
+uint64 = np.dtype("uint64")
 bool_ = np.dtype("bool")
 complex64 = np.dtype("complex64")
 complex128 = np.dtype("complex128")
@@ -38,6 +45,19 @@ def as_dtype(dtype):
         raise TypeError(
             f"expected a dtype such as mt.float32, got {dtype!r} of type {type(dtype).__name__}"
         ) from None
+
+
+# TensorFlow's own names of dtypes in its messages ("a float tensor", "a double tensor").
+_TF_MESSAGE_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def tf_mismatch_message(op_type, expected, got, index=1):
+    """TensorFlow's words for a dtype mismatch: ``cannot compute AddV2 as input
+    #1(zero-based) was expected to be a float tensor but is a double tensor [Op:AddV2]``."""
+    def name(dtype):
+        return _TF_MESSAGE_NAMES.get(dtype.name, dtype.name)
+    return (f"cannot compute {op_type} as input #{index}(zero-based) was expected to be a "
+            f"{name(expected)} tensor but is a {name(got)} tensor [Op:{op_type}]")
 
 
 def is_floating(dtype) -> bool:
@@ -76,8 +96,9 @@ def check_dtype(dtype, what, arg="dtype"):
     if dtype is not None and dtype.kind not in "biufc":
         raise TypeError(f"{what}: {arg}={dtype.name} is not supported: minitape Tensors hold "
                         "bool, integer or floating values (mt.bool, mt.int32, mt.int64, "
-                        "mt.float16, mt.float32, mt.float64) or complex ones (mt.complex64, "
-                        "mt.complex128)")
+                        "mt.uint8, ..., mt.float16, mt.float32, mt.float64) or complex ones "
+                        "(mt.complex64, mt.complex128); text (tf.string) is out of minitape's "
+                        "scope (see docs/tensorflow_coverage.md)")
     return dtype
 
 

@@ -73,6 +73,17 @@ UnauthenticatedError = _error("UnauthenticatedError", 16, PermissionError,
                               doc="No valid credentials.")
 
 
+class DTypeMismatchError(InvalidArgumentError, TypeError):
+    """Two Tensors of different dtypes in one op (``float32 + float64``, ``int32 * float32``).
+
+    TensorFlow refuses them with an ``InvalidArgumentError`` ("cannot compute AddV2 as input
+    #1(zero-based) was expected to be a float tensor but is a double tensor [Op:AddV2]");
+    minitape's message starts with the same words and adds the fix. The exception is both
+    an ``mt.errors.InvalidArgumentError`` (what TensorFlow code catches) and a
+    ``TypeError`` (minitape's rule for a wrong dtype).
+    """
+
+
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow has it (see ``_tf_names``).
     if name.startswith("_"):  # ``__path__`` (asked by ``from .x import y``), ...

@@ -206,8 +206,24 @@ class Function:
         """The function itself: minitape has no traced graphs to return (see the module doc)."""
         return self
 
+    # A traced function's graph (``concrete_function.graph``, ``.function_def``) is out of
+    # minitape's scope: properties that raise AttributeError, so ``hasattr`` stays False.
+    @property
+    def graph(self):
+        raise _no_graph("graph")
+
+    @property
+    def function_def(self):
+        raise _no_graph("function_def")
+
     def __repr__(self):
         return f"<mt.function {self._name} input_signature={self.input_signature}>"
+
+
+def _no_graph(name):
+    from ._tf_names import out_of_scope_message
+    return AttributeError(f"'Function' object has no attribute {name!r}: "
+                          + out_of_scope_message(f"A traced function's {name}", "graphs"))
 
 
 def _check_signature(signature):

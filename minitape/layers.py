@@ -195,19 +195,44 @@ def _layer_options(layer, kwargs, what, weights=()):
         layer.activity_regularizer = regularizers.get(kwargs.get("activity_regularizer"))
 
 
-def _check_initializer(initializer, layer):
-    """``kernel_initializer`` at construction: one of the names, or a callable (as Keras)."""
-    if callable(initializer):
-        return initializer
+def _check_initializer(initializer, layer, arg="kernel_initializer"):
+    """``kernel_initializer`` at construction: a name, an initializer or a callable (as Keras).
+
+    ``"glorot_uniform"``, ``"zeros"`` and ``"ones"`` are kept as names (drawn below, as
+    before); any other Keras name (``"he_normal"``, ...) and an initializer class become an
+    ``mt.keras.initializers`` object (``initializers.get``); a callable is kept as it is.
+    """
     if isinstance(initializer, str) and initializer in _KERNEL_INITIALIZERS:
         return initializer
+    if isinstance(initializer, str):
+        from . import initializers
+        try:
+            return initializers.get(initializer)
+        except ValueError:
+            pass
+    elif isinstance(initializer, type):
+        from . import initializers
+        if issubclass(initializer, initializers.Initializer):
+            return initializer()
+    elif callable(initializer):
+        return initializer
     raise (ValueError if isinstance(initializer, str) else TypeError)(
-        f"{layer}: kernel_initializer must be one of {list(_KERNEL_INITIALIZERS)} or a callable "
-        f"initializer(shape, dtype=...) returning the initial kernel (e.g. mt.random.normal, "
-        f"as in Keras), got {type(initializer).__name__} {initializer!r:.60}")
+        f"{layer}: {arg} must be a Keras initializer name (one of "
+        f"{list(_KERNEL_INITIALIZERS)}, 'he_normal', ...: see mt.keras.initializers), an "
+        f"initializer, or a callable initializer(shape, dtype=...) returning the initial "
+        f"kernel (e.g. mt.random.normal, as in Keras), got {type(initializer).__name__} "
+        f"{initializer!r:.60}")
 
 
-def _initial_kernel(initializer, shape, dtype, glorot_limit, layer):
+def _layer_dtype(dtype):
+    """A layer's dtype: the one given, else ``mt.keras.backend.floatx()`` (as Keras)."""
+    if dtype is None:
+        from .keras import backend
+        return dtypes.as_dtype(backend.floatx())
+    return dtypes.as_dtype(dtype)
+
+
+def _initial_kernel(initializer, shape, dtype, glorot_limit, layer, arg="kernel_initializer"):
     """The kernel's first value, an ndarray of ``shape`` and ``dtype``.
 
     A name: ``glorot_uniform`` (uniform in ``[-glorot_limit, glorot_limit]``), ``zeros``,
@@ -217,15 +242,17 @@ def _initial_kernel(initializer, shape, dtype, glorot_limit, layer):
     """
     if isinstance(initializer, str):
         if initializer == "glorot_uniform":
+            if glorot_limit is None:   # a bias: Keras's fans of a 1-D shape
+                glorot_limit = np.sqrt(6.0 / (2 * shape[0])) if shape[0] else 0.0
             return random_ops.uniform(shape, -glorot_limit, glorot_limit, dtype=dtype)._value
         return np.full(shape, 0.0 if initializer == "zeros" else 1.0, dtype)
     try:
         value = initializer(shape, dtype=dtype)
     except TypeError as e:
-        raise TypeError(f"{layer}: kernel_initializer {initializer!r:.60} could not be called "
+        raise TypeError(f"{layer}: {arg} {initializer!r:.60} could not be called "
                         f"as initializer(shape, dtype=...) (as Keras calls it) with "
                         f"shape={shape}, dtype={dtype.name}: {e}") from e
-    what = f"{layer}: the value of kernel_initializer({shape}, dtype={dtype.name})"
+    what = f"{layer}: the value of {arg}({shape}, dtype={dtype.name})"
     try:
         array = np.asarray(value._value if isinstance(value, Tensor) else value)
     except (TypeError, ValueError):
@@ -246,9 +273,13 @@ class Dense(LayerMixin, Module):
     (Glorot-uniform), then ``bias`` ``(units,)`` (zeros). Integer inputs are cast to the
     layer's dtype, as Keras does.
 
-    ``kernel_initializer``: ``"glorot_uniform"`` (the default), ``"zeros"``, ``"ones"``, or a
-    callable that Keras would accept, called as ``initializer(shape, dtype=dtype)`` when the
-    layer builds (e.g. ``mt.random.normal``; it returns a Tensor or an array of that shape).
+    ``kernel_initializer``: ``"glorot_uniform"`` (the default), any Keras initializer name
+    (``"zeros"``, ``"he_normal"``, ...), an ``mt.keras.initializers`` object
+    (``HeNormal()``, ``tf.random_normal_initializer(stddev=0.1)``), or a callable that Keras
+    would accept, called as ``initializer(shape, dtype=dtype)`` when the layer builds (e.g.
+    ``mt.random.normal``; it returns a Tensor or an array of that shape). ``bias_initializer``
+    (``"zeros"`` by default) takes the same. ``dtype``: the weights' dtype,
+    ``mt.keras.backend.floatx()`` (float32) by default.
 
     Keras's keyword arguments: ``kernel_regularizer=``, ``bias_regularizer=`` (penalties in
     ``layer.losses``, see ``mt.keras.regularizers``), ``activity_regularizer=`` (a penalty
@@ -270,16 +301,17 @@ class Dense(LayerMixin, Module):
     """
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 dtype=dtypes.float32, name=None, **kwargs):
+                 bias_initializer="zeros", dtype=None, name=None, **kwargs):
         units = _positive_int(units, "Dense", "units")
         super().__init__(name=name)
         _layer_options(self, kwargs, "Dense", weights=("kernel", "bias"))
         kernel_initializer = _check_initializer(kernel_initializer, "Dense")
+        self.bias_initializer = _check_initializer(bias_initializer, "Dense", "bias_initializer")
         self.units = units
         self.activation = _activation(activation)
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
-        self.dtype = dtypes.as_dtype(dtype)
+        self.dtype = _layer_dtype(dtype)
         self.kernel = None
         self.bias = None
 
@@ -290,7 +322,9 @@ class Dense(LayerMixin, Module):
         self.kernel = Variable(init, name="kernel")
         self.kernel.path = f"{self.name}/kernel"
         if self.use_bias:
-            self.bias = Variable(np.zeros(self.units, self.dtype), name="bias")
+            self.bias = Variable(_initial_kernel(self.bias_initializer, (self.units,), self.dtype,
+                                                 None, f"Dense '{self.name}'", "bias_initializer"),
+                                 name="bias")
             self.bias.path = f"{self.name}/bias"
 
     def __call__(self, inputs):
@@ -428,9 +462,12 @@ class Conv2D(LayerMixin, Module):
         strides: an int or ``(sh, sw)``, 1 by default.
         padding: ``"valid"`` (the default, as Keras) or ``"same"``.
         activation: a name (``"relu"``, ...), a callable, or None.
-        kernel_initializer: ``"glorot_uniform"`` (the default), ``"zeros"``, ``"ones"``, or a
-            callable ``initializer(shape, dtype=dtype)`` as Keras calls it (e.g.
+        kernel_initializer: ``"glorot_uniform"`` (the default), any Keras initializer name
+            (``"he_normal"``, ...), an ``mt.keras.initializers`` object, or a callable
+            ``initializer(shape, dtype=dtype)`` as Keras calls it (e.g.
             ``mt.random.normal``), returning a value of ``shape`` ``(kh, kw, in, filters)``.
+        bias_initializer: ``"zeros"`` (the default) or any of the above, for ``(filters,)``.
+        dtype: the weights' dtype, ``mt.keras.backend.floatx()`` (float32) by default.
         **kwargs: Keras's ``kernel_regularizer``, ``bias_regularizer``,
             ``activity_regularizer`` (as ``Dense``) and ``input_shape=(h, w, channels)``.
 
@@ -447,14 +484,15 @@ class Conv2D(LayerMixin, Module):
     """
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None,
-                 use_bias=True, kernel_initializer="glorot_uniform", dtype=dtypes.float32,
-                 name=None, **kwargs):
+                 use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 dtype=None, name=None, **kwargs):
         super().__init__(name=name if name is not None else _default_name("conv2d"))
         _layer_options(self, kwargs, "Conv2D", weights=("kernel", "bias"))
         if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters < 1:
             raise ValueError(f"Conv2D: filters must be a positive int (the number of output "
                              f"channels), got {filters!r}")
         kernel_initializer = _check_initializer(kernel_initializer, "Conv2D")
+        self.bias_initializer = _check_initializer(bias_initializer, "Conv2D", "bias_initializer")
         self.filters = int(filters)
         self.kernel_size = _pair(kernel_size, "Conv2D", "kernel_size")
         self.strides = _pair(strides, "Conv2D", "strides")
@@ -462,7 +500,7 @@ class Conv2D(LayerMixin, Module):
         self.activation = _activation(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = kernel_initializer
-        self.dtype = dtypes.as_dtype(dtype)
+        self.dtype = _layer_dtype(dtype)
         self.kernel = None
         self.bias = None
 
@@ -475,7 +513,9 @@ class Conv2D(LayerMixin, Module):
         self.kernel = Variable(init, name="kernel")
         self.kernel.path = f"{self.name}/kernel"
         if self.use_bias:
-            self.bias = Variable(np.zeros(self.filters, self.dtype), name="bias")
+            self.bias = Variable(_initial_kernel(self.bias_initializer, (self.filters,),
+                                                 self.dtype, None, f"Conv2D '{self.name}'",
+                                                 "bias_initializer"), name="bias")
             self.bias.path = f"{self.name}/bias"
 
     def __call__(self, inputs):

@@ -1,4 +1,5 @@
-"""Optimizers: ``SGD`` and ``Adam`` with Keras's names, defaults and update rules.
+"""Optimizers with Keras's names, defaults and update rules: ``SGD``, ``Adam``, ``RMSprop``,
+``Nadam``, ``Adagrad``, ``Adamax``, ``AdamW``.
 
 An optimizer turns gradients into new values for Variables::
 
@@ -11,8 +12,13 @@ Keras, where ``apply_gradients`` runs outside the tape). What an optimizer remem
 steps (the momentum of SGD, the two moving averages of Adam) lives in non-trainable Variables
 of its own, one per model Variable, so ``mt.train.Checkpoint`` can save it.
 
-The formulas are Keras 3's (``keras/src/optimizers/sgd.py`` and ``adam.py``), written out in
-each class's docstring.
+The formulas are Keras 3's (``keras/src/optimizers/sgd.py``, ``adam.py``, ``rmsprop.py``,
+``nadam.py``, ``adagrad.py``, ``adamax.py``, ``adamw.py``), written out in each class's
+docstring. ``weight_decay`` (every optimizer; AdamW's default is 0.004) is Keras's decoupled
+weight decay: before the update, ``w = w - w * weight_decay * lr``.
+
+``get(name)`` and ``Model.compile(optimizer=name)`` take Keras's names, in any case:
+``"sgd"``, ``"adam"``, ``"rmsprop"``, ``"nadam"``, ``"adagrad"``, ``"adamax"``, ``"adamw"``.
 """
 
 from __future__ import annotations
@@ -24,26 +30,32 @@ import numpy as np
 from .module import Module
 from .tensor import Tensor, Variable
 
-__all__ = ["Optimizer", "SGD", "Adam"]
+__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Nadam", "Adagrad", "Adamax", "AdamW", "get"]
 
 
 class Optimizer(Module):
-    """What ``SGD`` and ``Adam`` share: the step counter, the learning rate, ``apply_gradients``.
+    """What every optimizer shares: the step counter, the learning rate, the weight decay,
+    ``apply_gradients``.
 
     Attributes:
         iterations: an int64 Variable, the number of ``apply_gradients`` calls so far.
         learning_rate: a float32 Variable; assign a number to change it between steps
             (``opt.learning_rate = 0.01``), as Keras allows.
+        weight_decay: None, or a number: before each update, ``w = w - w * weight_decay *
+            lr`` (Keras's decoupled weight decay, ``BaseOptimizer._apply_weight_decay``).
 
     Subclasses implement ``_build_slots(index, variable)`` (create their per-Variable state)
-    and ``_update(index, variable, gradient, lr)`` (compute the new value in NumPy).
+    and ``_update(index, variable, gradient, lr)`` (compute the new value in NumPy), and may
+    implement ``_prepare_step()`` (once per ``apply_gradients``, before the updates).
     """
 
-    def __init__(self, learning_rate, name):
+    def __init__(self, learning_rate, name, weight_decay=None):
         super().__init__(name=name)
         self.iterations = Variable(np.int64(0), trainable=False, name="iteration")
         self._learning_rate = Variable(np.float32(_number(learning_rate, "learning_rate")),
                                        trainable=False, name="learning_rate")
+        self.weight_decay = None if weight_decay is None else _number(weight_decay,
+                                                                      "weight_decay")
         self._slot_index = {}   # Variable id -> index of its slot Variables
 
     # -- the learning rate, settable as in Keras ---------------------------------------------
@@ -95,27 +107,36 @@ class Optimizer(Module):
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the "
                           "loss; they are left unchanged. Did the loss use them?", stacklevel=2)
         lr = float(self._learning_rate._value)
-        for grad, var in pairs:
-            if grad is None:
-                continue
-            g = _gradient_array(grad, var, type(self).__name__)
+        grads = [(_gradient_array(grad, var, type(self).__name__), var)
+                 for grad, var in pairs if grad is not None]
+        self._prepare_step()
+        for g, var in grads:
             index = self._slot_index.get(var._id)
             if index is None:
                 index = self._slot_index[var._id] = len(self._slot_index)
                 self._build_slots(index, var)
+            w = var._value
+            if self.weight_decay:
+                w = w - w * (self.weight_decay * lr)
             # (``_update`` returns a new array: stored as it is, with no copy, as the slots)
-            var._store(self._update(index, var._value, g, lr).astype(var.dtype, copy=False))
+            var._store(self._update(index, w, g, lr).astype(var.dtype, copy=False))
         self.iterations.assign(self.iterations._value + 1)
         return self.iterations
 
-    def _slot(self, variable, name):
-        v = Variable(np.zeros(variable.shape, variable.dtype), trainable=False, name=name)
+    def _prepare_step(self):
+        """Called once per ``apply_gradients``, before the Variables are updated."""
+
+    def _slot(self, variable, name, value=0.0):
+        v = Variable(np.full(variable.shape, value, variable.dtype), trainable=False, name=name)
         v.path = f"{self.name}/{name}/{variable.path}"
         return v
 
     def get_config(self):
         """The constructor's arguments, as Keras's ``Optimizer.get_config``."""
-        return {"name": self.name, "learning_rate": float(self._learning_rate._value)}
+        config = {"name": self.name, "learning_rate": float(self._learning_rate._value)}
+        if self.weight_decay is not None:
+            config["weight_decay"] = self.weight_decay
+        return config
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "name")
@@ -142,8 +163,9 @@ class SGD(Optimizer):
     <mt.Variable 'Variable' shape=() dtype=float32, numpy=0.8>
     """
 
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
-        super().__init__(learning_rate, name)
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
+                 name="SGD"):
+        super().__init__(learning_rate, name, weight_decay)
         self.momentum = _number(momentum, "momentum")
         if not 0.0 <= self.momentum <= 1.0:
             raise ValueError(f"SGD: momentum must be between 0 and 1, got {momentum!r}")
@@ -187,8 +209,8 @@ class Adam(Optimizer):
     """
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 amsgrad=False, name="adam"):
-        super().__init__(learning_rate, name)
+                 amsgrad=False, weight_decay=None, name="adam"):
+        super().__init__(learning_rate, name, weight_decay)
         self.beta_1 = _number(beta_1, "beta_1")
         self.beta_2 = _number(beta_2, "beta_2")
         self.epsilon = _number(epsilon, "epsilon")
@@ -217,18 +239,325 @@ class Adam(Optimizer):
                 "epsilon": self.epsilon}
 
 
-def get(identifier):
-    """An optimizer from a name (``"sgd"``, ``"adam"``) or an instance, as ``keras.optimizers.get``.
+class RMSprop(Optimizer):
+    """Root-mean-square propagation, as ``tf.keras.optimizers.RMSprop`` (Hinton's lecture 6e).
+
+    With ``g`` the gradient, ``v`` (and ``a``, ``m``) starting at zero (Keras 3's rules;
+    ``epsilon`` is added *inside* the square root, as Keras does)::
+
+        v = rho * v + (1 - rho) * g**2
+        a = rho * a + (1 - rho) * g          (centered=True only)
+        denominator = v + epsilon            (centered=True: v - a**2 + epsilon)
+        increment = lr * g / sqrt(denominator)
+        w = w - increment                    (momentum == 0)
+        m = momentum * m + increment         (momentum > 0)
+        w = w - m
+
+    Defaults as Keras: ``learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
+    centered=False``. ``Model.compile(optimizer="rmsprop")`` makes one with these defaults.
 
     Raises:
-        ValueError: an unknown name.
+        TypeError: an argument that is not a number.
+        ValueError: ``rho`` or ``momentum`` outside ``[0, 1]``.
+
+    >>> import minitape as mt
+    >>> w = mt.Variable(1.0)
+    >>> opt = mt.optimizers.RMSprop(learning_rate=0.01)
+    >>> _ = opt.apply_gradients([(mt.constant(2.0), w)])  # 1 - 0.01 * 2 / sqrt(0.1 * 4)
+    >>> round(float(w), 5)
+    0.96838
     """
-    if isinstance(identifier, Optimizer):
+
+    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
+                 centered=False, weight_decay=None, name="rmsprop"):
+        super().__init__(learning_rate, name, weight_decay)
+        self.rho = _fraction(rho, "rho", "RMSprop")
+        self.momentum = _fraction(momentum, "momentum", "RMSprop")
+        self.epsilon = _number(epsilon, "epsilon")
+        self.centered = bool(centered)
+        self._velocities, self._momentums, self._average_gradients = [], [], []
+
+    def _build_slots(self, index, variable):
+        self._velocities.append(self._slot(variable, "velocity"))
+        if self.momentum > 0:
+            self._momentums.append(self._slot(variable, "momentum"))
+        if self.centered:
+            self._average_gradients.append(self._slot(variable, "average_gradient"))
+
+    def _update(self, index, w, g, lr):
+        rho = self.rho
+        v_slot = self._velocities[index]
+        v = rho * v_slot._value + (1.0 - rho) * (g * g)
+        v_slot._store(v.astype(v_slot.dtype, copy=False))
+        if self.centered:
+            a_slot = self._average_gradients[index]
+            a = rho * a_slot._value + (1.0 - rho) * g
+            a_slot._store(a.astype(a_slot.dtype, copy=False))
+            denominator = v - a * a + self.epsilon
+        else:
+            denominator = v + self.epsilon
+        increment = lr * g / np.sqrt(denominator)
+        if self.momentum > 0:
+            m_slot = self._momentums[index]
+            m = self.momentum * m_slot._value + increment
+            m_slot._store(m.astype(m_slot.dtype, copy=False))
+            return w - m
+        return w - increment
+
+    def get_config(self):
+        return {**super().get_config(), "rho": self.rho, "momentum": self.momentum,
+                "epsilon": self.epsilon, "centered": self.centered}
+
+
+class Nadam(Optimizer):
+    """Adam with Nesterov momentum, as ``tf.keras.optimizers.Nadam`` (Dozat, 2016).
+
+    With ``g`` the gradient, ``t`` the step number (``iterations + 1``), ``m`` and ``v``
+    starting at zero and ``u_product`` at one (Keras 3's rules, with the momentum schedule
+    ``u_t = beta_1 * (1 - 0.5 * 0.96**t)``)::
+
+        u_t = beta_1 * (1 - 0.5 * 0.96**t)
+        u_next = beta_1 * (1 - 0.5 * 0.96**(t + 1))
+        u_product = u_product * u_t                    (once per step, for all Variables)
+        m = m + (g - m) * (1 - beta_1)
+        v = v + (g**2 - v) * (1 - beta_2)
+        m_hat = u_next * m / (1 - u_product * u_next) + (1 - u_t) * g / (1 - u_product)
+        v_hat = v / (1 - beta_2**t)
+        w = w - lr * m_hat / (sqrt(v_hat) + epsilon)
+
+    Defaults as Keras: ``learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7``.
+
+    Raises:
+        TypeError: an argument that is not a number.
+
+    >>> import minitape as mt
+    >>> w = mt.Variable(1.0)
+    >>> opt = mt.optimizers.Nadam(learning_rate=0.1)
+    >>> _ = opt.apply_gradients([(mt.constant(4.0), w)])   # a little more than lr: the look-ahead
+    >>> round(float(w), 4)
+    0.8937
+    """
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 weight_decay=None, name="nadam"):
+        super().__init__(learning_rate, name, weight_decay)
+        self.beta_1 = _number(beta_1, "beta_1")
+        self.beta_2 = _number(beta_2, "beta_2")
+        self.epsilon = _number(epsilon, "epsilon")
+        self._u_product = Variable(np.float64(1.0), trainable=False, name="u_product")
+        self._momentums, self._velocities = [], []
+
+    def _prepare_step(self):
+        t = float(self.iterations._value) + 1.0
+        u_t = self.beta_1 * (1.0 - 0.5 * 0.96 ** t)
+        self._u_product.assign(np.float64(float(self._u_product._value) * u_t))
+
+    def _build_slots(self, index, variable):
+        self._momentums.append(self._slot(variable, "momentum"))
+        self._velocities.append(self._slot(variable, "velocity"))
+
+    def _update(self, index, w, g, lr):
+        b1, b2 = self.beta_1, self.beta_2
+        t = float(self.iterations._value) + 1.0
+        u_t = b1 * (1.0 - 0.5 * 0.96 ** t)
+        u_next = b1 * (1.0 - 0.5 * 0.96 ** (t + 1.0))
+        u_product = float(self._u_product._value)
+        m_slot, v_slot = self._momentums[index], self._velocities[index]
+        m = m_slot._value + (g - m_slot._value) * (1.0 - b1)
+        v = v_slot._value + (g * g - v_slot._value) * (1.0 - b2)
+        m_slot._store(m.astype(m_slot.dtype, copy=False))
+        v_slot._store(v.astype(v_slot.dtype, copy=False))
+        m_hat = u_next * m / (1.0 - u_product * u_next) + (1.0 - u_t) * g / (1.0 - u_product)
+        v_hat = v / (1.0 - b2 ** t)
+        return w - lr * m_hat / (np.sqrt(v_hat) + self.epsilon)
+
+    def get_config(self):
+        return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
+                "epsilon": self.epsilon}
+
+
+class Adagrad(Optimizer):
+    """Adaptive gradient, as ``tf.keras.optimizers.Adagrad`` (Duchi et al., 2011).
+
+    With ``g`` the gradient and the accumulator ``s`` starting at
+    ``initial_accumulator_value`` (Keras 3's rules; ``epsilon`` inside the square root)::
+
+        s = s + g**2
+        w = w - lr * g / sqrt(s + epsilon)
+
+    Defaults as Keras: ``learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7``.
+
+    Raises:
+        TypeError: an argument that is not a number.
+        ValueError: a negative ``initial_accumulator_value``.
+
+    >>> import minitape as mt
+    >>> w = mt.Variable(1.0)
+    >>> opt = mt.optimizers.Adagrad(learning_rate=0.1)
+    >>> _ = opt.apply_gradients([(mt.constant(3.0), w)])   # 1 - 0.1 * 3 / sqrt(0.1 + 9)
+    >>> round(float(w), 5)
+    0.90055
+    """
+
+    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
+                 weight_decay=None, name="adagrad"):
+        super().__init__(learning_rate, name, weight_decay)
+        self.initial_accumulator_value = _number(initial_accumulator_value,
+                                                 "initial_accumulator_value")
+        if self.initial_accumulator_value < 0:
+            raise ValueError("Adagrad: initial_accumulator_value must be >= 0, got "
+                             f"{initial_accumulator_value!r}")
+        self.epsilon = _number(epsilon, "epsilon")
+        self._accumulators = []
+
+    def _build_slots(self, index, variable):
+        self._accumulators.append(self._slot(variable, "accumulator",
+                                             self.initial_accumulator_value))
+
+    def _update(self, index, w, g, lr):
+        slot = self._accumulators[index]
+        s = slot._value + g * g
+        slot._store(s.astype(slot.dtype, copy=False))
+        return w - lr * g / np.sqrt(s + self.epsilon)
+
+    def get_config(self):
+        return {**super().get_config(),
+                "initial_accumulator_value": self.initial_accumulator_value,
+                "epsilon": self.epsilon}
+
+
+class Adamax(Optimizer):
+    """Adam with the infinity norm, as ``tf.keras.optimizers.Adamax`` (Kingma & Ba, section 7).
+
+    With ``g`` the gradient, ``t`` the step number (``iterations + 1``), ``m`` and ``u``
+    starting at zero (Keras 3's rules)::
+
+        m = m + (g - m) * (1 - beta_1)
+        u = maximum(beta_2 * u, abs(g))
+        w = w - lr * m / ((1 - beta_1**t) * (u + epsilon))
+
+    Defaults as Keras: ``learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7``.
+
+    Raises:
+        TypeError: an argument that is not a number.
+
+    >>> import minitape as mt
+    >>> w = mt.Variable(1.0)
+    >>> opt = mt.optimizers.Adamax(learning_rate=0.1)
+    >>> _ = opt.apply_gradients([(mt.constant(4.0), w)])   # the first step moves by lr
+    >>> round(float(w), 4)
+    0.9
+    """
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 weight_decay=None, name="adamax"):
+        super().__init__(learning_rate, name, weight_decay)
+        self.beta_1 = _number(beta_1, "beta_1")
+        self.beta_2 = _number(beta_2, "beta_2")
+        self.epsilon = _number(epsilon, "epsilon")
+        self._m, self._u = [], []
+
+    def _build_slots(self, index, variable):
+        self._m.append(self._slot(variable, "momentum"))
+        self._u.append(self._slot(variable, "norm"))
+
+    def _update(self, index, w, g, lr):
+        t = float(self.iterations._value) + 1.0
+        m_slot, u_slot = self._m[index], self._u[index]
+        m = m_slot._value + (g - m_slot._value) * (1.0 - self.beta_1)
+        u = np.maximum(self.beta_2 * u_slot._value, np.abs(g))
+        m_slot._store(m.astype(m_slot.dtype, copy=False))
+        u_slot._store(u.astype(u_slot.dtype, copy=False))
+        return w - lr * m / ((1.0 - self.beta_1 ** t) * (u + self.epsilon))
+
+    def get_config(self):
+        return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
+                "epsilon": self.epsilon}
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay, as ``tf.keras.optimizers.AdamW`` (Loshchilov &
+    Hutter, 2019).
+
+    Each step first shrinks the Variable, ``w = w - w * weight_decay * lr``, then takes
+    ``Adam``'s step (see ``Adam``) with the gradient computed before the shrink. Defaults as
+    Keras: ``learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999,
+    epsilon=1e-7``.
+
+    Raises:
+        ValueError: ``weight_decay=None`` (as Keras: AdamW needs a number).
+
+    >>> import minitape as mt
+    >>> w = mt.Variable(1.0)
+    >>> opt = mt.optimizers.AdamW(learning_rate=0.1, weight_decay=0.5)
+    >>> _ = opt.apply_gradients([(mt.constant(4.0), w)])   # 1 - 0.05, then Adam's -0.1
+    >>> round(float(w), 4)
+    0.85
+    """
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-7, amsgrad=False, name="adamw"):
+        if weight_decay is None:
+            raise ValueError("Argument `weight_decay` must be a float. Received: "
+                             "weight_decay=None (AdamW is Adam with weight decay; for none, "
+                             "use mt.optimizers.Adam)")
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad,
+                         weight_decay=weight_decay, name=name)
+
+
+# Keras's optimizer names (``keras.optimizers.get`` lowercases the name it is given).
+_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "nadam": Nadam, "adagrad": Adagrad,
+            "adamax": Adamax, "adamw": AdamW}
+# Keras's other optimizers, which minitape does not implement.
+_KERAS_ONLY = ("adadelta", "adafactor", "ftrl", "lion", "lamb", "muon", "schedulefreeadamw",
+               "lossscaleoptimizer")
+
+
+def get(identifier):
+    """An optimizer from a name or an instance, as ``tf.keras.optimizers.get``.
+
+    Args:
+        identifier: an ``Optimizer`` (returned as it is); a Keras name in any case
+            (``"sgd"``, ``"adam"``, ``"rmsprop"``, ``"nadam"``, ``"adagrad"``, ``"adamax"``,
+            ``"adamw"``, ``"RMSprop"``...), which gives a new optimizer with Keras's
+            defaults; a ``{"class_name": ..., "config": {...}}`` dict as Keras serializes
+            one; or None (returns None).
+
+    Raises:
+        ValueError: an unknown name, or one of Keras's optimizers that minitape does not
+            implement (``"adadelta"``, ``"ftrl"``, ...).
+        TypeError: anything else.
+
+    >>> import minitape as mt
+    >>> opt = mt.optimizers.get("RMSprop")
+    >>> type(opt).__name__, opt.rho, opt.epsilon
+    ('RMSprop', 0.9, 1e-07)
+    """
+    if identifier is None or isinstance(identifier, Optimizer):
         return identifier
-    if isinstance(identifier, str) and identifier.lower() in ("sgd", "adam"):
-        return SGD() if identifier.lower() == "sgd" else Adam()
-    raise ValueError(f"unknown optimizer {identifier!r}: pass 'sgd', 'adam' or an instance such "
-                     "as mt.optimizers.SGD(learning_rate=0.1)")
+    config = {}
+    if isinstance(identifier, dict) and "class_name" in identifier:
+        config = dict(identifier.get("config") or {})
+        identifier = identifier["class_name"]
+    if isinstance(identifier, str):
+        key = identifier.lower()
+        if key in _BY_NAME:
+            return _BY_NAME[key](**config)
+        names = ", ".join(repr(n) for n in _BY_NAME)
+        if key in _KERAS_ONLY:
+            raise ValueError(f"minitape does not implement Keras's {identifier!r} optimizer; "
+                             f"it has {names}")
+        raise ValueError(f"unknown optimizer {identifier!r}: pass one of {names} or an "
+                         "instance such as mt.optimizers.SGD(learning_rate=0.1)")
+    raise TypeError(f"expected an optimizer (e.g. mt.optimizers.Adam()) or its name ('adam'), "
+                    f"got {type(identifier).__name__} {identifier!r:.60}")
+
+
+def _fraction(value, what, who):
+    value = _number(value, what)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{who}: {what} must be between 0 and 1, got {value!r}")
+    return value
 
 
 def _number(value, what):

@@ -29,15 +29,68 @@ from . import dtypes
 
 _next_id = itertools.count(1).__next__
 
+#: Where every minitape Tensor lives, in TensorFlow's words (``Tensor.device``).
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+class TensorShape(tuple):
+    """A Tensor's shape: a tuple of ints with ``tf.TensorShape``'s methods.
+
+    It is a tuple (``t.shape == (3, 1)``, ``t.shape[0]``, ``np.zeros(t.shape)`` all work) and
+    prints as one, ``(3, 1)``, as ``print(t.shape)`` does in TensorFlow. A Tensor's sizes are
+    all known (minitape runs eagerly); ``mt.TensorShape([None, 3])`` may leave one unknown.
+
+    >>> import minitape as mt
+    >>> s = mt.constant([[1], [2], [3]]).shape
+    >>> s, s.as_list(), s.rank, s.num_elements()
+    ((3, 1), [3, 1], 2, 3)
+    """
+
+    __slots__ = ()
+
+    def as_list(self) -> list:
+        """The sizes as a list of ints, as ``TensorShape.as_list``."""
+        return list(self)
+
+    @property
+    def rank(self) -> int:
+        """The number of axes."""
+        return len(self)
+
+    ndims = rank
+
+    @property
+    def dims(self) -> list:
+        """The sizes as a list (TensorFlow 2 gives ints too)."""
+        return list(self)
+
+    def num_elements(self):
+        """The number of elements: the product of the sizes (1 for a scalar); None when a
+        size is unknown (``mt.TensorShape([None, 3])``, as a ``TensorSpec`` may have)."""
+        if not self.is_fully_defined():
+            return None
+        return int(np.prod(self, dtype=np.int64))
+
+    def is_fully_defined(self) -> bool:
+        """Whether every size is known (always, for a Tensor's own shape)."""
+        return all(d is not None for d in self)
+
+    def is_compatible_with(self, other) -> bool:
+        """Same rank and equal sizes where ``other``'s are known (``None`` matches any)."""
+        other = tuple(other)
+        return len(other) == len(self) and all(o is None or o == s for s, o in zip(self, other))
+
 
 class Tensor:
     """An immutable n-dimensional array, as ``tf.Tensor``.
 
     Attributes:
-        shape: tuple of ints.
+        shape: a ``TensorShape``: a tuple of ints (with ``as_list()``, as TensorFlow's).
         dtype: a NumPy dtype (``mt.float32`` is ``np.dtype("float32")``).
         ndim: number of dimensions.
         name: optional name (shown by the renderers).
+        device: ``"/job:localhost/replica:0/task:0/device:CPU:0"`` (minitape runs on the
+            CPU), as ``tf.Tensor.device``.
 
     Python operators (``+ - * / ** @``, unary ``-``, ``abs``, comparisons, indexing) run
     minitape operations, so a tape records them. NumPy functions (``np.mean(t)``) turn the
@@ -70,8 +123,13 @@ class Tensor:
 
     # -- what a Tensor is ------------------------------------------------------------------
     @property
-    def shape(self) -> tuple:
-        return self._shape
+    def shape(self) -> TensorShape:
+        # (The engine reads ``_shape``, a plain tuple; this is for the learner.)
+        return TensorShape(self._shape)
+
+    @property
+    def device(self) -> str:
+        return CPU_DEVICE
 
     @property
     def dtype(self) -> np.dtype:
@@ -388,6 +446,64 @@ class Variable(Tensor):
         self._check_shape(delta.shape, "assign_sub", broadcast=True)
         return self._store(self._value - delta._value)   # (a new array: no copy needed)
 
+    def scatter_nd_update(self, indices, updates, name=None):
+        """Write ``updates`` at ``indices`` into the Variable, as
+        ``tf.Variable.scatter_nd_update``; returns the Variable.
+
+        ``indices`` is an integer array of shape ``(..., d)``: each last-axis row is the
+        index of one element (``d == v.ndim``) or of one slice (``d < v.ndim``) of ``v``.
+        ``updates`` has shape ``indices.shape[:-1] + v.shape[d:]``, ``v``'s dtype (Python
+        numbers are converted). Like ``assign``, the write is not recorded on any tape.
+        Where an index repeats, the last update wins.
+
+        Raises:
+            TypeError: non-integer indices, or updates of another dtype.
+            ValueError: shapes that do not fit, or an index out of range.
+
+        >>> import minitape as mt
+        >>> v = mt.Variable([1., 2., 3., 4.])
+        >>> v.scatter_nd_update([[0], [2]], [10., 30.]).numpy()
+        array([10.,  2., 30.,  4.], dtype=float32)
+        """
+        return self._scatter_nd(indices, updates, "scatter_nd_update", None)
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        """Add ``updates`` at ``indices`` (repeated indices add up), as
+        ``tf.Variable.scatter_nd_add``; see ``scatter_nd_update``."""
+        return self._scatter_nd(indices, updates, "scatter_nd_add", np.add)
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        """Subtract ``updates`` at ``indices``, as ``tf.Variable.scatter_nd_sub``."""
+        return self._scatter_nd(indices, updates, "scatter_nd_sub", np.subtract)
+
+    def _scatter_nd(self, indices, updates, method, ufunc):
+        what = f"Variable.{method}"
+        idx = convert_to_tensor(indices, what=what)._value
+        if idx.dtype.kind not in "iu" or idx.ndim < 1:
+            raise TypeError(f"{what}: indices must be integers with the index on the last "
+                            f"axis (e.g. [[0], [2]]), got {indices!r:.60}")
+        depth = idx.shape[-1]
+        if depth > self.ndim:
+            raise ValueError(f"{what}: each index has {depth} numbers but the Variable "
+                             f"'{self.name}' has only {self.ndim} axes")
+        new = convert_to_tensor(updates, dtype=self.dtype, what=what)._value
+        expected = idx.shape[:-1] + self.shape[depth:]
+        if new.shape != expected:
+            raise ValueError(f"{what}: updates have shape {new.shape}, expected "
+                             f"{expected} (indices.shape[:-1] + variable.shape[{depth}:])")
+        bounds = np.array(self.shape[:depth])
+        if idx.size and ((idx < 0).any() or (idx >= bounds).any()):
+            raise ValueError(f"{what}: an index is out of range for the Variable "
+                             f"'{self.name}' of shape {self.shape}: {idx.tolist()!r:.80}")
+        full = self._value.copy()   # a new array, as assign: what a tape saved stays valid
+        key = tuple(idx.reshape(-1, depth).T)
+        rows = new.reshape((-1,) + self.shape[depth:])
+        if ufunc is None:
+            full[key] = rows
+        else:
+            ufunc.at(full, key, rows)
+        return self._store(full)
+
     def __getitem__(self, key):
         """``v[key]``: the slice's current value, a Tensor that can also write into ``v``.
 
@@ -521,10 +637,20 @@ def _read_only_view(value):
 # -- conversion -------------------------------------------------------------------------------
 
 def _kind_error(value, what):
-    return TypeError(
-        f"{what} expected a Tensor, a Variable, a number, a list of numbers or a NumPy array, "
-        f"got {type(value).__name__} {value!r:.80}"
-    )
+    message = (f"{what} expected a Tensor, a Variable, a number, a list of numbers or a NumPy "
+               f"array, got {type(value).__name__} {value!r:.80}")
+    if isinstance(value, (str, bytes)) or getattr(value, "dtype", None) is not None and \
+            value.dtype.kind in "SU" or _holds_text(value):
+        from ._tf_names import out_of_scope_message
+        message += ". " + out_of_scope_message("A text Tensor (tf.string)", "text")
+    return TypeError(message)
+
+
+def _holds_text(value):
+    """Whether a (nested) list or tuple holds a str or bytes (a TensorFlow string Tensor)."""
+    if isinstance(value, (list, tuple)):
+        return any(isinstance(v, (str, bytes)) or _holds_text(v) for v in value)
+    return False
 
 
 def _from_python(value, dtype, what):
@@ -598,6 +724,8 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         An ndarray is copied (as TensorFlow does), so writing into it later cannot change
         the Tensor; only a read-only view of a read-only array (``t.numpy()``) is kept as is.
 
+    An ``mt.IndexedSlices`` gives the dense Tensor it stands for (as TensorFlow).
+
     Raises:
         TypeError: for ``None``, strings and other non-numeric values, for a Tensor of
             another dtype, for a conversion that would lose information (2.5 to int32), and
@@ -641,6 +769,10 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         return Tensor(_owned(array) if array is value else array, name=name)
     if isinstance(value, (numbers.Number, list, tuple)):
         return Tensor(_from_python(value, dtype, what), name=name)
+    from .control_flow import IndexedSlices
+    if isinstance(value, IndexedSlices):   # the dense Tensor it stands for, as TensorFlow
+        dense = value._dense()
+        return dense if dtype is None else convert_to_tensor(dense, dtype=dtype, what=what)
     raise _kind_error(value, what)
 
 

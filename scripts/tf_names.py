@@ -106,13 +106,16 @@ MOST_USED = {
         "BatchNormalization", "Activation", "Embedding", "Layer", "Input", "ReLU", "Reshape",
         "GlobalAveragePooling2D", "LSTM", "GRU", "SimpleRNN", "LayerNormalization",
     ],
-    "tf.keras.optimizers": ["SGD", "Adam", "RMSprop", "Adagrad", "AdamW", "Optimizer"],
+    "tf.keras.optimizers": ["SGD", "Adam", "RMSprop", "Nadam", "Adagrad", "Adamax", "AdamW",
+                            "Optimizer", "get"],
     "tf.keras.losses": [
         "MeanSquaredError", "SparseCategoricalCrossentropy", "CategoricalCrossentropy",
         "BinaryCrossentropy", "Huber", "MeanAbsoluteError",
     ],
     "tf.keras.activations": ["relu", "sigmoid", "softmax", "tanh", "gelu"],
-    "tf.keras.initializers": ["GlorotUniform", "RandomNormal", "Zeros", "Ones", "HeNormal"],
+    "tf.keras.initializers": ["GlorotUniform", "GlorotNormal", "HeNormal", "HeUniform",
+                              "RandomNormal", "RandomUniform", "TruncatedNormal", "Zeros",
+                              "Ones", "Constant", "Identity", "Orthogonal"],
     "tf.keras.metrics": ["Mean", "Accuracy", "SparseCategoricalAccuracy"],
     "tf.data": ["Dataset"],
     "tf.train": ["Checkpoint", "CheckpointManager"],
@@ -207,6 +210,8 @@ def _names(names) -> str:
 
 def render(data: dict) -> str:
     """The text of ``docs/tensorflow_coverage.md``."""
+    from minitape._tf_names import OUT_OF_SCOPE
+
     cov = coverage(data)
     version = data["tensorflow_version"]
     keras = data.get("keras_version")
@@ -248,6 +253,7 @@ def render(data: dict) -> str:
         anchor = tf_module.replace(".", "")
         lines.append(f"| [`{tf_module}`](#{anchor}) | {mt_cell} | " + " | ".join(cells)
                      + f" | {total_have} of {total} |")
+    lines += out_of_scope_section()
     for tf_module, row in cov.items():
         have = sorted(n for kind in KINDS[:3] for n in row["kinds"][kind][0])
         missing = sorted(n for kind in KINDS[:3] for n in row["kinds"][kind][1])
@@ -262,6 +268,9 @@ def render(data: dict) -> str:
         else:
             lines.append(f"minitape has no `{_short(row['minitape'])}` module: none of its "
                          f"{len(missing)} names.")
+        if tf_module in OUT_OF_SCOPE:
+            lines[-1] += (" Out of minitape's scope: see [What minitape will not do]"
+                          "(#what-minitape-will-not-do).")
         if tf_module in MOST_USED:
             shown = [f"`{n}`" for n in most_used] + [f"`{n}` (module)" for n in most_used_modules]
             lines += ["", f"Most used, missing ({len(shown)}): " + (", ".join(shown) or "none")]
@@ -269,6 +278,31 @@ def render(data: dict) -> str:
         lines += ["", "<details>", f"<summary>Missing ({len(missing)})</summary>", "",
                   f"Missing ({len(missing)}): {_names(missing)}", "", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def out_of_scope_section() -> list:
+    """The lines of the section "What minitape will not do", from ``minitape/_tf_names.py``'s
+    ``OUT_OF_SCOPE_FAMILIES`` (the same words as the errors minitape raises for them)."""
+    from minitape._tf_names import OUT_OF_SCOPE, OUT_OF_SCOPE_FAMILIES
+
+    lines = [
+        "", "## What minitape will not do", "",
+        "minitape exists to teach the tape, the ops on numbers and their gradients. These "
+        "families of TensorFlow lie outside that, and minitape will not implement them; asking "
+        "for one (`mt.strings`, `mt.constant(\"café\")`, `mt.data.TextLineDataset`, "
+        "`concrete_function.graph`, ...) fails at once with an error that says so, why, and "
+        "what to do instead, and points here.", "",
+        "| family | why not | instead | names refused |",
+        "| --- | --- | --- | --- |",
+    ]
+    for key, (title, why, instead) in OUT_OF_SCOPE_FAMILIES.items():
+        names = [f"`{n}`" for n, family in OUT_OF_SCOPE.items() if family == key]
+        if key == "text":
+            names.append("`tf.constant` of text")
+        if key == "graphs":
+            names += ["`concrete_function.graph`", "`concrete_function.function_def`"]
+        lines.append(f"| {title} | {why}. | {instead}. | {', '.join(names)} |")
+    return lines
 
 
 def resolve(mt_name: str):

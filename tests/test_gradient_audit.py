@@ -53,7 +53,7 @@ NOT_DIFFERENTIABLE = {
 
 # Functions whose inputs or outputs are not floating: checked to stay that way.
 NOT_FLOAT_TO_FLOAT = {
-    "shape": "returns int32", "size": "returns int32",
+    "shape": "returns int32", "size": "returns int32", "rank": "returns int32",
     "argmax": "returns int64", "argmin": "returns int64",
     "greater": "returns bool", "greater_equal": "returns bool", "less": "returns bool",
     "less_equal": "returns bool", "equal": "returns bool", "not_equal": "returns bool",
@@ -112,7 +112,9 @@ CALLS = {
     "boolean_mask": lambda: (_x(), [[True, False, True], [False, True, True]]),
     "one_hot": lambda: ([0, 2, 1], 3, _scalar(2.0), _scalar(-1.0)),
     "cumsum": lambda: (_x(), 1),
-    "shape": lambda: (_x(),), "size": lambda: (_x(),),
+    "shape": lambda: (_x(),), "size": lambda: (_x(),), "rank": lambda: (_x(),),
+    # control flow: three squarings of x
+    "while_loop": lambda: (lambda i, x: i < 3, lambda i, x: (i + 1, x * x), (mt.constant(0), _x())),
     "meshgrid": lambda: (mt.constant([0.5, 1.0, 2.0], dtype=mt.float64),
                          mt.constant([1.0, -1.0], dtype=mt.float64)),
     # neural networks

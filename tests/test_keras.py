@@ -98,8 +98,10 @@ def test_fit_errors():
     model.compile(optimizer="sgd", loss="mse")
     with pytest.raises(ValueError, match="x has 3 samples but y has 2"):
         model.fit(np.ones((3, 2)), np.ones((2, 1)), verbose=0)
-    with pytest.raises(ValueError, match="no RMSprop"):
-        model.compile(loss="mse")
+    model.compile(loss="mse")   # Keras's default optimizer, "rmsprop"
+    assert type(model.optimizer) is mt.keras.optimizers.RMSprop
+    with pytest.raises(ValueError, match="does not implement Keras's 'adadelta'"):
+        model.compile(optimizer="adadelta", loss="mse")
     with pytest.raises(ValueError, match="unknown loss 'msq'"):
         model.compile(optimizer="sgd", loss="msq")
 

@@ -186,3 +186,197 @@ def test_each_step_stores_new_arrays_shared_with_nothing(make):
             assert not np.shares_memory(new, g._value)
             assert not any(np.shares_memory(new, old) for old in before)
     np.testing.assert_array_equal(tape.gradient(y, w).numpy(), [2.0, -4.0, 6.0])
+
+
+# -- RMSprop, Nadam, Adagrad, Adamax, AdamW (issue #32): each against its formula in NumPy ---
+
+def rmsprop_np(steps, lr, rho=0.9, momentum=0.0, eps=1e-7, centered=False):
+    w, v, a, m, out = W0.copy(), np.zeros(3), np.zeros(3), np.zeros(3), []
+    for _ in range(steps):
+        g = grad_np(w)
+        v = rho * v + (1 - rho) * g**2
+        a = rho * a + (1 - rho) * g
+        ms = v - a**2 if centered else v          # the (centered) mean square
+        step = lr * g / np.sqrt(ms + eps)         # Keras: epsilon inside the square root
+        m = momentum * m + step
+        w = w - (m if momentum else step)
+        out.append(w.copy())
+    return np.array(out)
+
+
+def nadam_np(steps, lr, b1=0.9, b2=0.999, eps=1e-7):
+    # Dozat's Nadam with Keras's momentum schedule mu_t = b1 * (1 - 0.5 * 0.96**t).
+    mu = [None] + [b1 * (1 - 0.5 * 0.96**t) for t in range(1, steps + 2)]
+    w, m, v, out = W0.copy(), np.zeros(3), np.zeros(3), []
+    for t in range(1, steps + 1):
+        g = grad_np(w)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        prod_t = np.prod(mu[1:t + 1])
+        m_hat = mu[t + 1] * m / (1 - prod_t * mu[t + 1]) + (1 - mu[t]) * g / (1 - prod_t)
+        w = w - lr * m_hat / (np.sqrt(v / (1 - b2**t)) + eps)
+        out.append(w.copy())
+    return np.array(out)
+
+
+def adagrad_np(steps, lr, s0=0.1, eps=1e-7):
+    w, s, out = W0.copy(), np.full(3, s0), []
+    for _ in range(steps):
+        g = grad_np(w)
+        s = s + g * g
+        w = w - lr * g / np.sqrt(s + eps)
+        out.append(w.copy())
+    return np.array(out)
+
+
+def adamax_np(steps, lr, b1=0.9, b2=0.999, eps=1e-7):
+    w, m, u, out = W0.copy(), np.zeros(3), np.zeros(3), []
+    for t in range(1, steps + 1):
+        g = grad_np(w)
+        m = b1 * m + (1 - b1) * g
+        u = np.maximum(b2 * u, np.abs(g))
+        w = w - (lr / (1 - b1**t)) * m / (u + eps)
+        out.append(w.copy())
+    return np.array(out)
+
+
+def adamw_np(steps, lr, wd, b1=0.9, b2=0.999, eps=1e-7):
+    w, m, v, out = W0.copy(), np.zeros(3), np.zeros(3), []
+    for t in range(1, steps + 1):
+        g = grad_np(w)                    # the gradient at w before the decay
+        w = w * (1 - wd * lr)             # decoupled weight decay, then Adam's step
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        alpha = lr * np.sqrt(1 - b2**t) / (1 - b1**t)
+        w = w - alpha * m / (np.sqrt(v) + eps)
+        out.append(w.copy())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"momentum": 0.5}, {"centered": True},
+                                    {"centered": True, "momentum": 0.9, "rho": 0.8}])
+def test_rmsprop_matches_the_update_rule(kwargs):
+    opt = mt.optimizers.RMSprop(learning_rate=0.05, **kwargs)
+    np.testing.assert_allclose(run(opt, 8), rmsprop_np(8, 0.05, **kwargs), rtol=1e-6)
+    assert int(opt.iterations) == 8
+
+
+def test_rmsprop_first_step_by_hand():
+    # v = 0.1 * 2**2 = 0.4; w = 1 - 0.25 * 2 / sqrt(0.4 + 1e-7)   (0.25: exact in float32)
+    w = mt.Variable(np.float64(1.0))
+    mt.optimizers.RMSprop(learning_rate=0.25).apply_gradients([(mt.constant(2.0, mt.float64), w)])
+    assert float(w) == pytest.approx(1 - 0.5 / np.sqrt(0.4 + 1e-7), rel=1e-12)
+
+
+def test_nadam_matches_the_update_rule():
+    np.testing.assert_allclose(run(mt.optimizers.Nadam(learning_rate=0.1), 8),
+                               nadam_np(8, 0.1), rtol=1e-6, atol=1e-8)
+
+
+def test_nadam_first_step_by_hand():
+    # t = 1: mu1 = 0.9 * (1 - 0.48) = 0.468, mu2 = 0.9 * (1 - 0.5 * 0.9216) = 0.48528;
+    # m = 0.1 g, v = 0.001 g**2, v_hat = g**2;
+    # m_hat = mu2 * 0.1 g / (1 - mu1 mu2) + (1 - mu1) g / (1 - mu1)  (= g (1 + 0.04853 / ...)).
+    g, lr = 4.0, 0.125
+    mu1, mu2 = 0.468, 0.48528
+    m_hat = mu2 * 0.1 * g / (1 - mu1 * mu2) + g
+    want = 1.0 - lr * m_hat / (g + 1e-7)
+    w = mt.Variable(np.float64(1.0))
+    mt.optimizers.Nadam(learning_rate=lr).apply_gradients([(mt.constant(g, mt.float64), w)])
+    assert float(w) == pytest.approx(want, rel=1e-12)
+
+
+def test_adagrad_matches_the_update_rule():
+    np.testing.assert_allclose(run(mt.optimizers.Adagrad(learning_rate=0.2), 8),
+                               adagrad_np(8, 0.2), rtol=1e-6)
+    np.testing.assert_allclose(
+        run(mt.optimizers.Adagrad(learning_rate=0.2, initial_accumulator_value=1.0), 4),
+        adagrad_np(4, 0.2, s0=1.0), rtol=1e-6)
+
+
+def test_adamax_matches_the_update_rule():
+    np.testing.assert_allclose(run(mt.optimizers.Adamax(learning_rate=0.1), 8),
+                               adamax_np(8, 0.1), rtol=1e-6)
+
+
+def test_adamw_matches_the_update_rule():
+    np.testing.assert_allclose(run(mt.optimizers.AdamW(learning_rate=0.1, weight_decay=0.2), 8),
+                               adamw_np(8, 0.1, 0.2), rtol=1e-6)
+    # AdamW with no decay is Adam.
+    np.testing.assert_allclose(run(mt.optimizers.AdamW(learning_rate=0.1, weight_decay=0.0), 5),
+                               adam_np(5, [0.1] * 5), rtol=1e-6)
+
+
+def test_weight_decay_applies_to_every_optimizer_as_keras():
+    # SGD with weight_decay: w = w (1 - wd lr) - lr g(w)
+    w, want = W0.copy(), []
+    for _ in range(4):
+        w = w * (1 - 0.3 * 0.1) - 0.1 * grad_np(w)
+        want.append(w)
+    np.testing.assert_allclose(run(mt.optimizers.SGD(0.1, weight_decay=0.3), 4), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("cls,defaults", [
+    ("RMSprop", {"learning_rate": 0.001, "rho": 0.9, "momentum": 0.0, "epsilon": 1e-7,
+                 "centered": False}),
+    ("Nadam", {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}),
+    ("Adagrad", {"learning_rate": 0.001, "initial_accumulator_value": 0.1, "epsilon": 1e-7}),
+    ("Adamax", {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}),
+    ("AdamW", {"learning_rate": 0.001, "weight_decay": 0.004, "beta_1": 0.9, "beta_2": 0.999,
+               "epsilon": 1e-7}),
+])
+def test_defaults_are_keras(cls, defaults):
+    config = getattr(mt.keras.optimizers, cls)().get_config()
+    for key, value in defaults.items():
+        assert config[key] == pytest.approx(value), key
+
+
+@pytest.mark.parametrize("name,cls", [("sgd", "SGD"), ("adam", "Adam"), ("rmsprop", "RMSprop"),
+                                      ("RMSprop", "RMSprop"), ("nadam", "Nadam"),
+                                      ("Nadam", "Nadam"), ("adagrad", "Adagrad"),
+                                      ("adamax", "Adamax"), ("adamw", "AdamW"),
+                                      ("AdamW", "AdamW")])
+def test_every_keras_name_in_get_and_compile(name, cls):
+    assert type(mt.keras.optimizers.get(name)) is getattr(mt.optimizers, cls)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(1)])
+    model.compile(optimizer=name, loss="mse")
+    assert type(model.optimizer) is getattr(mt.optimizers, cls)
+    model.fit(np.ones((4, 2), np.float32), np.zeros((4, 1), np.float32), epochs=1, verbose=0)
+    assert int(model.optimizer.iterations) == 1
+
+
+def test_get_other_forms_and_errors():
+    opt = mt.optimizers.Nadam()
+    assert mt.optimizers.get(opt) is opt and mt.optimizers.get(None) is None
+    got = mt.optimizers.get({"class_name": "RMSprop", "config": {"learning_rate": 0.5}})
+    assert type(got) is mt.optimizers.RMSprop and float(got.learning_rate) == 0.5
+    with pytest.raises(ValueError, match="does not implement Keras's 'ftrl'"):
+        mt.optimizers.get("ftrl")
+    with pytest.raises(ValueError, match="unknown optimizer 'adamm'"):
+        mt.optimizers.get("adamm")
+    with pytest.raises(TypeError, match="expected an optimizer"):
+        mt.optimizers.get(3)
+    with pytest.raises(ValueError, match="weight_decay=None"):
+        mt.optimizers.AdamW(weight_decay=None)
+    with pytest.raises(ValueError, match="rho must be between 0 and 1"):
+        mt.optimizers.RMSprop(rho=1.5)
+
+
+@pytest.mark.parametrize("make,n_slots", [
+    (lambda: mt.optimizers.RMSprop(0.1), 1), (lambda: mt.optimizers.RMSprop(0.1, 0.9, 0.5), 2),
+    (lambda: mt.optimizers.RMSprop(0.1, centered=True), 2), (lambda: mt.optimizers.Nadam(), 2),
+    (lambda: mt.optimizers.Adagrad(), 1), (lambda: mt.optimizers.Adamax(), 2),
+    (lambda: mt.optimizers.AdamW(), 2)])
+def test_new_optimizers_keep_float32_and_fresh_arrays(make, n_slots):
+    opt = make()
+    w = mt.Variable([1.0, -2.0, 3.0])
+    for _ in range(2):
+        g = mt.constant([0.5, 0.25, -1.0])
+        before = [w._value] + [s._value for s in opt.variables if s.shape == (3,)]
+        opt.apply_gradients([(g, w)])
+        after = [w._value] + [s._value for s in opt.variables if s.shape == (3,)]
+        assert len(after) == 1 + n_slots
+        for new in after:
+            assert new.dtype == np.float32 and not np.shares_memory(new, g._value)
+            assert not any(np.shares_memory(new, old) for old in before)
+    assert all(not v.trainable for v in opt.variables)

@@ -129,10 +129,12 @@ def test_keras_layers_take_it_too():
 @pytest.mark.parametrize("make", [mt.layers.Dense, lambda **kw: mt.layers.Conv2D(2, 3, **kw)],
                          ids=["Dense", "Conv2D"])
 @pytest.mark.parametrize("initializer, error, message", [
-    (3, TypeError, r"kernel_initializer must be one of \['glorot_uniform', 'zeros', 'ones'\] or "
-                   r"a callable initializer\(shape, dtype=\.\.\.\) .*got int 3"),
-    ("he_normal", ValueError, r"kernel_initializer must be one of .*got str 'he_normal'"),
-    (None, TypeError, r"kernel_initializer must be one of .*got NoneType None"),
+    (3, TypeError, r"kernel_initializer must be a Keras initializer name \(one of "
+                   r"\['glorot_uniform', 'zeros', 'ones'\], 'he_normal', \.\.\.: see "
+                   r"mt.keras.initializers\), an initializer, or a callable "
+                   r"initializer\(shape, dtype=\.\.\.\) .*got int 3"),
+    ("he_normall", ValueError, r"kernel_initializer must be a Keras .*got str 'he_normall'"),
+    (None, TypeError, r"kernel_initializer must be a Keras .*got NoneType None"),
 ])
 def test_bad_initializers_fail_at_construction(make, initializer, error, message):
     kwargs = {"kernel_initializer": initializer}

@@ -7,7 +7,9 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
 - ``mt.keras.layers``: every ``mt.layers`` layer, plus ``Layer`` to subclass;
 - ``mt.keras.Model`` (subclass it; ``compile``, ``fit``, ``evaluate``, ``predict``,
   ``save_weights`` / ``load_weights``), ``mt.keras.Sequential``;
-- ``mt.keras.optimizers`` (``SGD``, ``Adam``), ``mt.keras.losses``, ``mt.keras.activations``,
+- ``mt.keras.optimizers`` (``SGD``, ``Adam``, ``RMSprop``, ``Nadam``, ``Adagrad``, ``Adamax``,
+  ``AdamW``), ``mt.keras.losses``, ``mt.keras.activations``, ``mt.keras.initializers``,
+  ``mt.keras.backend`` (``floatx``, ``epsilon``, ``clear_session``),
   ``mt.keras.callbacks`` (``Callback``, for ``fit(..., callbacks=[...])``);
 - ``mt.keras.metrics``, ``mt.keras.regularizers``, ``mt.keras.utils.set_random_seed``;
 - ``mt.keras.Input`` and ``mt.keras.Model(inputs, outputs)`` (the functional style);
@@ -27,6 +29,13 @@ layers.Input, layers.InputLayer = Input, InputLayer   # (Keras's other names for
 __all__ = ["activations", "callbacks", "layers", "losses", "optimizers", "Model", "Sequential",
            "History", "functional", "metrics", "models", "regularizers", "saving", "utils",
            "Input"]
+
+# -- issue 32 (kerasB): backend, initializers ---------------------------------------------------
+from . import backend  # noqa: E402
+from .. import initializers  # noqa: E402  (mt.keras.initializers is mt.initializers)
+
+__all__ += ["backend", "initializers"]
+# -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
 
 def __getattr__(name):

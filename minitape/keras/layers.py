@@ -13,6 +13,7 @@ import inspect
 import numpy as np
 
 from .. import dtypes
+from .. import initializers as _initializers
 from .. import layers as _mt_layers
 from ..module import Module
 from ..ops import random_ops
@@ -26,6 +27,8 @@ globals().update({name: getattr(_mt_layers, name) for name in __all__[2:]})
 
 
 def _initial_value(initializer, shape, dtype, who):
+    if isinstance(initializer, type) and issubclass(initializer, _initializers.Initializer):
+        initializer = initializer()
     if callable(initializer):
         value = initializer(shape, dtype=dtype)
         return np.asarray(value._value if isinstance(value, Tensor) else value, dtype=dtype)
@@ -43,9 +46,16 @@ def _initial_value(initializer, shape, dtype, who):
         return random_ops.normal(shape, 0.0, 0.05, dtype=dtype)._value
     if initializer == "random_uniform":
         return random_ops.uniform(shape, -0.05, 0.05, dtype=dtype)._value
-    raise ValueError(f"{who}: unknown initializer {initializer!r}; use 'zeros', 'ones', "
-                     "'glorot_uniform', 'random_normal', 'random_uniform' or a callable "
-                     "(shape, dtype) -> array")
+    try:   # any other Keras name ("he_normal", "orthogonal", ...), or an initializer class
+        init = _initializers.get(initializer)
+    except (ValueError, TypeError):
+        init = None
+    if init is None or not callable(init):
+        raise ValueError(f"{who}: unknown initializer {initializer!r}; use a Keras name "
+                         "('zeros', 'ones', 'glorot_uniform', 'he_normal', 'random_normal', "
+                         "...: see mt.keras.initializers), an initializer or a callable "
+                         "(shape, dtype) -> array")
+    return _initial_value(init, shape, dtype, who)
 
 
 def accepts(fn, name) -> bool:
@@ -101,7 +111,7 @@ class Layer(_mt_layers.LayerMixin, Module):
         self.activity_regularizer = regularizers.get(activity_regularizer)
         self.trainable = bool(trainable)
         self.built = False
-        self.dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+        self.dtype = _mt_layers._layer_dtype(dtype)   # default: mt.keras.backend.floatx()
 
     def get_config(self):
         """``name``, ``trainable``, ``dtype`` and the constructor's arguments, as Keras 3.
@@ -134,25 +144,54 @@ class Layer(_mt_layers.LayerMixin, Module):
             self._activity_loss(outputs)
         return outputs
 
-    def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None,
-                   regularizer=None, **kwargs):
+    def add_weight(self, *args, shape=None, initializer=None, dtype=None, trainable=True,
+                   name=None, regularizer=None, **kwargs):
         """Create a Variable owned by this layer, as Keras's ``Layer.add_weight``.
 
+        Keras 3's order of arguments, ``add_weight(shape, initializer, dtype, trainable,
+        ...)``, every one also by keyword; and, as in Keras 2 code (the TensorFlow
+        tutorials' ``self.add_weight("kernel", shape=[...])``), a name given first:
+        ``add_weight(name, shape, dtype, initializer, ...)``.
+
         Args:
-            shape: tuple of ints (default ``()``).
-            initializer: ``"glorot_uniform"`` (the default for floats), ``"zeros"``,
-                ``"ones"``, ``"random_normal"``, ``"random_uniform"``, or a callable
+            shape: tuple or list of ints (default ``()``).
+            initializer: a Keras name (``"glorot_uniform"``, the default for floats;
+                ``"zeros"``, the default otherwise; ``"ones"``, ``"he_normal"``,
+                ``"random_normal"``...), an ``mt.keras.initializers`` object, or a callable
                 ``(shape, dtype)``.
-            dtype: default the layer's dtype (float32).
+            dtype: default the layer's dtype (``mt.keras.backend.floatx()``, float32).
             trainable: whether a tape watches it automatically and ``fit`` trains it.
             name: the Variable's name (default ``"Variable"``); its ``.path`` is
                 ``layer_name/name``.
             regularizer: a penalty of the weight (``"l2"``, ``mt.keras.regularizers.L2(0.01)``,
                 a function), listed in ``layer.losses`` while the weight is trainable.
+            constraint, autocast, aggregation, ...: accepted, not used.
 
         Returns:
             The new Variable (it is tracked even if not assigned to an attribute).
+
+        Raises:
+            TypeError: too many positional arguments, or one given twice.
+            ValueError: an unknown initializer name.
         """
+        if args:
+            order = (("name", "shape", "dtype", "initializer") if isinstance(args[0], str)
+                     else ("shape", "initializer", "dtype", "trainable"))
+            if len(args) > len(order):
+                raise TypeError(f"{type(self).__name__}.add_weight takes at most "
+                                f"{len(order)} positional arguments ({', '.join(order)}), got "
+                                f"{len(args)}; pass the others by keyword")
+            given = {"shape": shape, "initializer": initializer, "dtype": dtype,
+                     "trainable": trainable, "name": name}
+            defaults = {"shape": None, "initializer": None, "dtype": None, "trainable": True,
+                        "name": None}
+            for key, value in zip(order, args):
+                if given[key] is not defaults[key]:
+                    raise TypeError(f"{type(self).__name__}.add_weight got multiple values "
+                                    f"for argument {key!r}")
+                given[key] = value
+            shape, initializer, dtype = given["shape"], given["initializer"], given["dtype"]
+            trainable, name = given["trainable"], given["name"]
         shape = tuple(int(d) for d in (() if shape is None else shape))
         dtype = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
         if initializer is None:
@@ -166,6 +205,11 @@ class Layer(_mt_layers.LayerMixin, Module):
             vars(self).setdefault("_added_regularizers", []).append(
                 (var, regularizers.get(regularizer)))
         return var
+
+    def add_variable(self, *args, **kwargs):
+        """``add_weight`` under its older name (Keras 2's ``Layer.add_variable``; Keras 3
+        keeps it as an alias): the same arguments, the same Variable."""
+        return self.add_weight(*args, **kwargs)
 
     def _extra_weights(self):
         # Weights made by add_weight, so that they are tracked even when not kept in an

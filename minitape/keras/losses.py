@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ops import array_ops, math_ops, nn_ops, reduction_ops
 from ..tensor import Tensor, convert_to_tensor
+from . import backend
 
 EPSILON = 1e-7
 
@@ -77,7 +78,8 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
         per = (nn_ops.relu(y_pred) - y_pred * y_true
                + math_ops.softplus(-math_ops.abs(y_pred)))
     else:
-        p = math_ops.clip_by_value(y_pred, EPSILON, 1.0 - EPSILON)
+        eps = backend.epsilon()   # 1e-7 unless mt.keras.backend.set_epsilon changed it
+        p = math_ops.clip_by_value(y_pred, eps, 1.0 - eps)
         per = -(y_true * math_ops.log(p) + (1.0 - y_true) * math_ops.log(1.0 - p))
     return reduction_ops.reduce_mean(per, axis=axis)
 
@@ -100,7 +102,8 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
         log_p = nn_ops.log_softmax(y_pred, axis=axis)
     else:
         p = y_pred / reduction_ops.reduce_sum(y_pred, axis=axis, keepdims=True)
-        log_p = math_ops.log(math_ops.clip_by_value(p, EPSILON, 1.0 - EPSILON))
+        eps = backend.epsilon()
+        log_p = math_ops.log(math_ops.clip_by_value(p, eps, 1.0 - eps))
     return -reduction_ops.reduce_sum(y_true * log_p, axis=axis)
 
 

@@ -169,8 +169,9 @@ class Model(Layer):
         """Choose the optimizer, the loss and the metrics that ``fit`` uses, as Keras.
 
         Args:
-            optimizer: an optimizer (``mt.keras.optimizers.SGD(...)``) or ``"sgd"`` /
-                ``"adam"`` (Keras's default ``"rmsprop"`` is not implemented: pass one).
+            optimizer: an optimizer (``mt.keras.optimizers.SGD(...)``) or a Keras name
+                (``"rmsprop"``, Keras's default, ``"sgd"``, ``"adam"``, ``"nadam"``, ...: see
+                ``mt.keras.optimizers.get``).
             loss: a loss function ``(y_true, y_pred)`` (``mt.keras.losses.MSE``), a
                 ``mt.keras.losses`` class instance, or a name (``"mse"``). ``fit`` takes the
                 mean over the batch.
@@ -181,9 +182,6 @@ class Model(Layer):
                 batch, as Keras. ``fit`` and ``evaluate`` report each by its name.
             run_eagerly, jit_compile: accepted; minitape always runs eagerly.
         """
-        if optimizer == "rmsprop":
-            raise ValueError("compile: minitape has no RMSprop; pass optimizer='sgd', 'adam' or "
-                             "an instance such as mt.keras.optimizers.SGD(learning_rate=0.1)")
         self.optimizer = _optimizers.get(optimizer)
         self.loss = _losses.get(loss) if loss is not None else None
         if metrics is not None and not isinstance(metrics, (list, tuple)):

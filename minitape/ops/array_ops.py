@@ -59,7 +59,9 @@ def reshape(tensor, shape, name=None):
     """Reshape (op ``Reshape``); one entry of ``shape`` may be -1, as ``tf.reshape``.
 
     Raises:
-        ValueError: if the number of elements does not match.
+        mt.errors.InvalidArgumentError (a ``ValueError``): the number of elements does not
+            match, with TensorFlow's words ("Input to reshape is a tensor with 30 values, but
+            the requested shape requires a multiple of 7").
     """
     tensor = convert_to_tensor(tensor, what="reshape")
     shape = as_shape(shape, "reshape")
@@ -69,8 +71,13 @@ def reshape(tensor, shape, name=None):
     try:
         value = tensor._value.reshape(shape)
     except ValueError:
-        raise ValueError(f"reshape: cannot reshape a Tensor of shape {tensor.shape} "
-                         f"({tensor.size} elements) into shape {shape}") from None
+        known = int(np.prod([d for d in shape if d != -1]))
+        tf_words = (f"Input to reshape is a tensor with {tensor.size} values, but the requested "
+                    + (f"shape requires a multiple of {known}" if -1 in shape
+                       else f"shape has {known}"))
+        raise invalid_argument(f"{tf_words} [Op:Reshape]. reshape: cannot reshape a Tensor of "
+                               f"shape {tensor.shape} ({tensor.size} elements) into shape "
+                               f"{shape}") from None
     y = Tensor(value, name=name)
     record("Reshape", (tensor,), (y,), keep_inputs=False)
     return y
@@ -228,7 +235,8 @@ def getitem(tensor, key):
 def gather(params, indices, axis=0, name=None):
     """Take ``indices`` along ``axis`` (op ``GatherV2``), as ``tf.gather`` (``batch_dims=0``).
 
-    The gradient is a dense Tensor (a scatter-add), not TensorFlow's IndexedSlices.
+    The gradient is a dense Tensor (a scatter-add), not TensorFlow's IndexedSlices: the
+    Tensor that ``mt.convert_to_tensor`` makes of the ``mt.IndexedSlices`` TensorFlow returns.
 
     Raises:
         ValueError: ``axis`` out of range (a 0-d ``params`` has none), or an index out of
@@ -776,6 +784,22 @@ def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
     """The number of elements as a 0-d int32 Tensor, as ``tf.size``."""
     input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="size")
     return Tensor(np.array(input.size, dtype=out_type), name=name)
+
+
+def rank(input, name=None):  # noqa: A002
+    """The number of axes of ``input`` as a 0-d int32 Tensor, as ``tf.rank``.
+
+    ``x.ndim`` gives the same number as a Python int. Not differentiable (an integer).
+
+    Raises:
+        TypeError: ``input`` cannot be converted to a Tensor.
+
+    >>> import minitape as mt
+    >>> mt.rank(mt.zeros([3, 2, 4]))
+    <mt.Tensor: shape=(), dtype=int32, numpy=3>
+    """
+    input = input if isinstance(input, Tensor) else convert_to_tensor(input, what="rank")
+    return Tensor(np.array(input.ndim, dtype=dtypes.int32), name=name)
 
 
 # -- split, reverse, boolean_mask, one_hot --------------------------------------------------------

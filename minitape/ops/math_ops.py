@@ -17,7 +17,7 @@ import math as _pymath
 
 import numpy as np
 
-from .. import errors
+from .. import dtypes, errors
 from ..registry import (RegisterGradient, no_gradient, register_forward,
                         register_numpy_gradient)
 from ..recording import record
@@ -47,7 +47,9 @@ def binary_operands(x, y, op_type):
         if isinstance(y, Tensor):
             y = convert_to_tensor(y)
             if x._dtype != y._dtype:
-                raise TypeError(
+                raise errors.DTypeMismatchError(
+                    None, None,
+                    f"{dtypes.tf_mismatch_message(op_type, x._dtype, y._dtype)}. "
                     f"{op_type}: cannot combine a {x.dtype.name} Tensor with a {y.dtype.name} "
                     f"Tensor; minitape never casts silently: use mt.cast(y, mt.{x.dtype.name}) "
                     "(or cast x)"
