@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import minitape as mt
-from minitape.ops import array_ops, conv_ops, nn_ops
+from minitape.ops import array_ops, conv_ops, math_ops, nn_ops
 
 
 @dataclass(frozen=True)
@@ -278,6 +278,7 @@ SPECS = [
     S("Min", "negative_axis", lambda x: mt.reduce_min(x, axis=-1) ** 2, distinct((3, 4))),
     S("Min", "all_keepdims", lambda x: mt.reduce_min(x, keepdims=True) ** 2, distinct((2, 3))),
     S("Prod", "all", lambda x: mt.reduce_prod(x), args(nonzero((2, 3)))),
+    S("Prod", "rank0", lambda x: mt.reduce_prod(x) * x, args(nonzero(()))),
     S("Prod", "axis0", lambda x: mt.reduce_prod(x, axis=0), args(nonzero((3, 2)))),
     S("Prod", "axis_list_keepdims", lambda x: mt.reduce_prod(x, axis=[1], keepdims=True),
       args(nonzero((2, 3, 2)))),
@@ -304,6 +305,15 @@ SPECS = [
       args(normal((2, 3)), nonzero((2, 3)))),
     S("EluGrad", "nonzero", lambda dy, y: nn_ops.elu_grad(dy, y) ** 2,
       args(normal((2, 3)), nonzero((2, 3)))),
+    S("SqrtGrad", "positive", lambda y, dy: math_ops.sqrt_grad(y, dy) ** 2,
+      args(positive((2, 3)), normal((2, 3)))),
+    S("ReciprocalGrad", "nonzero", lambda y, dy: math_ops.reciprocal_grad(y, dy) ** 2,
+      args(nonzero((2, 3)), normal((2, 3)))),
+    S("LeakyReluGrad", "nonzero", lambda dy, x: nn_ops.leaky_relu_grad(dy, x, 0.1) ** 2,
+      args(normal((2, 3)), nonzero((2, 3)))),
+    S("SoftmaxCrossEntropyWithLogits", "broadcast_labels",
+      lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits),
+      args(normal((1, 3)), normal((2, 3)))),
     S("SoftmaxCrossEntropyWithLogits", "distribution",
       lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits),
       lambda rng: (mt.nn.softmax(mt.constant(rng.standard_normal((2, 3)))).numpy(),
