@@ -75,6 +75,12 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 capture_source = "IPython" in sys.modules
 
 
+check_numerics = False
+"""True while ``mt.debugging.enable_check_numerics()`` is on: ``record`` checks every op's
+outputs for NaN and infinity (``debugging.check_outputs``), and the backward walk every
+gradient it sends."""
+
+
 def learner_frame(depth=2):
     """``(code, instruction offset)`` of the first frame outside the minitape package.
 
@@ -349,6 +355,9 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
             ``custom_gradient``), for ``mt.viz.check_tape``; built-in ops leave it None.
         residuals: see ``Operation.residuals``.
     """
+    if check_numerics:   # (mt.debugging.enable_check_numerics: raises at a NaN or inf)
+        from .debugging import check_outputs
+        check_outputs(op_type, inputs, outputs)
     if tapes_recording:  # (else the fast path: no tape is recording, in any thread)
         origin = 0  # not looked up yet (0, not None: None means "no learner frame")
         for tape in state.tapes:

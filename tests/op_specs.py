@@ -156,6 +156,8 @@ SPECS = [
     S("Log", "positive", mt.log, args(positive((2, 3)))),
     S("Log1p", "above_minus_one", mt.math.log1p, args(uniform((4,), -0.5, 2.0))),
     S("Reciprocal", "nonzero", mt.math.reciprocal, args(nonzero((4,)))),
+    S("DivNoNan", "nonzero", mt.math.divide_no_nan, args(normal((2, 3)), nonzero((2, 3)))),
+    S("DivNoNan", "broadcast", mt.math.divide_no_nan, args(normal((2, 3)), nonzero((3,)))),
     S("Sin", "plain", mt.math.sin, args(normal((2, 3)))),
     S("Cos", "plain", mt.math.cos, args(normal((2, 3)))),
     S("Tan", "inside_pi_over_2", mt.math.tan, args(uniform((4,), -1.0, 1.0))),

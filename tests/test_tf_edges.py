@@ -164,3 +164,34 @@ def test_softmax_cross_entropy_keeps_its_exact_second_derivative_with_dependent_
     def f(x):
         return mt.nn.softmax_cross_entropy_with_logits(mt.nn.softmax(x * 0.5), x)
     check_grads(f, np.array([[0.3, -1.0, 2.0], [1.0, 0.2, -0.4]]))
+
+
+# -- divide_no_nan ---------------------------------------------------------------------------------
+
+def test_divide_no_nan_is_zero_where_the_denominator_is_zero():
+    x = mt.constant([3.0, np.inf, np.nan, -2.0])
+    y = mt.constant([2.0, 0.0, 0.0, 4.0])
+    np.testing.assert_array_equal(mt.math.divide_no_nan(x, y).numpy(), [1.5, 0.0, 0.0, -0.5])
+    assert mt.math.divide_no_nan(mt.constant(1.0), mt.constant(0.0)).numpy() == 0.0
+    with pytest.raises(TypeError, match="floating"):
+        mt.math.divide_no_nan(mt.constant([1, 2]), mt.constant([1, 0]))
+
+
+def test_divide_no_nan_gradients_are_zero_where_the_denominator_is_zero():
+    # Hand-computed: d(x/y)/dx = 1/y, d(x/y)/dy = -x/y**2 where y != 0; both 0 where y == 0.
+    x, y = mt.Variable([3.0, 5.0]), mt.Variable([2.0, 0.0])
+    with mt.GradientTape() as tape:
+        z = mt.math.divide_no_nan(x, y)
+    gx, gy = tape.gradient(z, [x, y])
+    np.testing.assert_allclose(gx.numpy(), [0.5, 0.0])
+    np.testing.assert_allclose(gy.numpy(), [-0.75, 0.0])
+    check_grads(mt.math.divide_no_nan, np.array([1.0, -2.0]), np.array([0.5, 3.0]))
+
+
+def test_a_mean_over_an_empty_mask_with_divide_no_nan_has_a_finite_gradient():
+    # The usual fix: sum / count with a count that can be 0.
+    x = mt.Variable([1.0, 2.0])
+    mask = mt.constant([0.0, 0.0])
+    with mt.GradientTape() as tape:
+        mean = mt.math.divide_no_nan(mt.reduce_sum(x * mask), mt.reduce_sum(mask))
+    np.testing.assert_array_equal(tape.gradient(mean, x).numpy(), [0.0, 0.0])

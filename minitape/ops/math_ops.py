@@ -301,6 +301,48 @@ def _div_grad(op, dy):
             unbroadcast(-dy * x / (y * y), op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
+def divide_no_nan(x, y, name=None):
+    """``x / y``, but 0 where ``y`` is 0 (op ``DivNoNan``), as ``tf.math.divide_no_nan``.
+
+    The usual fix for a NaN from a division by a quantity that can be 0 (a norm, a count):
+    the result and both gradients are 0 where ``y == 0``, whatever ``x`` is. Floating
+    dtypes only; broadcasting as ``divide``.
+
+    Gradients (TensorFlow's ``_DivNoNanGrad``): ``dx = divide_no_nan(dy, y)``,
+    ``dy_ = dy * divide_no_nan(divide_no_nan(-x, y), y)``.
+
+    Raises:
+        TypeError: a non-floating operand. ValueError: shapes that do not broadcast.
+
+    >>> import minitape as mt
+    >>> mt.math.divide_no_nan(mt.constant([3.0, 1.0]), mt.constant([2.0, 0.0])).numpy()
+    array([1.5, 0. ], dtype=float32)
+    """
+    x, y = elementwise_operands(x, y, "DivNoNan")
+    if x._dtype.kind != "f":
+        raise TypeError(f"divide_no_nan expects floating Tensors (e.g. float32), got "
+                        f"{x.dtype.name}; use mt.cast(x, mt.float32)")
+    xv, yv = x._value, y._value
+    nonzero = yv != 0
+    value = np.zeros(np.broadcast_shapes(np.shape(xv), np.shape(yv)), x._dtype)
+    np.divide(xv, yv, out=value, where=nonzero)
+    z = _out(value[()], name)
+    record("DivNoNan", (x, y), (z,))
+    return z
+
+
+register_forward("DivNoNan", lambda op, x, y: divide_no_nan(x, y))
+
+
+@RegisterGradient("DivNoNan", batched=True)
+def _div_no_nan_grad(op, dy):
+    x, y = op.inputs
+    nb = op.batch_ndim
+    return (unbroadcast(divide_no_nan(dy, y), op.input_shapes[0], nb) if wanted(op, 0) else None,
+            unbroadcast(dy * divide_no_nan(divide_no_nan(-x, y), y), op.input_shapes[1], nb)
+            if wanted(op, 1) else None)
+
+
 def negative(x, name=None):
     """``-x`` (op ``Neg``)."""
     x = numeric(x, "Neg")
