@@ -3,10 +3,11 @@
 import numpy as np
 
 from .ops.math_ops import (  # noqa: F401
-    add, subtract, multiply, divide, divide_no_nan, pow, negative, abs, sign, exp, log, sqrt, square, maximum,
+    add, subtract, multiply, divide, pow, negative, abs, sign, exp, log, sqrt, square, maximum,
     minimum, round, sin, cos, tan, tanh, sigmoid, softplus, log1p, expm1, erf, reciprocal,
     greater, greater_equal, less, less_equal, equal, not_equal, cast,
 )
+from .ops.math_ops import divide_no_nan  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
     reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod,
 )
