@@ -403,6 +403,18 @@ def variable_accessed(variable):
 
 
 
+def variable_assigned(variable, value, method):
+    """Called by ``Variable.assign``/``assign_add``/``assign_sub`` while a tape records: a
+    tape that tracks ``value`` notes the update as an ``"assigned"`` event. The update is not
+    an op (it has no gradient); the note lets ``mt.viz.explain`` name it."""
+    value_id = getattr(value, "_id", None)
+    if value_id is None:
+        return
+    for tape in state.tapes:
+        if value_id in tape._tracked:
+            tape._event("assigned", (method, variable.name, value_id, variable._id))
+
+
 class module_scope:
     """Context manager: ops made inside it belong to one call of ``module``.
 

@@ -30,6 +30,11 @@ from . import dtypes
 _next_id = itertools.count(1).__next__
 
 
+def new_tensor_id():
+    """A tensor id no Tensor has: larger than every id given so far (and used by none)."""
+    return _next_id()
+
+
 class Tensor:
     """An immutable n-dimensional array, as ``tf.Tensor``.
 
@@ -374,16 +379,22 @@ class Variable(Tensor):
 
     def assign(self, value):
         """Replace the value (same shape and dtype). Not recorded: it cuts gradient history."""
+        if _recording.tapes_recording:   # (a tape notes it, for mt.viz.explain)
+            _recording.variable_assigned(self, value, "assign")
         return self._assign_value(value, "assign")
 
     def assign_add(self, delta):
         """``self = self + delta``, not recorded (see ``assign``)."""
+        if _recording.tapes_recording:
+            _recording.variable_assigned(self, delta, "assign_add")
         delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_add")
         self._check_shape(delta.shape, "assign_add", broadcast=True)
         return self._store(self._value + delta._value)   # (a new array: no copy needed)
 
     def assign_sub(self, delta):
         """``self = self - delta``, not recorded (see ``assign``)."""
+        if _recording.tapes_recording:
+            _recording.variable_assigned(self, delta, "assign_sub")
         delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_sub")
         self._check_shape(delta.shape, "assign_sub", broadcast=True)
         return self._store(self._value - delta._value)   # (a new array: no copy needed)
