@@ -45,8 +45,9 @@ class TapeEvent:
     ``"resumed"``, ``"reset"``, ``"gradient"`` (a backward pass began; ``detail`` names the
     method), ``"released"`` (a non-persistent tape freed what it saved), or ``"assigned"``
     (a Variable update took a tensor the tape tracks, which is not recorded as an op:
-    ``detail`` is ``(method, Variable name, tensor id, Variable id)``). ``seq`` is a stamp of the global sequence that ops get too: the event happened
-    after every op with a smaller ``seq`` and before every op with a larger one."""
+    ``detail`` is ``(method, Variable name, tensor id, Variable id)``). ``seq`` is a stamp
+    of the global sequence that ops get too: the event happened after every op with a
+    smaller ``seq`` and before every op with a larger one."""
 
     kind: str
     seq: int
