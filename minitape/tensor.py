@@ -379,23 +379,24 @@ class Variable(Tensor):
 
     def assign(self, value):
         """Replace the value (same shape and dtype). Not recorded: it cuts gradient history."""
-        if _recording.tapes_recording:   # (a tape notes it, for mt.viz.explain)
-            _recording.variable_assigned(self, value, "assign")
+        if _recording.tapes_recording and isinstance(value, Tensor):
+            value = convert_to_tensor(value, dtype=self.dtype, what="Variable.assign")
+            _recording.variable_assigned(self, value, "assign")   # (noted, for mt.viz.explain)
         return self._assign_value(value, "assign")
 
     def assign_add(self, delta):
         """``self = self + delta``, not recorded (see ``assign``)."""
+        delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_add")
         if _recording.tapes_recording:
             _recording.variable_assigned(self, delta, "assign_add")
-        delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_add")
         self._check_shape(delta.shape, "assign_add", broadcast=True)
         return self._store(self._value + delta._value)   # (a new array: no copy needed)
 
     def assign_sub(self, delta):
         """``self = self - delta``, not recorded (see ``assign``)."""
+        delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_sub")
         if _recording.tapes_recording:
             _recording.variable_assigned(self, delta, "assign_sub")
-        delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_sub")
         self._check_shape(delta.shape, "assign_sub", broadcast=True)
         return self._store(self._value - delta._value)   # (a new array: no copy needed)
 

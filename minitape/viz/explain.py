@@ -143,9 +143,10 @@ def diagnose(tape, target, source) -> tuple:
                 f"{src} went into {variable}.{method}(...) inside the tape, and a Variable "
                 "update is not a recorded operation (it has no gradient): the Variable "
                 "remembers its new value, not how it got it, so nothing recorded after the "
-                f"update depends on {src}; compute with ordinary operations instead (e.g. "
-                f"y = ({variable} + {_code(name, 'x')}) * 2.0 rather than "
-                f"{variable}.{method}({_code(name, 'x')}) then y = {variable} * 2.0)")
+                f"update depends on {label}; compute the target from it with ordinary "
+                f"operations instead (y = f({_combined(method, variable, _code(name, 'x'))})"
+                " rather than "
+                f"{variable}.{method}({_code(name, 'x')}) then y = f({variable}))")
     if isinstance(source, Variable) and not any(source._id in op.input_ids for op in ops):
         return ("assign",
                 f"{src} was read inside the tape, but no recorded operation used it: it was "
@@ -369,6 +370,12 @@ def _where_note(ops, source, src, upstream, answer):
                         "only chooses, so the gradient is not None: it is 0 where the branch "
                         "chosen does not depend on the source")
     return answer
+
+
+def _combined(method, variable, value):
+    """What ``variable.method(value)`` leaves in the Variable, as an expression."""
+    return {"assign_add": f"{variable} + {value}", "assign_sub": f"{variable} - {value}"}.get(
+        method, value)
 
 
 def _assigned(tape, source):
