@@ -96,7 +96,7 @@ def test_explain_under_check_numerics_does_not_raise():
         mt.debugging.disable_check_numerics()
 
 
-# -- the four programs ------------------------------------------------------------------------------
+# -- the four programs ---------------------------------------------------------------------------
 
 def test_where_passes_the_gradient_to_the_chosen_branch():
     x = mt.Variable([1.0, -1.0])
