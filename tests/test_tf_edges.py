@@ -195,3 +195,26 @@ def test_a_mean_over_an_empty_mask_with_divide_no_nan_has_a_finite_gradient():
     with mt.GradientTape() as tape:
         mean = mt.math.divide_no_nan(mt.reduce_sum(x * mask), mt.reduce_sum(mask))
     np.testing.assert_array_equal(tape.gradient(mean, x).numpy(), [0.0, 0.0])
+
+
+# -- rsqrt and l2_normalize, which share the rule -------------------------------------------------
+
+def test_rsqrt_times_zero_has_gradient_zero_at_zero():
+    with np.errstate(all="ignore"):
+        assert _grad(lambda x: mt.math.rsqrt(x) * 0.0, 0.0).numpy() == 0.0
+    assert _grad(mt.math.rsqrt, 4.0).numpy() == -0.5 / 8.0   # -0.5 * x**-1.5
+
+
+def test_l2_normalize_of_a_zero_vector_has_gradient_one_over_sqrt_epsilon():
+    # TensorFlow: x * rsqrt(maximum(sum(x**2), 1e-12)); maximum sends nothing to the sum.
+    g = _grad(lambda v: mt.math.l2_normalize(v), [0.0, 0.0, 0.0])
+    expected = 1 / np.sqrt(np.float32(1e-12))
+    np.testing.assert_allclose(g.numpy(), [expected] * 3, rtol=1e-6)
+    np.testing.assert_array_equal(mt.nn.l2_normalize(mt.constant([0.0, 0.0])).numpy(), [0, 0])
+
+
+def test_l2_normalize_values_and_gradients():
+    v = np.array([[3.0, 4.0], [1.0, 0.0]])
+    np.testing.assert_allclose(mt.math.l2_normalize(v, axis=1).numpy(),
+                               [[0.6, 0.8], [1.0, 0.0]], rtol=1e-12)
+    check_grads(lambda v: mt.math.l2_normalize(v, axis=-1), v + 0.1)

@@ -492,6 +492,50 @@ def _sqrt_grad_grad(op, g):
             unbroadcast(ga * 0.5, op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
+def rsqrt(x, name=None):
+    """``1 / sqrt(x)`` (op ``Rsqrt``), as ``tf.math.rsqrt``; keeps its output:
+    ``d/dx = -0.5 * rsqrt(x)**3``, and 0 where the incoming gradient is 0 (TensorFlow's
+    ``RsqrtGrad``), even at ``x = 0``."""
+    x = floating(x, "Rsqrt")
+    y = _out(np.reciprocal(np.sqrt(x._value)), name)
+    record("Rsqrt", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+register_forward("Rsqrt", lambda op, x: rsqrt(x))
+
+
+@RegisterGradient("Rsqrt", batched=True)
+def _rsqrt_grad(op, dy):
+    (y,) = op.outputs
+    return rsqrt_grad(y, dy)
+
+
+def rsqrt_grad(y, dy, name=None):
+    """Rsqrt's backward pass as one op (op ``RsqrtGrad``, as TensorFlow's
+    ``gen_math_ops.rsqrt_grad``): ``-0.5 * dy * y**3`` where ``dy != 0``, else 0, for
+    ``y = rsqrt(x)``."""
+    y, dy = floating(y, "RsqrtGrad"), floating(dy, "RsqrtGrad")
+    dx = _out(_where_dy_nonzero(lambda y, dy: y.dtype.type(-0.5) * dy * (y * y * y),
+                                y._value, dy._value), name)
+    record("RsqrtGrad", (y, dy), (dx,))
+    return dx
+
+
+register_forward("RsqrtGrad", lambda op, y, dy: rsqrt_grad(y, dy))
+
+
+@RegisterGradient("RsqrtGrad", batched=True)
+def _rsqrt_grad_grad(op, g):
+    # TensorFlow's _RsqrtGradGrad: out = -0.5 * dy * y**3, so d/dy = -1.5 * g * dy * y**2
+    # and d/d(dy) = RsqrtGrad(y, g).
+    y, dy = op.inputs
+    nb = op.batch_ndim
+    return (unbroadcast(g * -1.5 * dy * (y * y), op.input_shapes[0], nb) if wanted(op, 0)
+            else None,
+            unbroadcast(rsqrt_grad(y, g), op.input_shapes[1], nb) if wanted(op, 1) else None)
+
+
 def exp(x, name=None):
     """``e**x`` (op ``Exp``); keeps only its output: ``d/dx = exp(x)``."""
     x = floating(x, "Exp")
@@ -876,6 +920,22 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
     norm = array_ops.where(positive, sqrt(l2sum_safe), l2sum)
     clip = convert_like(clip_norm, t.dtype, "clip_by_norm")
     return divide(t * clip, maximum(norm, clip), name=name)
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None):
+    """``x / sqrt(max(sum(x**2, axis), epsilon))``, as ``tf.math.l2_normalize`` (also
+    ``mt.nn.l2_normalize``), composed as TensorFlow composes it: ``x * rsqrt(maximum(
+    square_sum, epsilon))``. A zero slice stays zero, and its gradient is
+    ``1 / sqrt(epsilon)`` (``maximum`` sends none to the sum), TensorFlow's number.
+
+    Raises:
+        TypeError: a non-floating ``x``. ValueError: an axis out of range.
+    """
+    x = floating(x, "l2_normalize")
+    axes = check_axes(axis, x.ndim, "l2_normalize", shape=x.shape)
+    square_sum = reduction_ops.reduce_sum(square(x), axis=axes, keepdims=True)
+    inv_norm = rsqrt(maximum(square_sum, convert_like(epsilon, x.dtype, "l2_normalize")))
+    return multiply(x, inv_norm, name=name)
 
 
 # -- casts and comparisons -------------------------------------------------------------------------
