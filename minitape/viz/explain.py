@@ -606,6 +606,8 @@ def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
     else:
         story = f"the gradient of {fname} gave {_value_text(g)}"
     location, text = source_line(op)
+    if location and location.startswith("cell "):   # "cell 59:3": the code says which cell
+        location = f"line {location.split(':')[-1]} of its cell"
     where = f" (op #{number}" + (f", {location}: {text}" if location else "") + ")"
     from_where = (upstream == 0.0 and len(users) == 1 and users[0].type == "SelectV2")
     if from_where:
