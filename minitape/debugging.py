@@ -188,8 +188,10 @@ def _numpy_error(kind, flag):
         outer = caller     # the outermost minitape frame: the op the learner called
         while outer.f_back is not None and outer.f_back is not frame:
             outer = outer.f_back
-        name = _OPERATORS.get(outer.f_code.co_name, outer.f_code.co_name)
-        message = f"{kind} encountered in {name}"
+        name = outer.f_code.co_name
+        if name == "__call__" and "self" in outer.f_locals:   # a layer: its class
+            name = type(outer.f_locals["self"]).__name__
+        message = f"{kind} encountered in {_OPERATORS.get(name, name)}"
     if frame is None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         return
