@@ -142,7 +142,8 @@ def test_argmax_has_no_gradient_and_a_cast_does_not_help():
     assert tape.gradient(y, x) is None
     code, text = diagnose(tape, y, x)
     assert code == "no_gradient_op"
-    assert "ArgMax (op #1)" in text and "does not help" in text and "softmax" in text
+    assert "ArgMax (op #1, " in text and "i = mt.argmax(x)" in text
+    assert "does not help" in text and "softmax" in text
     assert "NumPy" not in text
 
 
@@ -152,7 +153,18 @@ def test_a_comparison_cast_to_float_is_explained():
         y = mt.cast(x > 0.0, mt.float32) * 2.0
     assert tape.gradient(y, x) is None
     code, text = diagnose(tape, y, x)
-    assert code == "no_gradient_op" and "Greater (op #1)" in text and "mt.where" in text
+    assert code == "no_gradient_op" and "Greater (op #1, " in text and "mt.where" in text
+
+
+def test_a_none_answer_names_the_op_and_the_learners_line():
+    x = mt.Variable(2.0)
+    with mt.GradientTape(persistent=True) as tape:
+        z = mt.stop_gradient(x * x) + 1.0  # blocked here
+    assert tape.gradient(z, x) is None
+    code, text = diagnose(tape, z, x)
+    assert code == "stop_gradient"
+    assert (f"stop_gradient (op #2, {HERE}:{line_of('# blocked here')}: "
+            "z = mt.stop_gradient(x * x) + 1.0") in text
 
 
 # -- printing -------------------------------------------------------------------------------------

@@ -196,6 +196,16 @@ def _op_number(ops, op):
     return next(k for k, o in enumerate(ops, start=1) if o is op)
 
 
+def _op_ref(ops, op):
+    """``op #3`` and, when the tape noted it, the learner's line: ``op #3, line 2 of its
+    cell: z = x * y`` (a notebook cell) or ``op #3, train.py:12: z = x * y`` (a file)."""
+    from ..recording import source_line
+    location, text = source_line(op)
+    if location and location.startswith("cell "):   # "cell 59:3": the code says which cell
+        location = f"line {location.split(':')[-1]} of its cell"
+    return f"op #{_op_number(ops, op)}" + (f", {location}: {text}" if location else "")
+
+
 def _not_watched(tape, target, source, src, ops, produced, name):
     """The tape never watched the source: say why that happened."""
     if not isinstance(source, Variable):
@@ -280,28 +290,28 @@ def _blocked_path(ops, target_id, source, src, upstream):
         if missing is not None:
             return ("missing_gradient",
                     f"the gradient is not None: tape.gradient raises LookupError because "
-                    f"{missing.type} (op #{_op_number(ops, missing)}) has no registered "
+                    f"{missing.type} ({_op_ref(ops, missing)}) has no registered "
                     f"gradient; register one with mt.RegisterGradient('{missing.type}') or "
                     "rewrite it with other ops")
         return ("connected",
                 f"{src} is connected to the target through the recorded operations, so its "
                 "gradient is not None")
     for op in blockers:
-        number = _op_number(ops, op)
+        ref = _op_ref(ops, op)
         if op.type == "StopGradient":
             return ("stop_gradient",
                     f"the only path from {src} to the target goes through stop_gradient "
-                    f"(op #{number}), which blocks gradients on purpose: remove the "
+                    f"({ref}), which blocks gradients on purpose: remove the "
                     "mt.stop_gradient call if the gradient should flow there")
         if any(dt.kind == "c" for dt in op.output_dtypes):
             return ("complex_path",
-                    f"the path from {src} to the target goes through {op.type} (op #{number}), "
+                    f"the path from {src} to the target goes through {op.type} ({ref}), "
                     "whose output is complex, and minitape does not differentiate complex "
                     "numbers: work with the real and imaginary parts as two float tensors")
         if any(dt.kind != "f" for dt in op.output_dtypes):
             return _integer_sentence(ops, op, src, recorded=True)
         return ("not_differentiable",
-                f"the path from {src} to the target goes through {op.type} (op #{number}), "
+                f"the path from {src} to the target goes through {op.type} ({ref}), "
                 "which has no gradient by design: use a differentiable op instead, or "
                 "mt.custom_gradient to define one")
     return ("connected",
@@ -333,11 +343,11 @@ def _integer_output_op(ops, source):
 
 def _integer_sentence(ops, op, src, recorded):
     """Why a path through ``op`` (integer or bool output) carries no gradient."""
-    number = _op_number(ops, op)
+    ref = _op_ref(ops, op)
     dtype = op.output_dtypes[0].name
     after = ("everything computed from it is a constant to the tape" if recorded else
              "the tape did not record what was computed from it")
-    head = (f"the path from {src} to the target goes through {op.type} (op #{number}), whose "
+    head = (f"the path from {src} to the target goes through {op.type} ({ref}), whose "
             f"output is {dtype}: ")
     if op.type in _SMOOTH:
         return ("no_gradient_op",
@@ -565,10 +575,8 @@ def _local_derivative(op, k, index):
 
 def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
     """``op`` (step ``n`` of the walk) sent a non-finite gradient to its input ``k``."""
-    from ..recording import source_line
     from .graph import tape_graph
     op, outs, ins = steps[n]
-    number = _op_number(ops, op)
     fname = _FUNCTIONS.get(op.type, op.type)
     targets = [t for t in flatten(target) if isinstance(t, Tensor)]
     try:
@@ -605,10 +613,7 @@ def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
                  f"{sender} sent into {result!r}")
     else:
         story = f"the gradient of {fname} gave {_value_text(g)}"
-    location, text = source_line(op)
-    if location and location.startswith("cell "):   # "cell 59:3": the code says which cell
-        location = f"line {location.split(':')[-1]} of its cell"
-    where = f" (op #{number}" + (f", {location}: {text}" if location else "") + ")"
+    where = f" ({_op_ref(ops, op)})"
     from_where = (upstream == 0.0 and len(users) == 1 and users[0].type == "SelectV2")
     if from_where:
         fix = ("the usual fix is the double where: make the branch where does not choose "
