@@ -1,4 +1,4 @@
-"""Why is my gradient None? One sentence, from what the tape actually recorded.
+"""Why is my gradient None, or NaN? One sentence, from what the tape actually recorded.
 
 ``explain(tape, target, source)`` checks, in this order:
 
@@ -8,12 +8,26 @@
    get when ``x = x + 1`` replaces a Variable), a non-trainable Variable, a tape created with
    ``watch_accessed_variables=False``, or a Variable never read while the tape recorded
    (read inside ``stop_recording``, before a ``reset``, or not at all);
-4. the target was not produced by any recorded operation (the path went through NumPy);
-5. the path exists but goes through ``stop_gradient``, another op without a gradient, or an
-   integer tensor;
-6. the source was read, but only by a Variable ``assign``/``assign_add``, which is not recorded;
+4. the target was not produced by any recorded operation: it was computed after the ``with``
+   block ended, or from the integer output of an op without a gradient (``argmax``, a
+   comparison: the tape records nothing computed from it, a cast included), or the path went
+   through NumPy;
+5. the path exists, but every path goes through ``stop_gradient``, another op without a
+   gradient, or an integer tensor (one path that carries a gradient is enough: in
+   ``mt.where(x > 0, x, 0.0)`` the comparison only chooses the branch);
+6. the source went into a Variable update (``v.assign_add(x)``) inside the tape, which is not a
+   recorded operation (the tape notes it as an ``assigned`` event), or a Variable source was
+   read without being used;
 7. the path is broken by a tensor computed in a ``stop_recording`` block or before a ``reset``;
 8. otherwise the target simply does not depend on the source.
+
+When the source is connected, ``explain`` checks the gradient's value too: if it is NaN or
+infinite, it finds the first step of the backward walk (``backward_steps``, run again on the
+tape's ops, or the record of the tape's last pass once a non-persistent tape has released
+them) that produced a non-finite value, and says which op, at which line of the learner's
+code, with the local derivative and the upstream gradient that multiplied into it (``log at
+x = 0.0 has derivative inf; where (op #3) sends it 0.0; inf * 0.0 = nan``), and the usual
+fix (the double ``mt.where``, an epsilon, ``mt.math.divide_no_nan``).
 
 Each answer says what to do. ``diagnose`` returns the same sentence with a short reason code,
 which the tests and the drawing use.
