@@ -218,3 +218,14 @@ def test_l2_normalize_values_and_gradients():
     np.testing.assert_allclose(mt.math.l2_normalize(v, axis=1).numpy(),
                                [[0.6, 0.8], [1.0, 0.0]], rtol=1e-12)
     check_grads(lambda v: mt.math.l2_normalize(v, axis=-1), v + 0.1)
+
+
+def test_the_divisor_gradient_stays_finite_where_its_square_overflows():
+    # TensorFlow computes dy * ((-x / y) / y): for y = 1e20 in float32, y * y overflows to inf,
+    # and -x / (y * y) would give -0 instead of the (denormal) number TensorFlow gives.
+    x, y = mt.Variable(1.0), mt.Variable(1e20)
+    with mt.GradientTape() as tape:
+        z = x / y
+    gy = tape.gradient(z, y).numpy()
+    assert gy == np.float32(np.float32(-1.0) / np.float32(1e20)) / np.float32(1e20)
+    assert gy != 0.0

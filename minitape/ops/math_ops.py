@@ -297,8 +297,10 @@ register_forward("RealDiv", lambda op, x, y: divide(x, y))
 def _div_grad(op, dy):
     x, y = op.inputs
     nb = op.batch_ndim
+    # (As TensorFlow's _RealDivGrad: dy * ((-x / y) / y), which keeps a finite number where
+    # y * y would overflow or underflow.)
     return (unbroadcast(dy / y, op.input_shapes[0], nb) if wanted(op, 0) else None,
-            unbroadcast(-dy * x / (y * y), op.input_shapes[1], nb) if wanted(op, 1) else None)
+            unbroadcast(dy * (-x / y / y), op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
 def divide_no_nan(x, y, name=None):
