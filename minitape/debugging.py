@@ -122,7 +122,8 @@ def _short(value):
 
 
 def _where(backward_op):
-    """'made at file.py:12: y = mt.math.log(x)' (forward) or 'recorded at ...' (backward)."""
+    """'called at file.py:12: y = mt.math.log(x)' (forward) or 'the op was recorded at ...'
+    (backward; the line that asked for the gradient if the op's line was not noted)."""
     if backward_op is not None:
         location, text = recording.source_line(backward_op)
         if location:
@@ -132,7 +133,7 @@ def _where(backward_op):
         return None
     text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     verb = "the backward pass was asked for at" if backward_op is not None else "called at"
-    return f"{verb} {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}: {text}"
+    return f"{verb} {recording.short_location(frame.f_code.co_filename, frame.f_lineno)}: {text}"
 
 
 # -- the learner's frame, and the op a backward step is computing ---------------------------------

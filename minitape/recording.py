@@ -479,6 +479,12 @@ def source_span(op):
     return code.co_filename, line, start, end
 
 
+def short_location(filename, line):
+    """``"file.py:12"``, or ``"cell 3:2"`` for a notebook cell: a place in the learner's code
+    as ``source_line`` writes it."""
+    return f"{_short_filename(filename)}:{line}"
+
+
 def _short_filename(filename):
     """``cell 3`` for an IPython cell (``/tmp/ipykernel_1/123456.py`` or ``<ipython-input-3-..>``),
     else the file's base name."""
