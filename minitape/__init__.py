@@ -48,6 +48,7 @@ from . import optimizers
 from . import keras
 from . import data
 from . import errors, config, train, saved_model
+from . import debugging
 from .config import device
 from .function import function, TensorSpec
 from .ops.grid_ops import meshgrid
@@ -71,6 +72,8 @@ tensorflow_version = "2.21.0"
 # -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
 __version__ = "0.1.0"
+
+debugging.install_numpy_warnings()   # NumPy's warnings from ops point at the learner's line
 
 
 # Submodules loaded on first use, so that ``import minitape`` stays light: ``mt.viz`` ...

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import registry
+from . import recording, registry
 from .dtypes import complex_gradient_error
 from .recording import SMALL_VALUE_SIZE, accumulators_recording, summarize, tapes_recording
 
@@ -237,6 +237,9 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 value = g if as_arrays else g._value
                 contributions[(op.seq, k)] = value if value.size <= SMALL_VALUE_SIZE else (
                     keep(value) if summaries else None)
+        if recording.check_numerics:   # (mt.debugging.enable_check_numerics)
+            from .debugging import check_gradients
+            check_gradients(op, in_grads, gradient_value)
         if last_pass is not None:
             visited.append(op.seq)
         if release:

@@ -2,9 +2,9 @@
 of the tape's record, ``record_source_lines``.
 
 As ``tf.config.list_physical_devices`` and ``tf.device``: code written for TensorFlow that
-asks which devices exist, or places work on ``"/CPU:0"``, runs unchanged. Asking for a GPU
-or TPU is an error that says why (minitape computes with NumPy, on the CPU), instead of
-TensorFlow's silent fallback to the CPU.
+asks which devices exist, or places work on ``"/CPU:0"`` or ``"GPU:0"``, runs unchanged.
+A device minitape does not have (a GPU, a TPU) falls back to the CPU, as TensorFlow's soft
+device placement (on by default in TensorFlow 2) does on a machine without one.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ __all__ = ["list_physical_devices", "list_logical_devices", "device", "PhysicalD
 PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
 LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
 
-_CPU = re.compile(r"^(/job:[^/]+(/replica:\d+)?(/task:\d+)?)?/?(device:)?cpu(:0)?$", re.I)
+# A device name as TensorFlow's ``DeviceSpec`` parses it: ``/job:x/replica:0/task:0`` parts,
+# then a device ``[/][device:]TYPE[:index]`` (``CPU``, ``gpu:0``, ``/device:GPU:1``, ...).
+_DEVICE = re.compile(r"^(/job:[^/]+)?(/replica:\d+)?(/task:\d+)?"
+                     r"(/?(device:)?[A-Za-z_]+(:(\d+|\*))?)?$")
 
 
 def list_physical_devices(device_type=None):
@@ -46,22 +49,33 @@ def list_logical_devices(device_type=None):
 class device:  # noqa: N801 (TensorFlow's name: mt.device)
     """Place the operations of a ``with`` block on a device, as ``tf.device``.
 
-    minitape has one device, the CPU, so ``"CPU"``, ``"/CPU:0"``, ``"/device:CPU:0"`` (with
-    or without a ``/job:.../task:...`` prefix) and ``None`` are accepted and change nothing.
+    minitape has one device, the CPU, and every op runs there. Any device name TensorFlow
+    accepts is accepted: ``"CPU"``, ``"/CPU:0"``, ``"/device:CPU:0"`` (with or without a
+    ``/job:.../task:...`` prefix), ``None``, and also ``"GPU:0"`` or ``"/TPU:0"``, which fall
+    back to the CPU as TensorFlow's soft device placement does when the device is missing
+    (``mt.config.list_physical_devices("GPU")`` is ``[]``). The block changes nothing.
 
     Raises:
-        mt.errors.InvalidArgumentError (a ``ValueError``): any other device, such as
-            ``"/GPU:0"``: minitape computes with NumPy on the CPU.
+        mt.errors.InvalidArgumentError (a ``ValueError``): a string that is not a device
+            name (``"my gpu"``).
+        TypeError: a device that is neither a str nor None.
+
+    >>> import minitape as mt
+    >>> with mt.device("GPU:0"):      # no GPU here: the CPU computes it, as in TensorFlow
+    ...     y = mt.constant(2.0) * 3.0
+    >>> float(y)
+    6.0
     """
 
     def __init__(self, device_name):
-        if device_name is not None and not (isinstance(device_name, str)
-                                            and (device_name == "" or _CPU.match(device_name))):
+        if device_name is not None and not isinstance(device_name, str):
+            raise TypeError(f"mt.device expects a device name such as '/CPU:0' (a str) or "
+                            f"None, got {type(device_name).__name__} {device_name!r:.40}")
+        if device_name and not _DEVICE.match(device_name):
             raise errors.InvalidArgumentError(
                 None, None,
-                f"mt.device({device_name!r}): minitape runs on the CPU only (it computes with "
-                "NumPy); use mt.device('/CPU:0'), or drop the with-block. "
-                "mt.config.list_physical_devices() lists what exists")
+                f"mt.device({device_name!r}): not a device name; write it as TensorFlow does, "
+                "e.g. '/CPU:0' or '/device:GPU:0' (minitape runs every op on the CPU)")
         self.name = device_name
 
     def __enter__(self):

@@ -73,7 +73,12 @@ class ForwardAccumulator:
         return False
 
     def jvp(self, primals, unconnected_gradients=UnconnectedGradients.NONE):
-        """The tangent of each of ``primals`` (same structure); ``None`` or zeros if unconnected."""
+        """The tangent of each of ``primals`` (same structure); ``None`` or zeros if unconnected.
+
+        As in TensorFlow, a value computed only through ops whose tangent is not connected
+        to the primals' (``stop_gradient``, ``round``, ``sign``, comparisons) is unconnected:
+        its tangent is ``None`` unless ``unconnected_gradients=mt.UnconnectedGradients.ZERO``.
+        """
         zero = UnconnectedGradients(unconnected_gradients) is UnconnectedGradients.ZERO
         results = []
         for p in flatten(primals):
@@ -97,9 +102,11 @@ def propagate_tangents(op_type, inputs, outputs, attrs, grad_fn):
             continue
         tangents_out = _jvp(acc, op_type, inputs, outputs, attrs, grad_fn, tangents_in)
         for out, tangent in zip(outputs, tangents_out):
-            if out.dtype.kind == "f":
-                acc._tangents[out._id] = (tangent if tangent is not None
-                                          else Tensor(np.zeros(out.shape, out.dtype)))
+            # An output no tangent reaches (stop_gradient, round, sign: a JVP that does not
+            # depend on the tangent) gets none, as in TensorFlow: ``jvp`` then gives None,
+            # or zeros with ``unconnected_gradients=ZERO``.
+            if tangent is not None and out.dtype.kind == "f":
+                acc._tangents[out._id] = tangent
 
 
 def _jvp(acc, op_type, inputs, outputs, attrs, grad_fn, tangents_in):

@@ -62,6 +62,19 @@ def auto_chunk(tape, n, itemsize):
     return max(1, min(n, AUTO_CHUNK_BYTES // max(1, largest * itemsize)))
 
 
+def _check_loop_tape(tape, what):
+    """TensorFlow's rule: the loop (``experimental_use_pfor=False``) asks the tape once per
+    element of the target, so it needs a persistent tape; raise its error before the tape
+    is used (it stays usable)."""
+    if not tape.persistent:
+        raise RuntimeError(
+            f"GradientTape must be created with persistent=True to compute the {what} with "
+            "experimental_use_pfor set to False (the loop runs one backward pass per element "
+            "of the target, and a non-persistent tape answers once): create it with "
+            "mt.GradientTape(persistent=True), or leave experimental_use_pfor=True (one "
+            "vectorized pass), as in TensorFlow")
+
+
 def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iterations):
     """The backward passes of a vectorized Jacobian: ``{source id: gradient}``, each
     gradient ``(n,) + source.shape``; connected sources only.
@@ -116,7 +129,9 @@ def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.N
 
     Raises:
         TypeError: ``target`` is a list/tuple/dict or not a minitape Tensor.
-        RuntimeError: a non-persistent tape asked a second time.
+        RuntimeError: a non-persistent tape asked a second time, or asked with
+            ``experimental_use_pfor=False`` (TensorFlow's error: the loop needs
+            ``persistent=True``).
         ValueError: ``parallel_iterations`` neither None nor a positive int.
     """
     parallel_iterations = _check_parallel_iterations(parallel_iterations, "jacobian")
@@ -126,6 +141,8 @@ def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.N
                             f"{type(target).__name__}; stack the targets with mt.stack or "
                             "call jacobian once per target")
         raise outside_minitape_error(target, "GradientTape.jacobian target")
+    if not experimental_use_pfor:
+        _check_loop_tape(tape, "jacobian")
     tape._begin_backward("jacobian")
     flat_sources = check_sources(sources, "jacobian")
     if target.dtype.kind == "c":
@@ -163,14 +180,16 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
     ``source[i]``. It assumes example i of the target depends only on example i of the
     source (true for most layers, not for batch normalization in training mode) and
     never computes the cross-batch blocks: the cotangent for output position t is 1 at
-    position t of *every* example at once. Unlike TensorFlow, the loop version also
-    works on a non-persistent tape.
+    position t of *every* example at once. As in TensorFlow, the loop version
+    (``experimental_use_pfor=False``) needs a persistent tape.
 
     ``parallel_iterations``: as ``jacobian`` (passes of at most that many cotangents).
 
     Raises:
         ValueError: rank below 2, batch sizes that differ, or ``parallel_iterations``
             neither None nor a positive int.
+        RuntimeError: ``experimental_use_pfor=False`` on a non-persistent tape (as
+            TensorFlow), or a non-persistent tape asked a second time.
     """
     parallel_iterations = _check_parallel_iterations(parallel_iterations, "batch_jacobian")
     if not isinstance(target, Tensor):
@@ -184,6 +203,8 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
         raise ValueError(f"batch_jacobian: the batch sizes differ: target {target.shape} has "
                          f"{target.shape[0]}, source {source.shape} has {source.shape[0]}; "
                          "use jacobian for unrelated batches")
+    if not experimental_use_pfor:
+        _check_loop_tape(tape, "batch_jacobian")
     tape._begin_backward("batch_jacobian")
     check_sources(source, "batch_jacobian")
     if target.dtype.kind == "c":
@@ -199,6 +220,11 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
                                  [source], parallel_iterations).get(source._id)
     else:
         g = _loop_backward(tape, target, [source], iter(one_hots)).get(source._id)
+    if g is None and (n == 0 or b == 0) and target.dtype.kind == "f" \
+            and source.dtype.kind == "f":
+        # An empty target: no backward pass ran (none was needed), and the Jacobian is
+        # empty, zeros of its shape, whichever mode computed it.
+        return Tensor(np.zeros((b,) + rest + source.shape[1:], source.dtype))
     if g is None:
         return unconnected_result(source, unconnected_gradients, (b,) + rest)
     from .ops import array_ops  # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)

@@ -7,6 +7,7 @@ from .ops.math_ops import (  # noqa: F401
     minimum, round, sin, cos, tan, tanh, sigmoid, softplus, log1p, expm1, erf, reciprocal,
     greater, greater_equal, less, less_equal, equal, not_equal, cast,
 )
+from .ops.math_ops import divide_no_nan, rsqrt, l2_normalize  # noqa: F401
 from .ops.reduction_ops import (  # noqa: F401
     reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod,
 )

@@ -75,6 +75,12 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 capture_source = "IPython" in sys.modules
 
 
+check_numerics = False
+"""True while ``mt.debugging.enable_check_numerics()`` is on: ``record`` checks every op's
+outputs for NaN and infinity (``debugging.check_outputs``), and the backward walk every
+gradient it sends."""
+
+
 def learner_frame(depth=2):
     """``(code, instruction offset)`` of the first frame outside the minitape package.
 
@@ -349,6 +355,9 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
             ``custom_gradient``), for ``mt.viz.check_tape``; built-in ops leave it None.
         residuals: see ``Operation.residuals``.
     """
+    if check_numerics:   # (mt.debugging.enable_check_numerics: raises at a NaN or inf)
+        from .debugging import check_outputs
+        check_outputs(op_type, inputs, outputs)
     if tapes_recording:  # (else the fast path: no tape is recording, in any thread)
         origin = 0  # not looked up yet (0, not None: None means "no learner frame")
         for tape in state.tapes:
@@ -392,6 +401,18 @@ def variable_accessed(variable):
                 tape._watch_one(variable, warn=False)
 
 
+
+
+def variable_assigned(variable, value, method):
+    """Called by ``Variable.assign``/``assign_add``/``assign_sub`` while a tape records: a
+    tape that tracks ``value`` notes the update as an ``"assigned"`` event. The update is not
+    an op (it has no gradient); the note lets ``mt.viz.explain`` name it."""
+    value_id = getattr(value, "_id", None)
+    if value_id is None:
+        return
+    for tape in state.tapes:
+        if value_id in tape._tracked:
+            tape._event("assigned", (method, variable.name, value_id, variable._id))
 
 
 class module_scope:
@@ -456,6 +477,12 @@ def source_span(op):
     if line is None:
         return None
     return code.co_filename, line, start, end
+
+
+def short_location(filename, line):
+    """``"file.py:12"``, or ``"cell 3:2"`` for a notebook cell: a place in the learner's code
+    as ``source_line`` writes it."""
+    return f"{_short_filename(filename)}:{line}"
 
 
 def _short_filename(filename):

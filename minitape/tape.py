@@ -40,11 +40,14 @@ class UnconnectedGradients(enum.Enum):
 
 @dataclass(frozen=True)
 class TapeEvent:
-    """One moment in a tape's life: ``kind`` is ``"entered"``, ``"exited"``, ``"paused"``
-    (``stop_recording`` began), ``"resumed"``, ``"reset"``, ``"gradient"`` (a backward pass
-    began; ``detail`` names the method), or ``"released"`` (a non-persistent tape freed what
-    it saved). ``seq`` is a stamp of the global sequence that ops get too: the event happened
-    after every op with a smaller ``seq`` and before every op with a larger one."""
+    """One moment in a tape's life: ``kind`` is ``"entered"``, ``"exited"`` (``detail``: a
+    tensor id larger than any made before), ``"paused"`` (``stop_recording`` began),
+    ``"resumed"``, ``"reset"``, ``"gradient"`` (a backward pass began; ``detail`` names the
+    method), ``"released"`` (a non-persistent tape freed what it saved), or ``"assigned"``
+    (a Variable update took a tensor the tape tracks, which is not recorded as an op:
+    ``detail`` is ``(method, Variable name, tensor id, Variable id)``). ``seq`` is a stamp
+    of the global sequence that ops get too: the event happened after every op with a
+    smaller ``seq`` and before every op with a larger one."""
 
     kind: str
     seq: int
@@ -119,6 +122,11 @@ class GradientTape:
         return self._last_pass
 
     @property
+    def recording(self):
+        """True while the tape records: inside its ``with`` block and not paused."""
+        return self._recording
+
+    @property
     def released(self):
         """True once a non-persistent tape has freed the tensors its ops saved."""
         return self._released
@@ -140,7 +148,9 @@ class GradientTape:
     def __exit__(self, *exc):
         if self._recording:
             self._pop()
-        self._event("exited")
+        # (The detail: an id no tensor made inside the block reaches, so ``mt.viz.explain``
+        # can tell a target computed after the block.)
+        self._event("exited", new_tensor_id())
         return False
 
     def _push(self):
@@ -448,5 +458,5 @@ def unconnected_result(source, unconnected, batch_shape):
     return None
 
 
-from .tensor import Tensor, Variable, convert_to_tensor  # noqa: E402,F401
+from .tensor import Tensor, Variable, convert_to_tensor, new_tensor_id  # noqa: E402,F401
 from .ops import array_ops  # noqa: E402  (seeds, reshaped gradients; its module imports Tensor)

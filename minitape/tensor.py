@@ -81,6 +81,11 @@ class TensorShape(tuple):
         return len(other) == len(self) and all(o is None or o == s for s, o in zip(self, other))
 
 
+def new_tensor_id():
+    """A tensor id no Tensor has: larger than every id given so far (and used by none)."""
+    return _next_id()
+
+
 class Tensor:
     """An immutable n-dimensional array, as ``tf.Tensor``.
 
@@ -432,17 +437,24 @@ class Variable(Tensor):
 
     def assign(self, value):
         """Replace the value (same shape and dtype). Not recorded: it cuts gradient history."""
+        if _recording.tapes_recording and isinstance(value, Tensor):
+            value = convert_to_tensor(value, dtype=self.dtype, what="Variable.assign")
+            _recording.variable_assigned(self, value, "assign")   # (noted, for mt.viz.explain)
         return self._assign_value(value, "assign")
 
     def assign_add(self, delta):
         """``self = self + delta``, not recorded (see ``assign``)."""
         delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_add")
+        if _recording.tapes_recording:
+            _recording.variable_assigned(self, delta, "assign_add")
         self._check_shape(delta.shape, "assign_add", broadcast=True)
         return self._store(self._value + delta._value)   # (a new array: no copy needed)
 
     def assign_sub(self, delta):
         """``self = self - delta``, not recorded (see ``assign``)."""
         delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_sub")
+        if _recording.tapes_recording:
+            _recording.variable_assigned(self, delta, "assign_sub")
         self._check_shape(delta.shape, "assign_sub", broadcast=True)
         return self._store(self._value - delta._value)   # (a new array: no copy needed)
 

@@ -824,6 +824,47 @@ with mt.GradientTape() as tape:
 print(tape.gradient(z, x, unconnected_gradients=mt.UnconnectedGradients.ZERO))
 
 # %% [markdown]
+# ## When the gradient is NaN
+#
+# A gradient can also come back as `nan`, "not a number". The commonest cause is `mt.where`
+# guarding a function that is undefined on one side: at `x = 0` the branch `mt.math.log(x)` is
+# not chosen, but the backward pass still goes through it. `where` sends it a gradient of 0, and
+# log's derivative there, `1 / x`, is infinite: `0 * inf` is `nan` (TensorFlow gives `nan` too).
+# NumPy's warning points at the line, and `mt.viz.explain` says which step of the backward pass
+# made the `nan`, and what to do about it:
+
+# %%
+x = mt.Variable(0.0)
+with mt.GradientTape() as tape:
+    y = mt.where(x > 0.0, mt.math.log(x), 0.0)
+print(tape.gradient(y, x))
+print(mt.viz.explain(tape, y, x))
+
+# %% [markdown]
+# The fix it names is the "double where": give `log` a safe input where its result is not
+# chosen, so that its derivative is finite everywhere:
+
+# %%
+x = mt.Variable(0.0)
+with mt.GradientTape() as tape:
+    safe_x = mt.where(x > 0.0, x, 1.0)
+    y = mt.where(x > 0.0, mt.math.log(safe_x), 0.0)
+print(tape.gradient(y, x))
+
+# %% [markdown]
+# `mt.debugging.enable_check_numerics()` (TensorFlow's name) goes further: from then on, the
+# first operation, forward or backward, that produces a NaN or an infinity raises an error that
+# names the op and your line. `mt.debugging.disable_check_numerics()` switches it off again.
+
+# %%
+mt.debugging.enable_check_numerics()
+try:
+    mt.math.log(mt.constant([1.0, 0.0]))
+except mt.errors.InvalidArgumentError as e:
+    print(str(e).splitlines()[0])
+mt.debugging.disable_check_numerics()
+
+# %% [markdown]
 # ## Exercises
 #
 # Try each one in a new cell before opening the answer.

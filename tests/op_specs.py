@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import minitape as mt
-from minitape.ops import array_ops, conv_ops, nn_ops
+from minitape.ops import array_ops, conv_ops, math_ops, nn_ops
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,8 @@ SPECS = [
     S("Log", "positive", mt.log, args(positive((2, 3)))),
     S("Log1p", "above_minus_one", mt.math.log1p, args(uniform((4,), -0.5, 2.0))),
     S("Reciprocal", "nonzero", mt.math.reciprocal, args(nonzero((4,)))),
+    S("DivNoNan", "nonzero", mt.math.divide_no_nan, args(normal((2, 3)), nonzero((2, 3)))),
+    S("DivNoNan", "broadcast", mt.math.divide_no_nan, args(normal((2, 3)), nonzero((3,)))),
     S("Sin", "plain", mt.math.sin, args(normal((2, 3)))),
     S("Cos", "plain", mt.math.cos, args(normal((2, 3)))),
     S("Tan", "inside_pi_over_2", mt.math.tan, args(uniform((4,), -1.0, 1.0))),
@@ -278,6 +280,7 @@ SPECS = [
     S("Min", "negative_axis", lambda x: mt.reduce_min(x, axis=-1) ** 2, distinct((3, 4))),
     S("Min", "all_keepdims", lambda x: mt.reduce_min(x, keepdims=True) ** 2, distinct((2, 3))),
     S("Prod", "all", lambda x: mt.reduce_prod(x), args(nonzero((2, 3)))),
+    S("Prod", "rank0", lambda x: mt.reduce_prod(x) * x, args(nonzero(()))),
     S("Prod", "axis0", lambda x: mt.reduce_prod(x, axis=0), args(nonzero((3, 2)))),
     S("Prod", "axis_list_keepdims", lambda x: mt.reduce_prod(x, axis=[1], keepdims=True),
       args(nonzero((2, 3, 2)))),
@@ -304,6 +307,19 @@ SPECS = [
       args(normal((2, 3)), nonzero((2, 3)))),
     S("EluGrad", "nonzero", lambda dy, y: nn_ops.elu_grad(dy, y) ** 2,
       args(normal((2, 3)), nonzero((2, 3)))),
+    S("Rsqrt", "positive", mt.math.rsqrt, args(positive((2, 3)))),
+    S("RsqrtGrad", "positive", lambda y, dy: math_ops.rsqrt_grad(y, dy) ** 2,
+      args(positive((2, 3)), normal((2, 3)))),
+    S("Rsqrt", "l2_normalize", lambda x: mt.math.l2_normalize(x, axis=1), args(normal((2, 3)))),
+    S("SqrtGrad", "positive", lambda y, dy: math_ops.sqrt_grad(y, dy) ** 2,
+      args(positive((2, 3)), normal((2, 3)))),
+    S("ReciprocalGrad", "nonzero", lambda y, dy: math_ops.reciprocal_grad(y, dy) ** 2,
+      args(nonzero((2, 3)), normal((2, 3)))),
+    S("LeakyReluGrad", "nonzero", lambda dy, x: nn_ops.leaky_relu_grad(dy, x, 0.1) ** 2,
+      args(normal((2, 3)), nonzero((2, 3)))),
+    S("SoftmaxCrossEntropyWithLogits", "broadcast_labels",
+      lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits),
+      args(normal((1, 3)), normal((2, 3)))),
     S("SoftmaxCrossEntropyWithLogits", "distribution",
       lambda labels, logits: mt.nn.softmax_cross_entropy_with_logits(labels, logits),
       lambda rng: (mt.nn.softmax(mt.constant(rng.standard_normal((2, 3)))).numpy(),
@@ -341,7 +357,7 @@ SPECS = [
       args(normal((2, 3)))),
     S("Mean", "empty_axis_list", lambda x: mt.reduce_mean(x * x, axis=[]), args(normal((2,)))),
     S("GatherV2", "scalar_index", lambda x: mt.gather(x, 1, axis=1) ** 2, args(normal((2, 3)))),
-    S("GatherV2", "negative_indices", lambda x: mt.gather(x, [-1, 0, -1]) ** 2,
+    S("GatherV2", "repeated_indices", lambda x: mt.gather(x, [2, 0, 2]) ** 2,
       args(normal((3, 2)))),
     S("StridedSlice", "negative_int_and_step", lambda x: x[-1, ::2] ** 2, args(normal((3, 4)))),
     S("StridedSlice", "tensor_index", lambda x: x[mt.constant(1)] ** 2, args(normal((3, 4)))),

@@ -369,9 +369,17 @@ def test_pad_with_wrong_paddings_shape():
 
 
 def test_gather_out_of_range():
-    with pytest.raises(ValueError, match=r"gather: indices \[5\] out of range for axis 0 of "
-                                         r"size 3"):
+    with pytest.raises(ValueError, match=r"gather: indices\[0\] = 5 is not in \[0, 3\)"):
         mt.gather(mt.ones(3), [5])
+
+
+def test_gather_negative_index_is_an_error_as_in_tensorflow():
+    # TensorFlow: "indices[0] = -1 is not in [0, 2)"; NumPy would read the last entry.
+    with pytest.raises(mt.errors.InvalidArgumentError,
+                       match=r"indices\[0\] = -1 is not in \[0, 2\)"):
+        mt.gather(mt.constant([1.0, 2.0]), [-1])
+    with pytest.raises(ValueError, match=r"indices\[1,0\] = -3 is not in \[0, 3\)"):
+        mt.gather(mt.ones((3, 2)), [[0], [-3]])
 
 
 def test_transpose_with_a_bad_perm():

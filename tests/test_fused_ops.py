@@ -43,7 +43,9 @@ def test_softmax_cross_entropy_onehot_gradient_is_softmax_minus_labels():
 
 
 def test_softmax_cross_entropy_shape_mismatch():
-    with pytest.raises(ValueError, match="same shape"):
+    # Labels that broadcast to the logits' shape are accepted (as TensorFlow); others not.
+    with pytest.raises(ValueError, match=r"labels of shape \(2, 3\) do not broadcast to the "
+                                         r"logits' shape \(2, 4\)"):
         mt.nn.softmax_cross_entropy_with_logits(np.zeros((2, 3)), np.zeros((2, 4)))
 
 

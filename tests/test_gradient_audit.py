@@ -82,7 +82,8 @@ def _image():
 CALLS = {
     # binary ops
     **{name: lambda: (_x(), _x() * 0.5 + 0.2) for name in (
-        "add", "subtract", "multiply", "divide", "pow", "maximum", "minimum", "greater",
+        "add", "subtract", "multiply", "divide", "divide_no_nan", "pow", "maximum", "minimum",
+        "greater",
         "greater_equal", "less", "less_equal", "equal", "not_equal")},
     "matmul": lambda: (_x(), mt.transpose(_x())),
     "einsum": lambda: ("ij,kj->ik", _x(), _x()),

@@ -89,7 +89,9 @@ def test_batch_jacobian_matches_looped_and_full_jacobian_blocks():
             np.testing.assert_allclose(vectorized[i, :, k], numeric[i], atol=1e-8)
 
 
-def test_batch_jacobian_on_a_non_persistent_tape_loop():
+def test_loop_jacobians_need_a_persistent_tape_as_in_tensorflow():
+    # TensorFlow: "GradientTape must be created with persistent=True to compute the jacobian
+    # with eager execution enabled and with experimental_use_pfor set to False."
     model, x = _two_layer_model()
     with mt.GradientTape(persistent=True) as reference:
         reference.watch(x)
@@ -98,8 +100,12 @@ def test_batch_jacobian_on_a_non_persistent_tape_loop():
     with mt.GradientTape() as tape:
         tape.watch(x)
         y = model(x)
-    np.testing.assert_allclose(tape.batch_jacobian(y, x, experimental_use_pfor=False).numpy(),
-                               expected, atol=1e-12)
+    for method in (tape.jacobian, tape.batch_jacobian):
+        with pytest.raises(RuntimeError, match=r"GradientTape must be created with "
+                                               r"persistent=True to compute the \w*jacobian"):
+            method(y, x, experimental_use_pfor=False)
+    # The refusal did not use the tape up: the vectorized version still answers.
+    np.testing.assert_allclose(tape.batch_jacobian(y, x).numpy(), expected, atol=1e-12)
 
 
 def test_batch_jacobian_with_mismatched_batch_sizes_raises():

@@ -201,7 +201,8 @@ def test_input_gradient_regularization_values():
 def test_jacobian_scalar_source(use_pfor):
     x = mt.linspace(-10.0, 10.0, 200 + 1)
     delta = mt.Variable(0.0)
-    with mt.GradientTape() as tape:
+    # (The loop asks the tape once per element: persistent, as TensorFlow requires.)
+    with mt.GradientTape(persistent=not use_pfor) as tape:
         y = mt.nn.sigmoid(x + delta)
     dy_dx = tape.jacobian(y, delta, experimental_use_pfor=use_pfor)
     assert y.shape == (201,)

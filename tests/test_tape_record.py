@@ -107,10 +107,20 @@ def test_a_non_persistent_tape_releases_custom_gradient_closures():
 def test_loop_jacobian_of_an_empty_target_is_an_empty_array():
     x = mt.Variable([1.0, 2.0])
     for pfor in (True, False):
-        with mt.GradientTape() as tape:
+        with mt.GradientTape(persistent=True) as tape:   # (the loop needs persistent=True)
             y = x[:0] * 2.0
         j = tape.jacobian(y, x, experimental_use_pfor=pfor)
         assert j is not None and j.shape == (0, 2)
+
+
+def test_loop_batch_jacobian_of_an_empty_target_is_zeros_of_its_shape():
+    x = mt.constant(np.arange(6.0).reshape(3, 2))
+    for pfor in (True, False):
+        with mt.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = x[:, :0] * 2.0                     # (3, 0): no element to differentiate
+        j = tape.batch_jacobian(y, x, experimental_use_pfor=pfor)
+        assert j is not None and j.shape == (3, 0, 2) and j.dtype == x.dtype
 
 
 def test_loop_jacobian_builds_rows_without_an_identity(monkeypatch):
@@ -118,7 +128,7 @@ def test_loop_jacobian_builds_rows_without_an_identity(monkeypatch):
     real_eye = np.eye
     monkeypatch.setattr(np, "eye", lambda *a, **k: calls.append(a) or real_eye(*a, **k))
     x = mt.Variable([1.0, 2.0, 3.0])
-    with mt.GradientTape() as tape:
+    with mt.GradientTape(persistent=True) as tape:
         y = x * x
     j = tape.jacobian(y, x, experimental_use_pfor=False)
     np.testing.assert_array_equal(j.numpy(), np.diag([2.0, 4.0, 6.0]))

@@ -142,12 +142,24 @@ def test_device_accepts_the_cpu(name):
         assert float(mt.constant(1.0) + 1.0) == 2.0
 
 
-@pytest.mark.parametrize("name", ["/GPU:0", "GPU", "/device:TPU:0", "/CPU:1"])
-def test_device_refuses_others_clearly(name):
-    with pytest.raises(mt.errors.InvalidArgumentError, match="runs on the CPU only"):
+@pytest.mark.parametrize("name", ["/GPU:0", "GPU", "gpu:0", "/device:TPU:0", "/CPU:1",
+                                  "/job:worker/task:1/device:GPU:1", "/device:GPU:*"])
+def test_a_missing_device_falls_back_to_the_cpu_as_soft_placement(name):
+    # TensorFlow 2's soft device placement (on by default) runs ops on the CPU when the
+    # device asked for does not exist.
+    x = mt.Variable(3.0)
+    with mt.device(name):
+        with mt.GradientTape() as tape:
+            y = x * x
+    assert float(y) == 9.0 and float(tape.gradient(y, x)) == 6.0
+
+
+@pytest.mark.parametrize("name", ["my gpu", "/GPU:zero", "GPU:0:1"])
+def test_device_refuses_what_is_not_a_device_name(name):
+    with pytest.raises(mt.errors.InvalidArgumentError, match="not a device name"):
         mt.device(name)
-    with pytest.raises(ValueError):
-        mt.device(name)
+    with pytest.raises(TypeError, match="a str"):
+        mt.device(0)
 
 
 def test_config_lists_one_cpu():

@@ -68,7 +68,9 @@ def jacobian(params, x, mode):
 
     def make(chunk=None):
         def run():
-            with mt.GradientTape(watch_accessed_variables=False) as tape:
+            # (the loop asks the tape once per row: persistent, as TensorFlow requires)
+            with mt.GradientTape(watch_accessed_variables=False,
+                                 persistent=(mode == "looped")) as tape:
                 tape.watch(xs)
                 y = mt.nn.elu(mt.matmul(mt.nn.elu(mt.matmul(xs, w1) + b1), w2) + b2)
             if mode == "batch":

@@ -239,8 +239,11 @@ def gather(params, indices, axis=0, name=None):
     Tensor that ``mt.convert_to_tensor`` makes of the ``mt.IndexedSlices`` TensorFlow returns.
 
     Raises:
-        ValueError: ``axis`` out of range (a 0-d ``params`` has none), or an index out of
-            range for that axis. TypeError: non-integer indices, a name that is not a str.
+        ValueError: ``axis`` out of range (a 0-d ``params`` has none).
+        mt.errors.InvalidArgumentError (a ``ValueError``): an index out of ``[0, size)`` for
+            that axis, with TensorFlow's message ``indices[0] = -1 is not in [0, 2)``: as in
+            TensorFlow, a negative index is an error, not the last entry as in NumPy.
+        TypeError: non-integer indices, a name that is not a str.
     """
     params = convert_to_tensor(params, what="gather")
     indices = np.asarray(convert_to_tensor(indices, what="gather indices").numpy())
@@ -248,9 +251,15 @@ def gather(params, indices, axis=0, name=None):
         raise TypeError(f"gather: indices must be integers, got {indices.dtype}")
     axis = check_axis(axis, params.ndim, "gather", shape=params.shape)
     size = params.shape[axis]
-    if indices.size and (indices.max() >= size or indices.min() < -size):
-        raise ValueError(f"gather: indices {indices.tolist()} out of range for axis {axis} of "
-                         f"size {params.shape[axis]}")
+    if indices.size and (indices.max() >= size or indices.min() < 0):
+        # TensorFlow's message; its gather does not wrap a negative index around (NumPy does),
+        # so a learner's off-by-one fails here instead of reading the last element.
+        bad = np.argwhere((indices < 0) | (indices >= size))[0]
+        where = ",".join(str(int(i)) for i in bad)
+        raise invalid_argument((
+            f"gather: indices[{where}] = {int(indices[tuple(bad)])} is not in [0, {size}) "
+            f"(axis {axis} of params of shape {params.shape}); indices count from 0 and, unlike "
+            f"NumPy's, never from the end: write {size} - 1 for the last entry"))
     y = _take(params, (slice(None),) * axis + (indices,), "GatherV2", {"axis": axis})
     y.name = check_name(name, "gather")
     return y

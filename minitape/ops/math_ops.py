@@ -299,8 +299,52 @@ register_forward("RealDiv", lambda op, x, y: divide(x, y))
 def _div_grad(op, dy):
     x, y = op.inputs
     nb = op.batch_ndim
+    # (As TensorFlow's _RealDivGrad: dy * ((-x / y) / y), which keeps a finite number where
+    # y * y would overflow or underflow.)
     return (unbroadcast(dy / y, op.input_shapes[0], nb) if wanted(op, 0) else None,
-            unbroadcast(-dy * x / (y * y), op.input_shapes[1], nb) if wanted(op, 1) else None)
+            unbroadcast(dy * (-x / y / y), op.input_shapes[1], nb) if wanted(op, 1) else None)
+
+
+def divide_no_nan(x, y, name=None):
+    """``x / y``, but 0 where ``y`` is 0 (op ``DivNoNan``), as ``tf.math.divide_no_nan``.
+
+    The usual fix for a NaN from a division by a quantity that can be 0 (a norm, a count):
+    the result and both gradients are 0 where ``y == 0``, whatever ``x`` is. Floating
+    dtypes only; broadcasting as ``divide``.
+
+    Gradients (TensorFlow's ``_DivNoNanGrad``): ``dx = divide_no_nan(dy, y)``,
+    ``dy_ = dy * divide_no_nan(divide_no_nan(-x, y), y)``.
+
+    Raises:
+        TypeError: a non-floating operand. ValueError: shapes that do not broadcast.
+
+    >>> import minitape as mt
+    >>> mt.math.divide_no_nan(mt.constant([3.0, 1.0]), mt.constant([2.0, 0.0])).numpy()
+    array([1.5, 0. ], dtype=float32)
+    """
+    x, y = elementwise_operands(x, y, "DivNoNan")
+    if x._dtype.kind != "f":
+        raise TypeError(f"divide_no_nan expects floating Tensors (e.g. float32), got "
+                        f"{x.dtype.name}; use mt.cast(x, mt.float32)")
+    xv, yv = x._value, y._value
+    nonzero = yv != 0
+    value = np.zeros(np.broadcast_shapes(np.shape(xv), np.shape(yv)), x._dtype)
+    np.divide(xv, yv, out=value, where=nonzero)
+    z = _out(value[()], name)
+    record("DivNoNan", (x, y), (z,))
+    return z
+
+
+register_forward("DivNoNan", lambda op, x, y: divide_no_nan(x, y))
+
+
+@RegisterGradient("DivNoNan", batched=True)
+def _div_no_nan_grad(op, dy):
+    x, y = op.inputs
+    nb = op.batch_ndim
+    return (unbroadcast(divide_no_nan(dy, y), op.input_shapes[0], nb) if wanted(op, 0) else None,
+            unbroadcast(dy * divide_no_nan(divide_no_nan(-x, y), y), op.input_shapes[1], nb)
+            if wanted(op, 1) else None)
 
 
 def negative(x, name=None):
@@ -393,7 +437,13 @@ def _square_grad(op, dy):
 
 
 def sqrt(x, name=None):
-    """Square root (op ``Sqrt``); keeps its output: ``d/dx = 0.5 / sqrt(x)``."""
+    """Square root (op ``Sqrt``); keeps its output: ``d/dx = 0.5 / sqrt(x)``.
+
+    The gradient is 0 where the incoming gradient is 0, even at ``x = 0`` where the
+    derivative is infinite (TensorFlow's ``SqrtGrad``): ``sqrt(x) * 0.0`` and
+    ``square(sqrt(x))`` have gradient 0 at 0, not NaN. With a nonzero incoming gradient the
+    gradient at 0 is ``inf`` (``mt.norm`` of a zero vector: NaN, as in TensorFlow).
+    """
     x = floating(x, "Sqrt")
     y = _out(np.sqrt(x._value), name)
     record("Sqrt", (x,), (y,), keep_inputs=False, keep_outputs=True)
@@ -406,7 +456,88 @@ register_forward("Sqrt", lambda op, x: sqrt(x))
 @RegisterGradient("Sqrt", batched=True)
 def _sqrt_grad(op, dy):
     (y,) = op.outputs
-    return dy * 0.5 / y
+    return sqrt_grad(y, dy)
+
+
+def _where_dy_nonzero(rule, y, dy):
+    """``rule(y, dy)`` where ``dy != 0``, else 0: the backward kernels of TensorFlow's Sqrt,
+    Rsqrt and Reciprocal (``cwise_ops_gradients.h``), so a zero upstream gradient stays 0
+    even where the local derivative is infinite (``sqrt(x) * 0.0`` at ``x = 0``: 0, not
+    ``inf * 0 = nan``). Where ``dy`` is 0 the rule sees ``y = 1`` (its result is replaced)."""
+    zero = dy == 0
+    if not zero.any():
+        return rule(y, dy)
+    return np.where(zero, dy.dtype.type(0), rule(np.where(zero, y.dtype.type(1), y), dy))
+
+
+def sqrt_grad(y, dy, name=None):
+    """Sqrt's backward pass as one op (op ``SqrtGrad``, as TensorFlow's
+    ``gen_math_ops.sqrt_grad``): ``0.5 * dy / y`` where ``dy != 0``, else 0, for ``y =
+    sqrt(x)``. Shapes: ``dy`` is ``y``'s shape, possibly with leading batch axes."""
+    y, dy = floating(y, "SqrtGrad"), floating(dy, "SqrtGrad")
+    dx = _out(_where_dy_nonzero(lambda y, dy: dy * y.dtype.type(0.5) / y, y._value,
+                                dy._value), name)
+    record("SqrtGrad", (y, dy), (dx,), keep_outputs=True)
+    return dx
+
+
+register_forward("SqrtGrad", lambda op, y, dy: sqrt_grad(y, dy))
+
+
+@RegisterGradient("SqrtGrad", batched=True)
+def _sqrt_grad_grad(op, g):
+    # TensorFlow's _SqrtGradGrad: with out = 0.5 * dy / y, d/dy... = -g * out / y and
+    # d/d(dy) = 0.5 * g / y.
+    y, _ = op.inputs
+    (out,) = op.outputs
+    nb = op.batch_ndim
+    ga = g / y
+    return (unbroadcast(-ga * out, op.input_shapes[0], nb) if wanted(op, 0) else None,
+            unbroadcast(ga * 0.5, op.input_shapes[1], nb) if wanted(op, 1) else None)
+
+
+def rsqrt(x, name=None):
+    """``1 / sqrt(x)`` (op ``Rsqrt``), as ``tf.math.rsqrt``; keeps its output:
+    ``d/dx = -0.5 * rsqrt(x)**3``, and 0 where the incoming gradient is 0 (TensorFlow's
+    ``RsqrtGrad``), even at ``x = 0``."""
+    x = floating(x, "Rsqrt")
+    y = _out(np.reciprocal(np.sqrt(x._value)), name)
+    record("Rsqrt", (x,), (y,), keep_inputs=False, keep_outputs=True)
+    return y
+
+
+register_forward("Rsqrt", lambda op, x: rsqrt(x))
+
+
+@RegisterGradient("Rsqrt", batched=True)
+def _rsqrt_grad(op, dy):
+    (y,) = op.outputs
+    return rsqrt_grad(y, dy)
+
+
+def rsqrt_grad(y, dy, name=None):
+    """Rsqrt's backward pass as one op (op ``RsqrtGrad``, as TensorFlow's
+    ``gen_math_ops.rsqrt_grad``): ``-0.5 * dy * y**3`` where ``dy != 0``, else 0, for
+    ``y = rsqrt(x)``."""
+    y, dy = floating(y, "RsqrtGrad"), floating(dy, "RsqrtGrad")
+    dx = _out(_where_dy_nonzero(lambda y, dy: y.dtype.type(-0.5) * dy * (y * y * y),
+                                y._value, dy._value), name)
+    record("RsqrtGrad", (y, dy), (dx,))
+    return dx
+
+
+register_forward("RsqrtGrad", lambda op, y, dy: rsqrt_grad(y, dy))
+
+
+@RegisterGradient("RsqrtGrad", batched=True)
+def _rsqrt_grad_grad(op, g):
+    # TensorFlow's _RsqrtGradGrad: out = -0.5 * dy * y**3, so d/dy = -1.5 * g * dy * y**2
+    # and d/d(dy) = RsqrtGrad(y, g).
+    y, dy = op.inputs
+    nb = op.batch_ndim
+    return (unbroadcast(g * -1.5 * dy * (y * y), op.input_shapes[0], nb) if wanted(op, 0)
+            else None,
+            unbroadcast(rsqrt_grad(y, g), op.input_shapes[1], nb) if wanted(op, 1) else None)
 
 
 def exp(x, name=None):
@@ -496,7 +627,31 @@ register_forward("Reciprocal", lambda op, x: reciprocal(x))
 @RegisterGradient("Reciprocal", batched=True)
 def _reciprocal_grad(op, dy):
     (y,) = op.outputs
-    return -dy * y * y
+    return reciprocal_grad(y, dy)
+
+
+def reciprocal_grad(y, dy, name=None):
+    """Reciprocal's backward pass as one op (op ``ReciprocalGrad``, as TensorFlow's
+    ``gen_math_ops.reciprocal_grad``): ``-dy * y * y`` where ``dy != 0``, else 0, for
+    ``y = 1 / x`` (so ``reciprocal(x) * 0.0`` has gradient 0 at ``x = 0``, as in TF)."""
+    y, dy = floating(y, "ReciprocalGrad"), floating(dy, "ReciprocalGrad")
+    dx = _out(_where_dy_nonzero(lambda y, dy: -dy * y * y, y._value, dy._value), name)
+    record("ReciprocalGrad", (y, dy), (dx,))
+    return dx
+
+
+register_forward("ReciprocalGrad", lambda op, y, dy: reciprocal_grad(y, dy))
+
+
+@RegisterGradient("ReciprocalGrad", batched=True)
+def _reciprocal_grad_grad(op, g):
+    # TensorFlow's _ReciprocalGradGrad: out = -dy * y**2, so d/dy = -2 * g * dy * y and
+    # d/d(dy) = -g * y**2 (ReciprocalGrad again).
+    y, dy = op.inputs
+    nb = op.batch_ndim
+    return (unbroadcast(g * -2.0 * dy * y, op.input_shapes[0], nb) if wanted(op, 0) else None,
+            unbroadcast(reciprocal_grad(y, g), op.input_shapes[1], nb) if wanted(op, 1)
+            else None)
 
 
 # -- trigonometry and friends ---------------------------------------------------------------------
@@ -756,13 +911,35 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
 def clip_by_norm(t, clip_norm, axes=None, name=None):
     """Rescale ``t`` so its L2 norm (over ``axes``) is at most ``clip_norm`` (``tf.clip_by_norm``).
 
-    ``t * clip_norm / max(norm(t), clip_norm)``, composed of recorded ops.
+    ``t * clip_norm / max(norm(t), clip_norm)``, composed of recorded ops as TensorFlow
+    composes it: the norm is taken with the double ``where`` (the square root only of a
+    positive sum), so a zero ``t`` has gradient ones, as in TensorFlow (``[1., 1., 1.]`` for
+    a zero vector), not NaN.
     """
     t = floating(t, "clip_by_norm")
     axes = check_axes(axes, t.ndim, "clip_by_norm", "axes", shape=t.shape)
-    norm = sqrt(reduction_ops.reduce_sum(t * t, axis=axes, keepdims=True))
+    l2sum = reduction_ops.reduce_sum(t * t, axis=axes, keepdims=True)
+    positive = greater(l2sum, 0.0)
+    l2sum_safe = array_ops.where(positive, l2sum, array_ops.ones_like(l2sum))
+    norm = array_ops.where(positive, sqrt(l2sum_safe), l2sum)
     clip = convert_like(clip_norm, t.dtype, "clip_by_norm")
     return divide(t * clip, maximum(norm, clip), name=name)
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None):
+    """``x / sqrt(max(sum(x**2, axis), epsilon))``, as ``tf.math.l2_normalize`` (also
+    ``mt.nn.l2_normalize``), composed as TensorFlow composes it: ``x * rsqrt(maximum(
+    square_sum, epsilon))``. A zero slice stays zero, and its gradient is
+    ``1 / sqrt(epsilon)`` (``maximum`` sends none to the sum), TensorFlow's number.
+
+    Raises:
+        TypeError: a non-floating ``x``. ValueError: an axis out of range.
+    """
+    x = floating(x, "l2_normalize")
+    axes = check_axes(axis, x.ndim, "l2_normalize", shape=x.shape)
+    square_sum = reduction_ops.reduce_sum(square(x), axis=axes, keepdims=True)
+    inv_norm = rsqrt(maximum(square_sum, convert_like(epsilon, x.dtype, "l2_normalize")))
+    return multiply(x, inv_norm, name=name)
 
 
 # -- casts and comparisons -------------------------------------------------------------------------

@@ -67,11 +67,21 @@ register_forward("ReluGrad", lambda op, dy, y: relu_grad(dy, y))
 @RegisterGradient("ReluGrad", batched=True)
 def _relu_grad_grad(op, ddx):
     # ReluGrad is linear in ``gradients``: its gradient is ReluGrad again. With respect to
-    # ``features`` it is a step function: zero almost everywhere (None: no gradient).
+    # ``features`` it is a step function: zeros (TensorFlow's ``_ReluGradGrad`` gives zeros
+    # too, so a second derivative through ReLU is 0, not None).
     y = op.inputs[1]
     dy = math_ops.unbroadcast(relu_grad(ddx, y), op.input_shapes[0], op.batch_ndim) \
         if math_ops.wanted(op, 0) else None
-    return dy, None
+    return dy, _zero_gradient(op, ddx, 1)
+
+
+def _zero_gradient(op, g, k):
+    """Zeros for input ``k`` of ``op`` (with ``g``'s batch axes), or None if it is not
+    wanted: the gradient of a step function, as TensorFlow's ``zeros_like(x)``."""
+    if not math_ops.wanted(op, k):
+        return None
+    return array_ops.zeros(tuple(g.shape[:op.batch_ndim]) + op.input_shapes[k],
+                           op.input_dtypes[k])
 
 
 def elu(features, name=None):
@@ -156,9 +166,33 @@ register_forward("LeakyRelu", lambda op, x: leaky_relu(x, op.get_attr("alpha")))
 @RegisterGradient("LeakyRelu", batched=True)
 def _leaky_relu_grad(op, dy):
     (x,) = op.inputs
-    slope = array_ops.where(math_ops.greater(x, 0), array_ops.ones_like(x),
-                            array_ops.fill(x.shape, x.dtype.type(op.get_attr("alpha"))))
-    return dy * slope
+    return leaky_relu_grad(dy, x, op.get_attr("alpha"))
+
+
+def leaky_relu_grad(gradients, features, alpha=0.2, name=None):
+    """Leaky ReLU's backward pass as one op (op ``LeakyReluGrad``, as TensorFlow's
+    ``gen_nn_ops.leaky_relu_grad``): ``gradients`` where ``features > 0``, else
+    ``alpha * gradients``. Linear in ``gradients``; a step function of ``features``, whose
+    gradient is zeros, so a second derivative through leaky ReLU is 0 (TensorFlow's too)."""
+    dy = floating(gradients, "LeakyReluGrad")
+    x = floating(features, "LeakyReluGrad")
+    v = dy._value
+    dx = Tensor(np.where(x._value > 0, v, v * v.dtype.type(alpha)), name=name)
+    record("LeakyReluGrad", (dy, x), (dx,), attrs={"alpha": float(alpha)}, keep_inputs={1})
+    return dx
+
+
+register_forward("LeakyReluGrad", lambda op, dy, x: leaky_relu_grad(dy, x,
+                                                                     op.get_attr("alpha")))
+
+
+@RegisterGradient("LeakyReluGrad", batched=True)
+def _leaky_relu_grad_grad(op, ddx):
+    x = op.inputs[1]
+    dy = math_ops.unbroadcast(leaky_relu_grad(ddx, x, op.get_attr("alpha")),
+                              op.input_shapes[0], op.batch_ndim) \
+        if math_ops.wanted(op, 0) else None
+    return dy, _zero_gradient(op, ddx, 1)
 
 
 # The public function of each op, for messages ("softmax: axis=1 is out of range ...").
@@ -250,9 +284,10 @@ def _log_softmax_grad(op, dy):
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     """``-sum(labels * log_softmax(logits), axis)`` as one op, as TensorFlow's function.
 
-    Op ``SoftmaxCrossEntropyWithLogits``. ``labels`` has ``logits``' shape (each slice along
-    ``axis`` is normally a probability distribution, e.g. one-hot); the result has that shape
-    without ``axis``, one loss per example. Fusing the two steps is what every framework does:
+    Op ``SoftmaxCrossEntropyWithLogits``. ``labels`` has ``logits``' shape, or one that
+    broadcasts to it, as in TensorFlow (each slice along ``axis`` is normally a probability
+    distribution, e.g. one-hot); the result has the logits' shape without ``axis``, one
+    loss per example. Fusing the two steps is what every framework does:
     the gradient with respect to the logits is simply ``softmax(logits) - labels`` (times the
     incoming ``dy``), one pass instead of the chain rule through log_softmax, multiply and sum.
 
@@ -263,8 +298,15 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     logits = floating(logits, "SoftmaxCrossEntropyWithLogits")
     labels = convert_like(labels, logits._dtype, "SoftmaxCrossEntropyWithLogits")
     if labels._shape != logits._shape:
-        raise ValueError(f"softmax_cross_entropy_with_logits: labels of shape {labels.shape} "
-                         f"and logits of shape {logits.shape} must have the same shape")
+        # TensorFlow broadcasts the labels against the logits (one distribution for every
+        # example, say): here a recorded BroadcastTo, whose gradient sums back.
+        try:
+            labels = array_ops.broadcast_to(labels, logits._shape)
+        except ValueError:
+            raise ValueError(
+                f"softmax_cross_entropy_with_logits: labels of shape {labels.shape} do not "
+                f"broadcast to the logits' shape {logits.shape}; give labels of the logits' "
+                "shape (or one that broadcasts to it)") from None
     axis = _axis(axis, len(logits._shape), "SoftmaxCrossEntropyWithLogits")
     # (``np.add.reduce`` is what ``ndarray.sum`` calls, without its Python wrapper.)
     log_sm, residuals = _log_softmax_and_residuals(logits._value, axis)

@@ -256,8 +256,11 @@ def _prod_grad(op, dy):
     (x,) = op.inputs
     axes = op.get_attr("axis")
     shape = op.input_shapes[0]
-    if not axes or not x.size:
+    if not x.size:
         return _spread(op, dy) * array_ops.ones(shape, x.dtype)
+    # (No reduced axis, as for a rank-0 tensor, takes the same path: each product is of one
+    # element, the product of the others is 1, and it still depends on x, so a second
+    # derivative is 0, not None, as TensorFlow's.)
     # The reduced axes moved last and made one axis of length n: each row is one product.
     rest = [i for i in range(len(shape)) if i not in axes]
     perm = tuple(rest) + tuple(axes)

@@ -1,4 +1,4 @@
-"""Why is my gradient None? One sentence, from what the tape actually recorded.
+"""Why is my gradient None, or NaN? One sentence, from what the tape actually recorded.
 
 ``explain(tape, target, source)`` checks, in this order:
 
@@ -8,12 +8,26 @@
    get when ``x = x + 1`` replaces a Variable), a non-trainable Variable, a tape created with
    ``watch_accessed_variables=False``, or a Variable never read while the tape recorded
    (read inside ``stop_recording``, before a ``reset``, or not at all);
-4. the target was not produced by any recorded operation (the path went through NumPy);
-5. the path exists but goes through ``stop_gradient``, another op without a gradient, or an
-   integer tensor;
-6. the source was read, but only by a Variable ``assign``/``assign_add``, which is not recorded;
+4. the target was not produced by any recorded operation: it was computed after the ``with``
+   block ended, or from the integer output of an op without a gradient (``argmax``, a
+   comparison: the tape records nothing computed from it, a cast included), or the path went
+   through NumPy;
+5. the path exists, but every path goes through ``stop_gradient``, another op without a
+   gradient, or an integer tensor (one path that carries a gradient is enough: in
+   ``mt.where(x > 0, x, 0.0)`` the comparison only chooses the branch);
+6. the source went into a Variable update (``v.assign_add(x)``) inside the tape, which is not a
+   recorded operation (the tape notes it as an ``assigned`` event), or a Variable source was
+   read without being used;
 7. the path is broken by a tensor computed in a ``stop_recording`` block or before a ``reset``;
 8. otherwise the target simply does not depend on the source.
+
+When the source is connected, ``explain`` checks the gradient's value too: if it is NaN or
+infinite, it finds the first step of the backward walk (``backward_steps``, run again on the
+tape's ops, or the record of the tape's last pass once a non-persistent tape has released
+them) that produced a non-finite value, and says which op, at which line of the learner's
+code, with the local derivative and the upstream gradient that multiplied into it (``log at
+x = 0.0 has derivative inf; where (op #3) sends it 0.0; inf * 0.0 = nan``), and the usual
+fix (the double ``mt.where``, an epsilon, ``mt.math.divide_no_nan``).
 
 Each answer says what to do. ``diagnose`` returns the same sentence with a short reason code,
 which the tests and the drawing use.
@@ -43,15 +57,24 @@ from .labels import tensor_labels
 
 class Explanation(str):
     """The sentence ``explain`` returns: a ``str`` that a notebook shows as wrapped prose
-    (not as a long quoted string) and a terminal prints wrapped at 88 columns."""
+    (not as a long quoted string) and a terminal shows, or ``print`` prints, wrapped at word
+    boundaries within 88 columns. Its value (``in``, ``==``, slicing) is the one-line
+    sentence."""
+
+    def _wrapped(self):
+        import textwrap
+        return textwrap.fill(str.__str__(self), 88, break_long_words=False,
+                             break_on_hyphens=False)
+
+    def __str__(self):
+        return self._wrapped()
 
     def __repr__(self):
-        import textwrap
-        return textwrap.fill(str(self), 88)
+        return self._wrapped()
 
     def _repr_html_(self):
         import html
-        return f'<p style="max-width:60em">{html.escape(str(self))}</p>'
+        return f'<p style="max-width:60em">{html.escape(str.__str__(self))}</p>'
 
 
 def explain(tape, target, source) -> str:
@@ -121,7 +144,23 @@ def diagnose(tape, target, source) -> tuple:
 
     upstream = _upstream(ops, target._id)           # everything the target depends on
     if source._id in upstream:
-        return _blocked_path(ops, target._id, source, src, upstream)
+        answer = _blocked_path(ops, target._id, source, src, upstream)
+        if answer[0] == "connected":
+            return _non_finite(tape, target, source, src, ops) or _where_note(
+                ops, source, src, upstream, answer)
+        return answer
+    assigned = _assigned(tape, source)
+    if assigned:
+        method, variable = assigned
+        variable = _label_of(tape, target, variable[1]) or variable[0]
+        return ("assign",
+                f"{src} went into {variable}.{method}(...) inside the tape, and a Variable "
+                "update is not a recorded operation (it has no gradient): the Variable "
+                "remembers its new value, not how it got it, so nothing recorded after the "
+                f"update depends on {label}; compute the target from it with ordinary "
+                f"operations instead (y = f({_combined(method, variable, _code(name, 'x'))})"
+                " rather than "
+                f"{variable}.{method}({_code(name, 'x')}) then y = f({variable}))")
     if isinstance(source, Variable) and not any(source._id in op.input_ids for op in ops):
         return ("assign",
                 f"{src} was read inside the tape, but no recorded operation used it: it was "
@@ -171,6 +210,16 @@ def _op_number(ops, op):
     return next(k for k, o in enumerate(ops, start=1) if o is op)
 
 
+def _op_ref(ops, op):
+    """``op #3`` and, when the tape noted it, the learner's line: ``op #3, line 2 of its
+    cell: z = x * y`` (a notebook cell) or ``op #3, train.py:12: z = x * y`` (a file)."""
+    from ..recording import source_line
+    location, text = source_line(op)
+    if location and location.startswith("cell "):   # "cell 59:3": the code says which cell
+        location = f"line {location.split(':')[-1]} of its cell"
+    return f"op #{_op_number(ops, op)}" + (f", {location}: {text}" if location else "")
+
+
 def _not_watched(tape, target, source, src, ops, produced, name):
     """The tape never watched the source: say why that happened."""
     if not isinstance(source, Variable):
@@ -211,6 +260,16 @@ def _target_not_recorded(tape, target, source, src, ops, produced):
     pause = _pause_around(tape, ops, target._id, None)
     if pause:
         return pause
+    exits = [e for e in tape.events if e.kind == "exited" and isinstance(e.detail, int)]
+    if exits and not tape.recording and target._id > exits[-1].detail:
+        return ("target_after_tape",
+                "the target was computed after the `with` block had ended, when the tape no "
+                "longer recorded, so no recorded operation produced it and nothing connects "
+                f"it to {src}: compute it inside the `with` block (indent the line that "
+                "computes it), then call tape.gradient after the block")
+    broken = _integer_output_op(ops, source)
+    if broken is not None:
+        return _integer_sentence(ops, broken, src, recorded=False)
     return ("numpy_path",
             "the target was not produced by any operation this tape recorded, so nothing "
             f"connects it to {src}: somewhere the computation left minitape (a NumPy function "
@@ -219,46 +278,369 @@ def _target_not_recorded(tape, target, source, src, ops, produced):
 
 
 def _blocked_path(ops, target_id, source, src, upstream):
-    """The target depends on the source, but an op on the way carries no gradient."""
-    downstream = {source._id}
+    """The target depends on the source: does a gradient reach it? Follow only the edges
+    that carry one (into an op with a gradient, out of its float outputs); a comparison, an
+    ``argmax`` or ``stop_gradient`` on one path does not matter when another path carries
+    the gradient (``mt.where(x > 0, x, 0.0)``: the comparison only chooses)."""
+    carry = {source._id}
+    blockers, missing = [], None
     for op in ops:
-        if any(i in downstream for i in op.input_ids):
-            downstream.update(op.output_ids)
-    for op in ops:
-        on_path = (any(i in downstream for i in op.input_ids)
-                   and any(o in upstream for o in op.output_ids))
-        if not on_path:
+        if not any(i in carry for i in op.input_ids):
+            continue
+        if not any(o in upstream for o in op.output_ids):   # off the way to the target
             continue
         kind = gradient_kind(op)
-        number = _op_number(ops, op)
+        if op.type == "StopGradient" or kind == "none":
+            blockers.append(op)
+            continue
+        if kind == "missing" and missing is None:
+            missing = op
+        floats = [o for o, dt in zip(op.output_ids, op.output_dtypes) if dt.kind == "f"]
+        if floats:
+            carry.update(floats)
+        else:
+            blockers.append(op)
+    if target_id in carry:
+        if missing is not None:
+            return ("missing_gradient",
+                    f"the gradient is not None: tape.gradient raises LookupError because "
+                    f"{missing.type} ({_op_ref(ops, missing)}) has no registered "
+                    f"gradient; register one with mt.RegisterGradient('{missing.type}') or "
+                    "rewrite it with other ops")
+        return ("connected",
+                f"{src} is connected to the target through the recorded operations, so its "
+                "gradient is not None")
+    for op in blockers:
+        ref = _op_ref(ops, op)
         if op.type == "StopGradient":
             return ("stop_gradient",
                     f"the only path from {src} to the target goes through stop_gradient "
-                    f"(op #{number}), which blocks gradients on purpose: remove the "
+                    f"({ref}), which blocks gradients on purpose: remove the "
                     "mt.stop_gradient call if the gradient should flow there")
-        if kind == "none":
-            return ("not_differentiable",
-                    f"the path from {src} to the target goes through {op.type} (op #{number}), "
-                    "which has no gradient by design: use a differentiable op instead, or "
-                    "mt.custom_gradient to define one")
         if any(dt.kind == "c" for dt in op.output_dtypes):
             return ("complex_path",
-                    f"the path from {src} to the target goes through {op.type} (op #{number}), "
+                    f"the path from {src} to the target goes through {op.type} ({ref}), "
                     "whose output is complex, and minitape does not differentiate complex "
                     "numbers: work with the real and imaginary parts as two float tensors")
         if any(dt.kind != "f" for dt in op.output_dtypes):
-            return ("integer_path",
-                    f"the path from {src} to the target goes through {op.type} (op #{number}), "
-                    "whose output is an integer tensor, and integers carry no gradient: keep "
-                    "the path in floating point")
-        if kind == "missing":
-            return ("missing_gradient",
-                    f"the gradient is not None: tape.gradient raises LookupError because "
-                    f"{op.type} (op #{number}) has no registered gradient; register one with "
-                    f"mt.RegisterGradient('{op.type}') or rewrite it with other ops")
+            return _integer_sentence(ops, op, src, recorded=True)
+        return ("not_differentiable",
+                f"the path from {src} to the target goes through {op.type} ({ref}), "
+                "which has no gradient by design: use a differentiable op instead, or "
+                "mt.custom_gradient to define one")
     return ("connected",
             f"{src} is connected to the target through the recorded operations, so its "
             "gradient is not None")
+
+
+# What to use instead of an op whose output is an integer or a bool (no gradient).
+_SMOOTH = {
+    "ArgMax": "mt.nn.softmax(x) gives a differentiable 'soft' choice, and mt.reduce_max(x) "
+              "the largest value itself, whose gradient flows to it",
+    "ArgMin": "mt.nn.softmax(-x) gives a differentiable 'soft' choice, and mt.reduce_min(x) "
+              "the smallest value itself, whose gradient flows to it",
+}
+_COMPARISONS = ("Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqual")
+
+
+def _integer_output_op(ops, source):
+    """The first recorded op downstream of ``source`` whose outputs are all integers or
+    bools (ArgMax, a comparison, a cast to int): the break in a path, or None."""
+    down = {source._id}
+    for op in ops:
+        if any(i in down for i in op.input_ids):
+            if all(dt.kind in "biu" for dt in op.output_dtypes):
+                return op
+            down.update(op.output_ids)
+    return None
+
+
+def _integer_sentence(ops, op, src, recorded):
+    """Why a path through ``op`` (integer or bool output) carries no gradient."""
+    ref = _op_ref(ops, op)
+    dtype = op.output_dtypes[0].name
+    after = ("everything computed from it is a constant to the tape" if recorded else
+             "the tape did not record what was computed from it")
+    head = (f"the path from {src} to the target goes through {op.type} ({ref}), whose "
+            f"output is {dtype}: ")
+    if op.type in _SMOOTH:
+        return ("no_gradient_op",
+                head + f"an index does not change when {src.split(' (')[0]} changes a little, "
+                f"so {op.type} has no gradient (in TensorFlow too) and {after}; casting the "
+                f"index back to a float does not help. Instead, {_SMOOTH[op.type]}")
+    if op.type in _COMPARISONS:
+        return ("no_gradient_op",
+                head + f"a comparison has no gradient (a step from False to True), and "
+                f"{after}; casting it to a float does not help. To choose between two "
+                "differentiable values use mt.where(condition, a, b) (the gradient flows to "
+                "the chosen one); for a smooth step use mt.sigmoid((x - threshold) / width)")
+    return ("integer_path",
+            head + f"integers carry no gradient, and {after}: keep the path in floating point")
+
+
+def _where_note(ops, source, src, upstream, answer):
+    """A connected path through ``where`` whose condition depends on the source: say that
+    the comparison only chooses (its missing gradient does not matter)."""
+    down = {source._id}
+    for op in ops:
+        if any(i in down for i in op.input_ids):
+            down.update(op.output_ids)
+            if (op.type == "SelectV2" and op.input_ids[0] in down
+                    and any(o in upstream for o in op.output_ids)):
+                return ("connected",
+                        f"{src} is connected to the target: where (op #{_op_number(ops, op)}) "
+                        "passes the gradient to the branch it chose, element by element, and "
+                        "0 to the other; its condition (a comparison) has no gradient, but it "
+                        "only chooses, so the gradient is not None: it is 0 where the branch "
+                        "chosen does not depend on the source")
+    return answer
+
+
+def _combined(method, variable, value):
+    """What ``variable.method(value)`` leaves in the Variable, as an expression."""
+    return {"assign_add": f"{variable} + {value}", "assign_sub": f"{variable} - {value}"}.get(
+        method, value)
+
+
+def _assigned(tape, source):
+    """``(method, (Variable name, Variable id))`` if a Variable update inside the tape took
+    ``source``, else None."""
+    for e in tape.events:
+        if e.kind == "assigned" and e.detail[2] == source._id:
+            return e.detail[0], (e.detail[1], e.detail[3])
+    return None
+
+
+def _label_of(tape, target, tensor_id):
+    """The drawing's label of the tensor with this id (None if the drawing has none)."""
+    from .graph import tape_graph
+    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
+    try:
+        return tape_graph(tape, targets or None).tensor(tensor_id).label
+    except KeyError:
+        return None
+
+
+# -- why a gradient is NaN or infinite ------------------------------------------------------------
+
+# The learner's function for an op type, in sentences ("log at x = 0.0 has derivative inf").
+_FUNCTIONS = {"SelectV2": "where", "Log": "log", "Sqrt": "sqrt", "RealDiv": "divide",
+              "Mul": "multiply", "Pow": "pow", "Reciprocal": "reciprocal", "Sum": "reduce_sum",
+              "AddV2": "add", "Sub": "subtract", "Exp": "exp", "Log1p": "log1p",
+              "Square": "square", "Maximum": "maximum", "Minimum": "minimum",
+              "MatMul": "matmul", "Neg": "negative", "Mean": "reduce_mean", "Tanh": "tanh",
+              "Sigmoid": "sigmoid", "Softplus": "softplus", "Abs": "abs"}
+
+_FIXES = {
+    "RealDiv": "use mt.math.divide_no_nan(a, b), which is 0 where b is 0 and so are its "
+               "gradients, or keep the divisor away from 0 with an epsilon",
+    "Sqrt": "add an epsilon under the square root (mt.sqrt(s + 1e-12)), or take the root "
+            "only where s > 0 with the double where (as mt.clip_by_norm does)",
+    "Log": "add an epsilon (mt.math.log(x + 1e-7)), or use an op that is stable there "
+           "(mt.math.log1p, mt.nn.log_softmax, mt.nn.softmax_cross_entropy_with_logits)",
+    "Pow": "keep the base away from 0 with an epsilon, or use the double where",
+    "Reciprocal": "use mt.math.divide_no_nan(1.0, x), or keep x away from 0 with an epsilon",
+}
+_GENERIC_FIX = ("the usual fixes: the double mt.where (make the branch that is not chosen "
+                "safe too), an epsilon (x + 1e-7), or mt.math.divide_no_nan for a division")
+
+
+def _non_finite(tape, target, source, src, ops):
+    """The source is connected; is its gradient NaN or infinite? If so, find the first step
+    of the backward walk that produced a non-finite value and say why (None otherwise)."""
+    walk = _walk(tape, target, source, ops)
+    if walk is None:
+        return None
+    final, steps = walk
+    if final is None or _finite(final):
+        return None
+    for n, (op, outs, ins) in enumerate(steps):
+        if not all(_finite(o) for o in outs):
+            continue
+        bad = [k for k, g in enumerate(ins) if g is not None and not _finite(g)]
+        if bad:
+            return ("non_finite", _non_finite_sentence(tape, target, source, src, ops, steps,
+                                                        n, bad[0], final))
+    return ("non_finite",
+            f"the gradient of {src} is {_value_text(final)}: a value on the way was already "
+            "NaN or infinite in the forward pass (check the inputs, or call "
+            "mt.debugging.enable_check_numerics() and run again to find the op); "
+            + _GENERIC_FIX)
+
+
+def _finite(value):
+    """True unless ``value`` (an array, a ``(min, mean, max)`` summary, or None: unknown)
+    holds a NaN or an infinity."""
+    if value is None:
+        return True
+    if isinstance(value, tuple):
+        return all(np.isfinite(v) for v in value)
+    value = np.asarray(value)
+    return value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
+
+
+def _walk(tape, target, source, ops):
+    """``(the source's gradient, steps)``: the steps ``(op, output gradients, input
+    gradients)`` of ``backward_steps`` (arrays; None where there is none), run again on the
+    tape's ops when they still hold what their gradients need; else read from the record of
+    the tape's last backward pass, if it was for this target and source. None if neither."""
+    from .. import recording
+    from ..backward import backward_steps, gradient_value
+    targets = [t for t in flatten(target) if isinstance(t, Tensor) and t.dtype.kind == "f"]
+    if not targets:
+        return None
+    if not tape.released and not recording.tapes_recording:
+        grads = {}
+        for t in targets:
+            ones = Tensor(np.ones(t.shape, t.dtype))
+            grads[t._id] = ones if t._id not in grads else grads[t._id] + ones
+        steps = []
+        checking, recording.check_numerics = recording.check_numerics, False
+
+        def arrays(gs):
+            return [None if g is None else np.asarray(gradient_value(g)) for g in gs]
+        try:
+            with np.errstate(all="ignore"):
+                for op, out_grads, in_grads in backward_steps(ops, grads, {source._id}):
+                    steps.append((op, arrays(out_grads), arrays(in_grads)))
+        except (LookupError, TypeError, ValueError, RuntimeError):
+            return None
+        finally:
+            recording.check_numerics = checking
+        final = grads.get(source._id)
+        return (None if final is None else np.asarray(gradient_value(final))), steps
+    last = tape.last_pass
+    if (last is None or source._id not in last.gradients
+            or any(t._id not in last.seeds for t in targets)):
+        return None
+    by_seq = {op.seq: op for op in ops}
+    reached = last.reached
+    steps = [(by_seq[seq], [reached.get(i) for i in by_seq[seq].output_ids],
+              [last.contributions.get((seq, k)) for k in range(len(by_seq[seq].input_ids))])
+             for seq in last.visited if seq in by_seq]
+    final = last.gradients[source._id]
+    return (None if final is None else final._value), steps
+
+
+def _value_text(value):
+    """``nan``, ``inf``, ``0.0``, or a short array."""
+    if isinstance(value, tuple):
+        return "between {:g} and {:g}".format(value[0], value[2])
+    value = np.asarray(value)
+    if value.size == 1:
+        return repr(float(value.reshape(-1)[0].real))
+    if value.size <= 6:
+        return np.array2string(value, separator=", ")
+    return f"an array of shape {value.shape} with NaN or inf in it"
+
+
+def _at(value, index):
+    """``value[index]`` as a float if ``value`` is an array with that element (a scalar
+    broadcasts), else None."""
+    if value is None or isinstance(value, tuple):
+        return None
+    value = np.asarray(value)
+    if value.size == 1:
+        return float(value.reshape(-1)[0].real)
+    try:
+        return float(value[index].real)
+    except (IndexError, TypeError, ValueError):
+        return None
+
+
+def _input_value(op, k):
+    """The value of input ``k`` of ``op``: its saved Tensor, else the small value the op kept
+    (None if neither)."""
+    try:
+        return np.asarray(op.inputs[k]._value)
+    except (RuntimeError, ValueError, IndexError, AttributeError):
+        pass
+    values = getattr(op, "input_values", None)
+    return None if values is None else values[k]
+
+
+def _local_derivative(op, k, index):
+    """The derivative of an elementwise ``op``'s output with respect to input ``k`` at
+    ``index``, computed again from the op's forward at its recorded inputs (None if it
+    cannot be)."""
+    from ..registry import lookup_forward
+    from ..tape import GradientTape
+    forward = lookup_forward(op.type)
+    if forward is None or len(op.output_ids) != 1 or op.input_shapes[k] != op.output_shapes[0]:
+        return None
+    values = [_input_value(op, j) for j in range(len(op.input_ids))]
+    if any(v is None for v in values):
+        return None
+    from .. import recording
+    checking, recording.check_numerics = recording.check_numerics, False
+    try:
+        with np.errstate(all="ignore"):
+            inputs = [Tensor(np.array(v)) for v in values]
+            with GradientTape() as tape:
+                tape.watch(inputs[k])
+                out = forward(op, *inputs)
+            d = tape.gradient(out, inputs[k])
+    except Exception:       # (a forward that needs more than its inputs: no detail)
+        return None
+    finally:
+        recording.check_numerics = checking
+    return None if d is None else _at(d._value, index)
+
+
+def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
+    """``op`` (step ``n`` of the walk) sent a non-finite gradient to its input ``k``."""
+    from .graph import tape_graph
+    op, outs, ins = steps[n]
+    fname = _FUNCTIONS.get(op.type, op.type)
+    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
+    try:
+        graph = tape_graph(tape, targets or None, source)
+        x_name = graph.tensor(op.input_ids[k]).label
+    except KeyError:
+        x_name = "its input"
+    g = ins[k]
+    index = None
+    if not isinstance(g, tuple):
+        g = np.asarray(g)
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(g))[0]) if g.ndim else ()
+    result = _at(g, index) if index is not None else None
+    upstream = _at(outs[0], index) if index is not None and outs else None
+    x = _at(_input_value(op, k), index) if index is not None else None
+    local = _local_derivative(op, k, index) if index is not None else None
+    # Who sent the upstream gradient: the one visited op that uses the output, or the target.
+    visited = [s[0] for s in steps[:n]]
+    users = [o for o in visited if op.output_ids[0] in o.input_ids]
+    target_ids = {t._id for t in targets}
+    if op.output_ids[0] in target_ids and not users:
+        sender = "the target's own gradient (its seed)"
+    elif len(users) == 1:
+        sender = f"{_FUNCTIONS.get(users[0].type, users[0].type)} (op #{_op_number(ops, users[0])})"
+    else:
+        sender = "the ops that use its output"
+    at = f" at {x_name} = {x!r}" if x is not None else ""
+    if local is not None and upstream is not None and result is not None and not np.isfinite(
+            local):
+        story = (f"{fname}{at} has derivative {local!r}; {sender} sends it {upstream!r}; "
+                 f"{local!r} * {upstream!r} = {result!r}")
+    elif upstream is not None and result is not None:
+        story = (f"the gradient of {fname}{at} turned the finite gradient {upstream!r} that "
+                 f"{sender} sent into {result!r}")
+    else:
+        story = f"the gradient of {fname} gave {_value_text(g)}"
+    where = f" ({_op_ref(ops, op)})"
+    from_where = (upstream == 0.0 and len(users) == 1 and users[0].type == "SelectV2")
+    if from_where:
+        fix = ("the usual fix is the double where: make the branch where does not choose "
+               "safe too, so that its derivative is finite there, e.g. "
+               f"mt.where(x > 0.0, mt.math.{fname}(mt.where(x > 0.0, x, 1.0)), 0.0)"
+               if fname in ("log", "sqrt", "reciprocal") else
+               "the usual fix is the double where: feed the op a safe value where its result "
+               "is not chosen (an inner mt.where), so that its derivative is finite there")
+    else:
+        fix = "the usual fix: " + _FIXES.get(op.type, _GENERIC_FIX)
+    return (f"the gradient of {src} is {_value_text(final)}: the first step of the backward "
+            f"pass that produced NaN or inf is {fname}{where}: {story}. A zero gradient times "
+            f"an infinite derivative is NaN, in TensorFlow too; {fix}")
 
 
 def _upstream(ops, target_id) -> set:

@@ -1,0 +1,183 @@
+"""explain: why a gradient is NaN or inf, and the real cause in four programs from TensorFlow's
+issue threads where the old answer was wrong (where, a target made after the tape, an assign
+inside the tape, argmax). Each test first checks the gradient itself, then the sentence."""
+
+import os
+
+import numpy as np
+import pytest
+
+import minitape as mt
+from minitape.viz import explain
+from minitape.viz.explain import diagnose
+
+HERE = os.path.basename(__file__)
+
+
+def line_of(text):
+    with open(__file__) as f:
+        hits = [n for n, line in enumerate(f, start=1)
+                if text in line and "line_of(" not in line]
+    assert len(hits) == 1, (text, hits)
+    return hits[0]
+
+
+@pytest.fixture(autouse=True)
+def source_lines():
+    was = mt.config.source_lines_recorded()
+    mt.config.record_source_lines(True)
+    with np.errstate(all="ignore"):
+        yield
+    mt.config.record_source_lines(was)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_nan_from_the_branch_where_does_not_choose(persistent):
+    x = mt.Variable(0.0)
+    with mt.GradientTape(persistent=persistent) as tape:
+        y = mt.where(x > 0.0, mt.math.log(x), 0.0)  # the NaN line
+    assert np.isnan(tape.gradient(y, x).numpy())
+    code, text = diagnose(tape, y, x)
+    assert code == "non_finite"
+    assert "the gradient of the source x (a Variable) is nan" in text
+    assert "log at x = 0.0 has derivative inf; where (op #3) sends it 0.0; inf * 0.0 = nan" in text
+    assert f"(op #2, {HERE}:{line_of('# the NaN line')}: y = mt.where(" in text
+    assert "double where" in text and "mt.math.log(mt.where(x > 0.0, x, 1.0))" in text
+
+
+def test_the_double_where_fixes_it_and_explain_says_so():
+    x = mt.Variable(0.0)
+    with mt.GradientTape(persistent=True) as tape:
+        safe = mt.where(x > 0.0, x, 1.0)
+        y = mt.where(x > 0.0, mt.math.log(safe), 0.0)
+    assert tape.gradient(y, x).numpy() == 0.0
+    assert diagnose(tape, y, x)[0] == "connected"
+
+
+def test_nan_from_the_norm_of_a_zero_vector():
+    v = mt.Variable([0.0, 0.0])
+    with mt.GradientTape() as tape:
+        n = mt.norm(v)
+    assert np.isnan(tape.gradient(n, v).numpy()).all()
+    code, text = diagnose(tape, n, v)
+    assert code == "non_finite"
+    # sqrt at 0 has an infinite derivative and the target's seed is 1: inf, then nan later.
+    assert "sqrt" in text and "has derivative inf" in text and "inf * 1.0 = inf" in text
+    assert "epsilon" in text
+
+
+def test_inf_from_a_division_by_zero_advises_divide_no_nan():
+    x = mt.Variable([1.0, 2.0])
+    mask = mt.constant([0.0, 0.0])
+    with mt.GradientTape(persistent=True) as tape:
+        mean = mt.reduce_sum(x * mask) / mt.reduce_sum(mask)
+    assert not np.isfinite(tape.gradient(mean, x).numpy()).all()
+    code, text = diagnose(tape, mean, x)
+    assert code == "non_finite" and "divide (op #" in text
+    assert "mt.math.divide_no_nan" in text
+
+
+def test_a_finite_gradient_is_just_connected():
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        y = mt.math.log(x) * x
+    assert np.isfinite(tape.gradient(y, x).numpy())
+    assert diagnose(tape, y, x)[0] == "connected"
+
+
+def test_explain_under_check_numerics_does_not_raise():
+    x = mt.Variable(0.0)
+    with mt.GradientTape(persistent=True) as tape:
+        y = mt.where(x > 0.0, mt.math.log(x), 0.0)
+    mt.debugging.enable_check_numerics()
+    try:
+        assert diagnose(tape, y, x)[0] == "non_finite"
+    finally:
+        mt.debugging.disable_check_numerics()
+
+
+# -- the four programs ---------------------------------------------------------------------------
+
+def test_where_passes_the_gradient_to_the_chosen_branch():
+    x = mt.Variable([1.0, -1.0])
+    with mt.GradientTape(persistent=True) as tape:
+        y = mt.where(x > 0, x, 0.0)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [1.0, 0.0])
+    code, text = diagnose(tape, y, x)
+    assert code == "connected"
+    assert "passes the gradient to the branch it chose" in text
+    assert "Greater" not in text and "no gradient by design" not in text
+
+
+def test_a_target_computed_after_the_tape_closed():
+    x = mt.Variable(2.0)
+    with mt.GradientTape(persistent=True) as tape:
+        h = x * x
+    loss = h * 3.0                       # after the with block
+    assert tape.gradient(loss, x) is None
+    code, text = diagnose(tape, loss, x)
+    assert code == "target_after_tape"
+    assert "after the `with` block" in text and "NumPy" not in text
+
+
+def test_an_assign_inside_the_tape_is_named():
+    x = mt.constant(3.0)
+    v = mt.Variable(0.0)
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        v.assign_add(x)
+        y = v * 2.0
+    assert tape.gradient(y, x) is None
+    code, text = diagnose(tape, y, x)
+    assert code == "assign"
+    assert ".assign_add(" in text and "not a recorded operation" in text
+    assert "no recorded operation leads from it" not in text
+
+
+def test_argmax_has_no_gradient_and_a_cast_does_not_help():
+    x = mt.Variable([1.0, 3.0, 2.0])
+    with mt.GradientTape(persistent=True) as tape:
+        i = mt.argmax(x)
+        y = mt.cast(i, mt.float32) * 2.0
+    assert tape.gradient(y, x) is None
+    code, text = diagnose(tape, y, x)
+    assert code == "no_gradient_op"
+    assert "ArgMax (op #1, " in text and "i = mt.argmax(x)" in text
+    assert "does not help" in text and "softmax" in text
+    assert "NumPy" not in text
+
+
+def test_a_comparison_cast_to_float_is_explained():
+    x = mt.Variable([1.0, -3.0])
+    with mt.GradientTape(persistent=True) as tape:
+        y = mt.cast(x > 0.0, mt.float32) * 2.0
+    assert tape.gradient(y, x) is None
+    code, text = diagnose(tape, y, x)
+    assert code == "no_gradient_op" and "Greater (op #1, " in text and "mt.where" in text
+
+
+def test_a_none_answer_names_the_op_and_the_learners_line():
+    x = mt.Variable(2.0)
+    with mt.GradientTape(persistent=True) as tape:
+        z = mt.stop_gradient(x * x) + 1.0  # blocked here
+    assert tape.gradient(z, x) is None
+    code, text = diagnose(tape, z, x)
+    assert code == "stop_gradient"
+    assert (f"stop_gradient (op #2, {HERE}:{line_of('# blocked here')}: "
+            "z = mt.stop_gradient(x * x) + 1.0") in text
+
+
+# -- printing -------------------------------------------------------------------------------------
+
+def test_print_wraps_at_word_boundaries(capsys):
+    x = mt.Variable(0.0)
+    with mt.GradientTape() as tape:
+        y = mt.where(x > 0.0, mt.math.log(x), 0.0)
+    tape.gradient(y, x)
+    sentence = explain(tape, y, x)
+    print(sentence)
+    printed = capsys.readouterr().out.rstrip("\n")
+    lines = printed.split("\n")
+    assert len(lines) > 2 and all(len(line) <= 88 for line in lines)
+    assert printed.split() == sentence.split()   # the same words, none broken
+    assert "\n" not in sentence                  # the value itself is the one-line sentence
