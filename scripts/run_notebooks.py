@@ -48,7 +48,9 @@ from nbclient.exceptions import CellExecutionError
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SKIP_TAG = "nbval-skip"  # nbval's own tag; nbclient's skip_cells_with_tag is told to use it
-KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+# ipykernel's own kernel spec: JupyterLab rewrites any other display_name when the kernel starts,
+# which marks a lesson modified as soon as it is opened.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -148,7 +150,7 @@ def static_outputs(nb) -> None:
 def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     stable_cell_ids(nb, path.name[:2])
-    nb.metadata.setdefault("kernelspec", KERNELSPEC)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # stale timestamps from an earlier run
         if cell.cell_type == "code" and SKIP_TAG in cell.metadata.get("tags", []):

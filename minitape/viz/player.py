@@ -53,6 +53,7 @@ frames as one self-contained page.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import html
@@ -411,19 +412,29 @@ class TapePlayer(widgets.VBox):
             self._svg[key] = svg[svg.find("<svg"):]    # inline in HTML: no XML prologue
         return self._svg[key]
 
-    def frames_html(self) -> str:
-        """Every step as static HTML with its own controls: what a notebook viewer with no
-        kernel shows (``jupyter nbconvert --to html``, nbviewer, GitHub, a Sphinx/myst-nb
-        site), and the body of ``to_html()``.
+    def frames_html(self, inline_svg=False) -> str:
+        """Every step as static HTML: what a notebook viewer with no kernel shows (``jupyter
+        nbconvert --to html``, nbviewer, GitHub, a Sphinx/myst-nb site, JupyterLab before the
+        lesson is run), and the body of ``to_html()``.
 
-        Each step is a ``<section class="minitape-frame">``: its sentence and its drawing.
-        Without JavaScript (GitHub strips it) every step is shown, one under the other. With
-        JavaScript (inline, a few lines: no CDN, no kernel) one step shows at a time, with a
-        slider and back/next buttons, starting at the player's current step. With
-        ``quiz=True`` a backward step shows its question and the drawing before the step; the
-        answer (sentence and drawing) is in a closed ``<details>`` ("show the answer"), and
-        with JavaScript a box checks the learner's number first, as the widget does.
+        Each step is a ``<section class="minitape-frame">``: its sentence and its drawing (an
+        ``<img>`` of the SVG, which HTML sanitizers keep; ``inline_svg=True`` writes the
+        ``<svg>`` itself). Without JavaScript (GitHub and an untrusted notebook run none)
+        every step shows, one under the other. With JavaScript (inline, a few lines: no CDN,
+        no kernel) one step shows at a time, under a slider and back/next buttons the script
+        adds, starting at the player's current step. With ``quiz=True`` a backward step shows
+        its question and the drawing as it was before the step; the answer (sentence and
+        drawing) waits in a closed ``<details>`` ("show the answer"), and with JavaScript a
+        box first checks the learner's number, as the widget does.
         """
+        def drawing(k, reveal, sentence):
+            svg = self.svg(k, reveal=reveal)
+            if not inline_svg:
+                data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+                svg = (f'<img src="data:image/svg+xml;base64,{data}" '
+                       f'alt="{html.escape(sentence)}">')
+            return f'<div class="minitape-drawing" style="overflow-x:auto">{svg}</div>'
+
         frames = []
         for k, s in enumerate(self.steps):
             said = f"step {k} of {len(self.steps) - 1}: "
@@ -432,30 +443,20 @@ class TapePlayer(widgets.VBox):
                 expected = json.dumps(np.asarray(s.expected, dtype=float).ravel().tolist())
                 frames.append(
                     f'<section class="minitape-frame" data-step="{k}">'
-                    f'<div class="minitape-ask"><p><code>{html.escape(said + self._ask(s))}'
-                    f'</code></p><p class="minitape-quiz" hidden '
-                    f'data-expected="{html.escape(expected)}" data-rule="{html.escape(rule)}">'
-                    '<input type="text" placeholder="your number" size="14"> '
-                    '<button type="button">check</button> '
-                    '<span class="minitape-feedback"></span></p>'
-                    f"{_scrolling(self.svg(k, reveal=False))}</div>"
+                    f'<div class="minitape-ask" data-expected="{html.escape(expected)}" '
+                    f'data-rule="{html.escape(rule)}"><p><code>'
+                    f"{html.escape(said + self._ask(s))}</code></p>"
+                    f"{drawing(k, False, said + self._ask(s))}</div>"
                     '<details class="minitape-answer"><summary>show the answer</summary>'
                     f"<p><code>{html.escape(said + s.text)}</code></p>"
-                    f"{_scrolling(self.svg(k, reveal=True))}</details></section>")
+                    f"{drawing(k, True, said + s.text)}</details></section>")
             else:
                 frames.append(f'<section class="minitape-frame" data-step="{k}"><p><code>'
                               f"{html.escape(said + s.text)}</code></p>"
-                              f"{_scrolling(self.svg(k, reveal=True))}</section>")
+                              f"{drawing(k, True, said + s.text)}</section>")
         digest = hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
         dom_id = f"minitape-player-{digest}"
-        n = len(self.steps) - 1
         return (f'<div class="minitape-player" id="{dom_id}" data-start="{self._step}">'
-                '<p class="minitape-controls" hidden>'
-                '<button type="button" class="minitape-back">&#9664; back</button> '
-                f'<input type="range" min="0" max="{n}" value="{self._step}" step="1" '
-                'style="width:20em;vertical-align:middle"> '
-                '<button type="button" class="minitape-next">next &#9654;</button> '
-                '<span class="minitape-label"></span></p>'
                 f'{"".join(frames)}</div>'
                 f"<script>{_PLAYER_JS.replace('PLAYER_ID', dom_id)}</script>")
 
@@ -470,7 +471,7 @@ class TapePlayer(widgets.VBox):
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;background:#fff;color:#111}}</style></head>
 <body><h1>{html.escape(title)}</h1>
-{self.frames_html()}
+{self.frames_html(inline_svg=True)}
 </body></html>
 """
 
@@ -524,8 +525,9 @@ def _scrolling(svg) -> str:
 
 
 # The static player's controls (frames_html): one frame at a time, a slider, back/next, and the
-# quiz boxes. Plain ES5 run inline; it only touches the elements under its own root: the element
-# just before the script (the same player shown twice has the same id), else PLAYER_ID.
+# quiz boxes, all added by the script (a page that runs no script shows no dead controls). Plain
+# ES5 run inline; it only touches the elements under its own root: the element just before the
+# script (the same player shown twice has the same id), else PLAYER_ID.
 _PLAYER_JS = """(function () {
   var me = document.currentScript, root = me && me.previousElementSibling;
   if (!root || root.className !== "minitape-player") {
@@ -533,33 +535,41 @@ _PLAYER_JS = """(function () {
   }
   if (!root || root.getAttribute("data-ready")) { return; }
   root.setAttribute("data-ready", "1");
-  var frames = root.querySelectorAll(".minitape-frame");
-  var controls = root.querySelector(".minitape-controls");
-  var range = controls.querySelector("input");
-  var label = controls.querySelector(".minitape-label");
+  var frames = root.querySelectorAll(".minitape-frame"), last = frames.length - 1;
+  var controls = document.createElement("p");
+  controls.className = "minitape-controls";
+  controls.innerHTML = '<button type="button" class="minitape-back">&#9664; back</button> ' +
+    '<input type="range" min="0" max="' + last + '" step="1" ' +
+    'style="width:20em;vertical-align:middle"> ' +
+    '<button type="button" class="minitape-next">next &#9654;</button> ' +
+    '<span class="minitape-label"></span>';
+  root.insertBefore(controls, root.firstChild);
+  var range = controls.querySelector("input"), label = controls.querySelector("span");
   function show(k) {
-    k = Math.max(0, Math.min(frames.length - 1, k));
+    k = Math.max(0, Math.min(last, k));
     range.value = k;
-    for (var i = 0; i < frames.length; i++) { frames[i].hidden = (i !== k); }
-    label.textContent = "step " + k + " of " + (frames.length - 1);
+    for (var i = 0; i <= last; i++) { frames[i].hidden = (i !== k); }
+    label.textContent = "step " + k + " of " + last;
   }
-  range.oninput = function () { show(parseInt(range.value, 10)); };
+  function current() { return parseInt(range.value, 10); }
+  range.oninput = function () { show(current()); };
   range.onchange = range.oninput;
-  controls.querySelector(".minitape-back").onclick = function () {
-    show(parseInt(range.value, 10) - 1); };
-  controls.querySelector(".minitape-next").onclick = function () {
-    show(parseInt(range.value, 10) + 1); };
+  controls.querySelector(".minitape-back").onclick = function () { show(current() - 1); };
+  controls.querySelector(".minitape-next").onclick = function () { show(current() + 1); };
   function number(v) { return (Math.round(v) === v && isFinite(v)) ? v.toFixed(1) : String(v); }
-  var quizzes = root.querySelectorAll(".minitape-quiz");
-  for (var q = 0; q < quizzes.length; q++) {
-    (function (box) {
-      var frame = box.parentNode.parentNode;
-      var drawing = box.parentNode.querySelector(".minitape-drawing");
-      var answer = frame.querySelector(".minitape-answer");
-      var input = box.querySelector("input"), feedback = box.querySelector("span");
-      var expected = JSON.parse(box.getAttribute("data-expected"));
-      box.hidden = false;
+  var asks = root.querySelectorAll(".minitape-ask");
+  for (var q = 0; q < asks.length; q++) {
+    (function (ask) {
+      var drawing = ask.querySelector(".minitape-drawing");
+      var answer = ask.parentNode.querySelector(".minitape-answer");
+      var expected = JSON.parse(ask.getAttribute("data-expected"));
+      var box = document.createElement("p");
+      box.className = "minitape-quiz";
+      box.innerHTML = '<input type="text" placeholder="your number" size="14"> ' +
+        '<button type="button">check</button> <span class="minitape-feedback"></span>';
+      ask.insertBefore(box, drawing);
       answer.hidden = true;
+      var input = box.querySelector("input"), feedback = box.querySelector("span");
       function check() {
         var given = input.value.split(/[\\s,\\[\\]]+/).filter(function (t) {
           return t !== ""; }).map(Number);
@@ -573,16 +583,15 @@ _PLAYER_JS = """(function () {
             return Math.abs(g - e) <= 1e-6 + 1e-3 * Math.abs(e); });
         var said = given.length === 1 ? number(given[0]) : "[" + given.map(number).join(", ") + "]";
         feedback.textContent = (right ? "right" : "not quite (you said " + said + ")") + ": " +
-          box.getAttribute("data-rule");
+          ask.getAttribute("data-rule");
         drawing.hidden = true;
         answer.hidden = false;
         answer.open = true;
       }
       box.querySelector("button").onclick = check;
       input.onkeydown = function (e) { if (e.key === "Enter") { check(); } };
-    })(quizzes[q]);
+    })(asks[q]);
   }
-  controls.hidden = false;
   show(parseInt(root.getAttribute("data-start"), 10) || 0);
 })();"""
 
