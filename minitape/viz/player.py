@@ -431,7 +431,8 @@ class TapePlayer(widgets.VBox):
             svg = self.svg(k, reveal=reveal)
             if not inline_svg:
                 data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-                svg = (f'<img src="data:image/svg+xml;base64,{data}" '
+                # (natural size: a page's "img {max-width: 100%}" would shrink the labels)
+                svg = (f'<img src="data:image/svg+xml;base64,{data}" style="max-width:none" '
                        f'alt="{html.escape(sentence)}">')
             return f'<div class="minitape-drawing" style="overflow-x:auto">{svg}</div>'
 
