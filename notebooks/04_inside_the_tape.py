@@ -206,19 +206,41 @@ player
 # %% [markdown]
 # ### Your turn: the player as a quiz
 #
-# With `quiz=True` each backward step first asks for the number it is about to compute, and
-# shows it, with the chain-rule product that gives it, once you have answered in the box. In
-# code: `quiz.expected` is that number and `quiz.answer(value)` says whether `value` is right.
-
-# %%
-quiz = mt.viz.TapePlayer(tape, z, x, quiz=True, rankdir='LR')
-quiz.step = next(k for k, s in enumerate(quiz.steps) if s.kind == 'backward')
-print(quiz.text)           # the question
-print(quiz.answer(1.0))    # a guess
-print(quiz.feedback)       # the right number, and why
+# With `quiz=True` each backward step first asks for the number it is about to compute: until
+# you have answered in the box, the drawing shows the graph as it was before the step. Then,
+# right or wrong, the step shows its number with the chain-rule product that gives it.
+#
+# A new function to work out by hand: $q = (3p)^2 + p$ at $p = 2$. The quiz starts at its first
+# backward step: work out each number, type it in the box and press Enter, then move on with
+# the slider. (Check the last step against $dq/dp = 18p + 1$.)
 
 # %% tags=["nbval-ignore-output"]
+p = mt.Variable(2.0, name='p')
+with mt.GradientTape(persistent=True) as quiz_tape:
+    p3 = p * 3.0
+    sq = p3 * p3
+    q = sq + p
+quiz = mt.viz.TapePlayer(quiz_tape, q, p, names={'p': p, 'p3': p3, 'sq': sq, 'q': q},
+                         quiz=True, rankdir='LR')
+quiz.step = next(k for k, s in enumerate(quiz.steps) if s.kind == 'backward')
 quiz
+
+# %% [markdown]
+# In code (on a small tape of its own, so as not to give the answers above away):
+# `quiz.text` is the question, `quiz.expected` the number, `quiz.answer(value)` says whether
+# `value` is right, and `quiz.feedback` then gives the chain-rule product.
+
+# %%
+u = mt.constant(3.0)
+with mt.GradientTape(persistent=True) as small:
+    small.watch(u)
+    v = u * u
+    w = v * v
+demo = mt.viz.TapePlayer(small, w, u, names={'u': u, 'v': v, 'w': w}, quiz=True)
+demo.step = 2
+print(demo.text)           # the question
+print(demo.answer(12.0))   # a guess
+print(demo.feedback)       # the right number, and why
 
 # %% [markdown]
 # ### Take the player with you

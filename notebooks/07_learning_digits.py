@@ -27,11 +27,13 @@
 # extra: `pip install -e '.[lessons]'` (the set-up script installs it).
 
 # %%
+import sys
+
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 import minitape as mt
 import minitape.notebook
@@ -136,8 +138,10 @@ def fit(model, images, labels, epochs, learning_rate=0.01, batch_size=64, seed=0
     train_loss = mt.keras.metrics.Mean(name='loss')
     train_accuracy = mt.keras.metrics.SparseCategoricalAccuracy(name='accuracy')
     history = {'loss': [], 'accuracy': []}
-    # (The bar shows no timings, so that the stored notebook is the same after every run.)
-    bar = tqdm(range(epochs), desc=desc, bar_format='{l_bar}{bar}| {n_fmt}/{total_fmt} {postfix}')
+    # A text bar (printed, so the saved lesson shows where it ended, on any page), with no
+    # timings, so that the stored notebook is the same after every run.
+    bar = tqdm(range(epochs), desc=desc, file=sys.stdout,
+               bar_format='{l_bar}{bar}| {n_fmt}/{total_fmt}{postfix}')
     for epoch in bar:
         order = order_rng.permutation(len(images))
         train_loss.reset_state()

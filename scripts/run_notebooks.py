@@ -16,10 +16,19 @@ For each lesson:
    ``nbval-skip`` cells are not run (their outputs are cleared), ``raises-exception`` cells may
    raise (nbclient lets them), ``nbval-ignore-output`` cells run normally;
 4. consecutive outputs to the same stream are joined (the kernel flushes a line in pieces, at
-   random), and the ids of ipywidgets models in the stored widget state are replaced by ids
-   derived from the lesson's name and each model's place in the notebook, so re-executing an
-   unchanged lesson leaves the file byte-for-byte unchanged (as long as what the lesson prints
-   and draws does not change from run to run: no timings).
+   random) and a line a progress bar redrew with ``\r`` keeps only its last state, so
+   re-executing an unchanged lesson leaves the file byte-for-byte unchanged (as long as what
+   the lesson prints and draws does not change from run to run: no timings);
+5. the lesson is stored for readers with no kernel (``static_outputs``): no widget state, and
+   every widget output keeps only its static fallback, ``text/html`` or ``image/png`` (a widget
+   output without one is an error). Why: a stored widget view shows nothing without a kernel.
+   ``jupyter nbconvert --to html`` (so GitHub and nbviewer) renders a widget view when the
+   widget state is stored, loading the widget scripts from a CDN (empty offline), and skips it
+   for the fallback when it is not; myst-nb (a Sphinx course site) renders the widget view
+   even without state (an empty ``<script>``) unless it is absent; JupyterLab says "Error
+   displaying widget: model not found" for a view whose state is not there. With the view
+   removed, every one of them shows the fallback, and a learner who runs the cell gets the live
+   widget again.
 
 A lesson whose execution fails is left as it was; the others still run, and the exit status is 1.
 """
@@ -27,7 +36,6 @@ A lesson whose execution fails is left as it was; the others still run, and the 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sys
 from pathlib import Path
@@ -40,8 +48,9 @@ from nbclient.exceptions import CellExecutionError
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SKIP_TAG = "nbval-skip"  # nbval's own tag; nbclient's skip_cells_with_tag is told to use it
-KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# ipykernel's own kernel spec: JupyterLab rewrites any other display_name when the kernel starts,
+# which marks a lesson modified as soon as it is opened.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -101,52 +110,47 @@ def coalesce_streams(nb) -> None:
                 outputs[-1].text += out.text
             else:
                 outputs.append(out)
+        for out in outputs:
+            if out.output_type == "stream":
+                out.text = _last_redraw(out.text)
         cell.outputs = outputs
 
 
-MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
+def _last_redraw(text: str) -> str:
+    """``text`` as a terminal shows it: a line redrawn after ``\r`` keeps its last state (as
+    nbval and the notebook frontends read it)."""
+    lines = text.split("\n")
+    return "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in lines)
 
 
-def widget_order(nb, state: dict) -> list[str]:
-    """The model ids of ``state`` in an order that does not depend on the ids themselves: the
-    models shown in cell outputs (in cell order), then the models they refer to, breadth first;
-    then the rest (e.g. ``jslink``s), by their content with the references to ordered models
-    replaced by position."""
-    queue = [out.data[WIDGET_VIEW]["model_id"]
-             for cell in nb.cells if cell.cell_type == "code"
-             for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
-    order: list[str] = []
-    while queue:
-        model_id = queue.pop(0)
-        if model_id in state and model_id not in order:
-            order.append(model_id)
-            queue.extend(MODEL_REF.findall(json.dumps(state[model_id], sort_keys=True)))
-    position = {m: i for i, m in enumerate(order)}
+def static_outputs(nb) -> None:
+    """Store ``nb`` for readers without a kernel: drop the widget state and each output's
+    widget view, keeping the ``text/html`` or ``image/png`` fallback beside it.
 
-    def content(model_id):
-        text = json.dumps(state[model_id], sort_keys=True)
-        return MODEL_REF.sub(lambda m: f"IPY_MODEL_{position.get(m.group(1), '?')}", text)
-
-    return order + sorted((m for m in state if m not in position), key=content)
-
-
-def stable_widget_ids(nb, name: str):
-    """Replace the random ipywidgets model ids by ids derived from ``name`` and the models'
-    place in the notebook (``widget_order``)."""
-    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    if not state:
-        return nb
-    text = nbformat.writes(nb)
-    for i, model_id in enumerate(widget_order(nb, state)):
-        text = text.replace(model_id, hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32])
-    return nbformat.reads(text, as_version=4)
+    Raises:
+        ValueError: a widget output has no such fallback (it would show as its text/plain
+            repr on GitHub, nbviewer, a course site and in JupyterLab before it is run).
+    """
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for out in cell.outputs:
+            data = out.get("data", {})
+            if WIDGET_VIEW not in data:
+                continue
+            if not {"text/html", "image/png"} & set(data):
+                raise ValueError(
+                    f"run_notebooks: cell {cell.get('id')} shows a widget with no static "
+                    f"fallback ({data.get('text/plain', '')!r:.80}): give it a "
+                    "_repr_mimebundle_ with text/html or image/png, or print text instead")
+            del data[WIDGET_VIEW]
 
 
 def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     stable_cell_ids(nb, path.name[:2])
-    nb.metadata.setdefault("kernelspec", KERNELSPEC)
-    nb.metadata.pop("widgets", None)  # the run below stores the state of the widgets it makes
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # stale timestamps from an earlier run
         if cell.cell_type == "code" and SKIP_TAG in cell.metadata.get("tags", []):
@@ -159,11 +163,12 @@ def execute(path: Path) -> None:
         allow_errors=False,  # except in cells tagged raises-exception
         skip_cells_with_tag=SKIP_TAG,
         record_timing=False,  # per-cell timestamps would churn every git diff
+        store_widget_state=False,  # see static_outputs
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
     coalesce_streams(nb)
-    nb = stable_widget_ids(nb, path.stem)
+    static_outputs(nb)
     nbformat.validate(nb)
     nbformat.write(nb, path)
 

@@ -476,3 +476,149 @@ def test_quiz_dark_theme_and_explorer(lab, browser):
                            ".getAttribute('src') !== old", arg=before)
     assert "pass 4 of 6" in page.locator(".minitape-explorer-text").first.text_content()
     page.close()
+
+
+# -- lesson 04 as a static page: jupyter nbconvert --to html, opened offline --------------------
+
+def _nbconvert(notebook: Path, out_dir: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html",
+                    "--output-dir", str(out_dir), str(notebook)],
+                   check=True, capture_output=True, timeout=300)
+    return out_dir / notebook.with_suffix(".html").name
+
+
+def _offline_page(browser, requests, **options):
+    """A page whose every http(s) request is refused (and noted in ``requests``)."""
+    page = browser.new_page(viewport={"width": 1200, "height": 1000}, **options)
+    page.set_default_timeout(PAGE_TIMEOUT)
+
+    def refuse(route):
+        requests.append(route.request.url)
+        route.abort()
+
+    page.route(re.compile(r"^https?://"), refuse)
+    return page
+
+
+def _printed_walk(nb) -> list:
+    """The player's sentences as lesson 04 prints them (``k text`` per line)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "print(k, player.text)" in cell.source:
+            text = "".join(o.get("text", "") for o in cell.outputs)
+            return [line.split(" ", 1)[1] for line in text.splitlines()]
+    raise AssertionError("lesson 04 no longer prints its player's walk")
+
+
+def test_lesson_04_as_a_static_page_offline(browser, tmp_path):
+    """``jupyter nbconvert --to html`` of the stored lesson 04, opened with the network cut:
+    the player shows each frame (sentence and drawing) as its slider moves, with inline
+    JavaScript only, and the quiz shows its question and no answer until one is given."""
+    import nbformat
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    walk = _printed_walk(nb)
+    html_file = _nbconvert(NOTEBOOK, tmp_path)
+    requests = []
+    page = _offline_page(browser, requests)
+    page.goto(html_file.as_uri())
+    players = page.locator(".minitape-player")
+    assert players.count() == 2                     # the player, then the quiz
+    player, quiz = players.nth(0), players.nth(1)
+    player.scroll_into_view_if_needed()
+    frames = player.locator(".minitape-frame")
+    assert frames.count() == len(walk)
+    slider = player.locator("input[type=range]")
+    slider.focus()
+    seen = []
+    for k, sentence in enumerate(walk):
+        if k:
+            slider.press("ArrowRight")
+        shown = player.locator(".minitape-frame:not([hidden])")
+        assert shown.count() == 1
+        assert shown.locator("code").first.text_content() == f"step {k} of {len(walk) - 1}: " \
+            + sentence
+        box = shown.locator(".minitape-drawing img").first.bounding_box()
+        assert box and box["width"] > 200 and box["height"] > 50
+        assert player.locator(".minitape-label").text_content() == \
+            f"step {k} of {len(walk) - 1}"
+        seen.append(sentence)
+    assert sum(s.startswith("backward through") for s in seen) == 3   # Mul, Sin, Mul
+    assert seen[-1].startswith("done: dz/dx = ")
+    player.locator(".minitape-back").click()
+    assert player.locator(".minitape-frame:not([hidden]) code").text_content().startswith(
+        f"step {len(walk) - 2} of")
+    page.screenshot(path=str(tmp_path / "lesson04-static-player.png"))
+
+    # The quiz opens on its first backward step: the question, a box, and nothing that gives
+    # the answer away (the answer's sentence and drawing stay hidden).
+    quiz.scroll_into_view_if_needed()
+    asking = quiz.locator(".minitape-frame:not([hidden])")
+    question = asking.locator(".minitape-ask code").text_content()
+    assert question.endswith(" = ?"), question
+    answer = asking.locator(".minitape-answer")
+    assert not answer.is_visible()
+    rule = asking.locator(".minitape-ask").get_attribute("data-rule")
+    visible_text = asking.evaluate("e => e.innerText")
+    assert rule not in visible_text and rule.rsplit(" = ", 1)[1] not in visible_text
+    page.screenshot(path=str(tmp_path / "lesson04-static-quiz-asking.png"))
+    box = asking.locator(".minitape-quiz input")
+    box.fill("1234")
+    box.press("Enter")
+    feedback = asking.locator(".minitape-feedback").text_content()
+    assert feedback == f"not quite (you said 1234.0): {rule}"
+    assert answer.is_visible() and rule in answer.text_content()
+    page.screenshot(path=str(tmp_path / "lesson04-static-quiz-answered.png"))
+
+    # Nothing came from the network, and no widget manager was even asked for (nbconvert's
+    # own page asks for require.js and MathJax, which fail offline, harmlessly).
+    assert not [u for u in requests if "jupyter-widgets" in u or "html-manager" in u], requests
+    assert page.locator(".jupyter-widgets").count() == 0
+    page.close()
+
+    # With no JavaScript at all (GitHub's notebook view strips it), every frame shows.
+    still = _offline_page(browser, [], java_script_enabled=False)
+    still.goto(html_file.as_uri())
+    shown = still.locator(".minitape-player").first.locator(".minitape-frame")
+    assert shown.count() == len(walk)
+    assert all(shown.nth(k).is_visible() for k in range(len(walk)))
+    assert not still.locator(".minitape-answer[open]").count()
+    assert not still.locator(".minitape-player input, .minitape-player button").count()
+    still.close()
+
+
+# -- a stored lesson in JupyterLab: not modified by opening, and reopens cleanly -----------------
+
+def test_stored_lesson_opens_unmodified_and_reopens_without_model_not_found(lab, browser):
+    """Lesson 04 as a clone has it (paired with its .py by jupytext, untrusted, not run): opening
+    it does not mark it modified; its player shows its frames from the stored HTML fallback; and
+    after a save (as autosave does) it reopens with no "model not found" (no widget view is
+    stored, so there is no widget model to look for)."""
+    for name in (NOTEBOOK.name, NOTEBOOK.with_suffix(".py").name, "jupytext.toml"):
+        (lab.root / name).write_bytes((NOTEBOOK.parent / name).read_bytes())
+    tracker = lab.settings / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True, exist_ok=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(PAGE_TIMEOUT)
+    for attempt in ("opened", "reopened"):
+        page.goto(lab.url(f"lab/tree/{NOTEBOOK.name}"))
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+        page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
+        page.locator(".minitape-player").first.wait_for()
+        page.wait_for_timeout(3000)      # let every output render (a late change would show)
+        tab = page.locator(".lm-TabBar-tab", has_text=NOTEBOOK.name).first
+        assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), attempt
+        assert page.get_by_text("model not found").count() == 0, attempt
+        assert page.locator(".minitape-player").count() == 2, attempt
+        frames = page.locator(".minitape-player").first.locator(".minitape-frame")
+        assert frames.count() >= 7 and frames.first.locator("code").first.text_content() \
+            .startswith("step 0 of ")
+        if attempt == "opened":
+            page.locator(".jp-Notebook").first.click()
+            page.keyboard.press("Control+s")         # what autosave does
+            page.wait_for_timeout(1500)
+    player = page.locator(".minitape-player").first
+    player.evaluate("e => e.scrollIntoView({block: 'start'})")
+    print("img in player:", player.locator("img").count(), "scripts ran:",
+          player.get_attribute("data-ready"))
+    page.screenshot(path=str(lab.base / "lesson04-reopened.png"))
+    page.close()

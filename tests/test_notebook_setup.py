@@ -131,29 +131,44 @@ def test_stream_pieces_are_joined(run_notebooks):
         ("stdout", "after\n")]
 
 
-def test_widget_model_ids_become_stable(run_notebooks):
-    model, layout = "8ac8fd36d65b4aad875d59853961b6d8", "001ea382d284439e8fe881d24f831696"
-    view = {"model_id": model, "version_major": 2, "version_minor": 0}
-    cell = new_code_cell("player", outputs=[new_output(
-        "execute_result", data={"application/vnd.jupyter.widget-view+json": view,
-                                "text/plain": "TapePlayer(...)"}, execution_count=1)])
-    nb = new_notebook(cells=[cell], metadata={"widgets": {run_notebooks.WIDGET_STATE: {
-        "state": {model: {"model_name": "VBoxModel", "state": {"layout": f"IPY_MODEL_{layout}"}},
-                  layout: {"model_name": "LayoutModel", "state": {}}},
-        "version_major": 2, "version_minor": 0}}})
-    first = run_notebooks.stable_widget_ids(nb, "04_inside_the_tape")
-    text = nbformat.writes(first)
-    assert model not in text and layout not in text
-    state = first.metadata["widgets"][run_notebooks.WIDGET_STATE]["state"]
-    by_name = {m["model_name"]: model_id for model_id, m in state.items()}
-    new_model, new_layout = by_name["VBoxModel"], by_name["LayoutModel"]
-    assert state[new_model]["state"]["layout"] == f"IPY_MODEL_{new_layout}"
-    assert first.cells[0].outputs[0].data[
-        "application/vnd.jupyter.widget-view+json"]["model_id"] == new_model
-    # Another run makes other random ids; the stored ones come out the same.
-    other = nbformat.reads(text.replace(new_model, "1" * 32).replace(new_layout, "2" * 32),
-                           as_version=4)
-    assert nbformat.writes(run_notebooks.stable_widget_ids(other, "04_inside_the_tape")) == text
+def test_a_redrawn_progress_bar_keeps_its_last_state(run_notebooks):
+    # A text progress bar redraws its line with \r; the stored text is what a terminal, the
+    # notebook frontends and nbval show: the last state of each line.
+    cell = new_code_cell("fit()", outputs=[new_output("stream", name="stdout", text=(
+        "MLP:   0%|          | 0/2 \rMLP:  50%|#####     | 1/2 , loss=0.5"
+        "\rMLP: 100%|##########| 2/2 , loss=0.25\n"
+        "done\r\n"))])
+    nb = new_notebook(cells=[cell])
+    run_notebooks.coalesce_streams(nb)
+    assert nb.cells[0].outputs[0].text == "MLP: 100%|##########| 2/2 , loss=0.25\ndone\n"
+
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_widget_outputs_keep_only_their_static_fallback(run_notebooks):
+    view = {"model_id": "8ac8fd36d65b4aad875d59853961b6d8", "version_major": 2,
+            "version_minor": 0}
+    player = new_output("execute_result", execution_count=1, data={
+        VIEW: view, "text/plain": "<TapePlayer step 0/4>", "text/html": "<div>frames</div>"})
+    explorer = new_output("display_data", data={
+        VIEW: view, "text/plain": "<DescentExplorer>", "image/png": "iVBORw0KGgo="})
+    printed = new_output("stream", name="stdout", text="12.0\n")
+    nb = new_notebook(cells=[new_code_cell("player", outputs=[player]),
+                             new_code_cell("explorer", outputs=[explorer, printed])],
+                      metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {
+                          "state": {}, "version_major": 2, "version_minor": 0}}})
+    run_notebooks.static_outputs(nb)
+    assert "widgets" not in nb.metadata
+    assert set(nb.cells[0].outputs[0].data) == {"text/plain", "text/html"}
+    assert set(nb.cells[1].outputs[0].data) == {"text/plain", "image/png"}
+    assert nb.cells[1].outputs[1].text == "12.0\n"
+    nbformat.validate(nb)
+    # A widget with nothing but its text repr (a tqdm.notebook bar, a bare IntSlider) is
+    # refused: offline it would read "HBox(children=...)" or its first state.
+    bare = new_output("display_data", data={VIEW: view, "text/plain": "HBox(children=(...))"})
+    with pytest.raises(ValueError, match="no static fallback.*HBox"):
+        run_notebooks.static_outputs(new_notebook(cells=[new_code_cell("bar", outputs=[bare])]))
 
 
 def test_execute_honours_nbval_tags(run_notebooks, tmp_path):

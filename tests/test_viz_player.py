@@ -117,3 +117,99 @@ def test_widget_slider_drives_the_state_and_the_svg():
     assert slider.value == 3 and "108.0" in box.children[1].value
     bundle = p._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+# -- the quiz asks before it tells ---------------------------------------------------------------
+
+def _shown_numbers(player):
+    """Every number on screen: in the sentence and in the drawing's text (labels)."""
+    import html as html_module
+    import re
+    texts = re.findall(r">([^<>]*)</text>", player.svg())
+    words = " ".join([player.text] + [html_module.unescape(t) for t in texts])
+    return [float(n) for n in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?", words)]
+
+
+def _near(value, numbers):
+    return any(abs(n - value) <= 0.01 * abs(value) for n in numbers)   # labels keep 4 digits
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
+def test_quiz_hides_the_asked_number_and_the_new_total_until_answered():
+    # s = ((x * x) * x) ** 2 = x**6 at x = 1.5, by hand: ds/db = 2b = 6.75; Mul #2 sends
+    # ds/da = 6.75 * x = 10.125 and ds/dx = 6.75 * a = 15.1875; Mul #1 sends
+    # ds/dx = 10.125 * 2x = 30.375, so ds/dx = 15.1875 + 30.375 = 45.5625 = 6 * 1.5**5.
+    x = mt.Variable(1.5)
+    with mt.GradientTape(persistent=True) as tape:
+        a = x * x
+        b = a * x
+        s = b * b
+    player = TapePlayer(tape, s, x, quiz=True, contributions=True)
+    asked = {k: float(st.expected) for k, st in enumerate(player.steps)
+             if st.kind == "backward"}
+    assert sorted(asked.values()) == [6.75, 10.125, 30.375]
+    totals = {6.75: [], 10.125: [15.1875], 30.375: [45.5625]}   # what the step adds up to
+    for k, number in asked.items():
+        player.step = k
+        assert player.asking() and player.text.endswith(" = ?")
+        shown = _shown_numbers(player)
+        for hidden in [number] + totals[number]:
+            assert not _near(hidden, shown), (player.text, hidden, shown)
+        wrong = k == max(asked)
+        assert player.answer(number + 1.0 if wrong else number) is not wrong
+        # Answered, right or wrong: the sentence gives the chain-rule product, the drawing
+        # the number and the new total.
+        assert not player.asking() and "*" in player.text
+        shown = _shown_numbers(player)
+        assert _near(number, shown) and all(_near(t, shown) for t in totals[number])
+        assert ("not quite" if wrong else "right") in player.feedback
+    player.step = len(player) - 1
+    assert player.text == "done: ds/dx = 15.19 + 30.38 = 45.56"
+    np.testing.assert_allclose(tape.gradient(s, x).numpy(), 45.5625)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
+def test_quiz_frames_html_asks_first_and_keeps_the_answer_closed():
+    import html.parser
+
+    tape, x, y, z = _seed_tape()
+    player = TapePlayer(tape, z, x, names={"x": x, "y": y, "z": z}, quiz=True)
+
+    class Text(html.parser.HTMLParser):
+        """A frame's text outside any <details> (what shows before the learner opens
+        anything), and inside."""
+
+        def __init__(self):
+            super().__init__()
+            self.depth, self.open_text, self.hidden_text = 0, [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.depth += tag == "details"
+
+        def handle_endtag(self, tag):
+            self.depth -= tag == "details"
+
+        def handle_data(self, data):
+            (self.hidden_text if self.depth else self.open_text).append(data)
+
+    def frames(page):
+        texts = []
+        for part in page.split("<section")[1:]:
+            t = Text()
+            t.feed("<section" + part.split("</section>")[0] + "</section>")
+            texts.append((" ".join(t.open_text), " ".join(t.hidden_text)))
+        return texts
+
+    # Seed 001: dz/dy = 18 and dz/dx = 108 are asked (steps 2 and 3).
+    quiz = frames(player.frames_html())
+    assert len(quiz) == len(player.steps)
+    for k, asked, rule in ((2, "18.0", "dz/dy = 2*y = 18.0"),
+                           (3, "108.0", "dz/dx = dz/dy * 2*x = 108.0")):
+        shown, answer = quiz[k]
+        assert shown.startswith(f"step {k} of 4: backward through Mul")
+        assert shown.endswith(" = ?") or " = ? " in shown
+        assert asked not in shown and rule in answer and asked in answer
+    assert "data-expected=\"[18.0]\"" in player.frames_html()
+    # Without quiz=True the same frames show every sentence openly.
+    plain = frames(TapePlayer(tape, z, x, names={"x": x, "y": y, "z": z}).frames_html())
+    assert "dz/dy = 2*y = 18.0" in plain[2][0] and not any(h for _, h in plain)
