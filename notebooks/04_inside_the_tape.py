@@ -184,8 +184,7 @@ print(round(float(2 * 2.0**2 * np.cos(2.0**2) + np.sin(2.0**2)), 4))  # the form
 # and `player.highlighted` (the id of the node drawn in blue). Here is the whole walk as text:
 
 # %%
-player = mt.viz.TapePlayer(tape, z, x, names={'x': x, 'y': y, 's': s, 'z': z},
-                           rankdir='LR')   # drawn left to right
+player = mt.viz.TapePlayer(tape, z, x, names={'x': x, 'y': y, 's': s, 'z': z})
 for k in range(len(player)):
     player.step = k
     print(k, player.text)
@@ -211,7 +210,7 @@ player
 # code: `quiz.expected` is that number and `quiz.answer(value)` says whether `value` is right.
 
 # %%
-quiz = mt.viz.TapePlayer(tape, z, x, quiz=True, rankdir='LR')
+quiz = mt.viz.TapePlayer(tape, z, x, quiz=True)
 quiz.step = next(k for k, s in enumerate(quiz.steps) if s.kind == 'backward')
 print(quiz.text)           # the question
 print(quiz.answer(1.0))    # a guess

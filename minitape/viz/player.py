@@ -433,9 +433,10 @@ s.hidden = false; label.hidden = false; s.oninput = show; show();
         asking = self.quiz and s.question is not None
         self._quiz_row.layout.display = None if asking else "none"
         self._feedback.value = html.escape(self.feedback)
-        # Graphviz sizes its SVG in points; let it shrink to the notebook's width instead.
-        svg = self.svg().replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
-        self._graph_view.value = f'<div style="max-width:100%;overflow-x:auto">{svg}</div>'
+        # Shown at the size draw_tape laid it out for (its text at 11 px or more): a drawing
+        # wider than the notebook scrolls sideways rather than shrinking to illegible text.
+        self._graph_view.value = (f'<div style="max-width:100%;overflow-x:auto">'
+                                  f'{self.svg()}</div>')
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs) or {}
