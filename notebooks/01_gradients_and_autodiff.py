@@ -554,7 +554,8 @@ dy_dx = tape.gradient(y, x)
 plt.plot(x, y, label='y')
 plt.plot(x, dy_dx, label='dy/dx')
 plt.legend()
-_ = plt.xlabel('x')
+plt.xlabel('x')
+_ = plt.ylabel('y = sigmoid(x) and dy/dx')
 
 # %% [markdown]
 # `mt.viz.plot_gradient(f, x)` draws the same figure for any element-wise function in one call
