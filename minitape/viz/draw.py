@@ -66,6 +66,12 @@ GREY_FILL, GREY_LINE, GREY_TEXT = "#f4f4f4", "gray70", "gray55"
 HIGHLIGHT = "#1f5fbf"        # the player's current step (blue: orange means "saved")
 GRADIENT_COLOUR = "#c0392b"
 SAVED_FILL = "#fdd9a8"       # tensors the tape holds for the backward pass (torchviz's orange)
+# In JupyterLab's dark theme, a drawing or picture inside a widget (the player's, the
+# explorers') shows as a dark card: its white background and dark ink inverted, the hues kept.
+# (A drawing shown as a notebook output is an <img> that the page's CSS cannot recolour.)
+DARK_THEME_STYLE = ("<style>[data-jp-theme-light='false'] .minitape-drawing,"
+                    "[data-jp-theme-light='false'] .minitape-explorer-image"
+                    "{filter:invert(0.88) hue-rotate(180deg)}</style>")
 MAX_WIDTH_INCHES = 9.5       # a JupyterLab notebook column is about 950 px wide
 LABEL_WIDTH = 34             # characters per line in a tensor's label
 PX_PER_INCH = 96             # graphviz's inch (72 pt) is 96 CSS px in a browser

@@ -43,6 +43,7 @@ import numpy as np
 import minitape as mt
 
 from ..tensor import Tensor
+from .draw import DARK_THEME_STYLE
 
 MODES = ("reverse", "forward", "vectorized")
 METHODS = ("gradient descent", "momentum", "newton")
@@ -97,7 +98,8 @@ class _Explorer(widgets.VBox):
             self._sync_controls()
         finally:
             self._syncing = False
-        self._label.value = "<br>".join(html.escape(line) for line in self.text.split("\n"))
+        self._label.value = DARK_THEME_STYLE + "<br>".join(
+            html.escape(line) for line in self.text.split("\n"))
         self._image.value = self.png()
 
     def _from_control(self, name):

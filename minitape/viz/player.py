@@ -61,7 +61,7 @@ from ..nest import flatten
 from ..recording import state, summarize
 from ..tape import GradientTape
 from ..tensor import Tensor
-from .draw import draw_tape, format_value
+from .draw import DARK_THEME_STYLE, draw_tape, format_value
 from .graph import tape_graph
 
 # Forward formulas: infix operators, and ops written as functions.
@@ -435,7 +435,8 @@ s.hidden = false; label.hidden = false; s.oninput = show; show();
         self._feedback.value = html.escape(self.feedback)
         # Shown at the size draw_tape laid it out for (its text at 11 px or more): a drawing
         # wider than the notebook scrolls sideways rather than shrinking to illegible text.
-        self._graph_view.value = (f'<div style="max-width:100%;overflow-x:auto">'
+        self._graph_view.value = (f'{DARK_THEME_STYLE}<div class="minitape-drawing" '
+                                  f'style="max-width:100%;overflow-x:auto">'
                                   f'{self.svg()}</div>')
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
