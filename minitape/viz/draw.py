@@ -505,14 +505,15 @@ def _svg_width_px(svg) -> float:
 
 
 def _natural_size(dot):
-    """``(width, height)`` in CSS px of ``dot`` laid out at full size, or None without ``dot``."""
+    """``(width, height)`` in CSS px of ``dot`` laid out at full size (its padding included),
+    or None without graphviz's ``dot`` program."""
     import graphviz
     try:
-        first = graphviz.Digraph.pipe(dot, format="plain", encoding="utf-8").split("\n", 1)[0]
+        svg = graphviz.Digraph.pipe(dot, format="svg", encoding="utf-8")
     except (graphviz.ExecutableNotFound, graphviz.CalledProcessError):
         return None
-    _, _, width, height = first.split()[:4]      # "graph <scale> <width> <height>", inches
-    return float(width) * PX_PER_INCH, float(height) * PX_PER_INCH
+    height = re.search(r'<svg[^>]*?\sheight="([\d.]+)pt"', svg)
+    return _svg_width_px(svg), float(height.group(1)) * PX_PER_INCH / 72 if height else 0.0
 
 
 def fit_to_column(dot, width_inches=MAX_WIDTH_INCHES):
