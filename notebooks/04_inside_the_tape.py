@@ -56,7 +56,10 @@ print(tape)
 # `mt.viz.draw_tape(tape, target, sources)` draws it. Ops are rounded boxes with their type and
 # number (`#1`, `#2`: the order they ran in); tensors are ellipses with their shape, dtype and
 # value. `x` has a green border because the tape watches it; the target `z` has a bold one.
-# Tensors filled orange are the ones the tape saved for its backward pass.
+# Tensors filled orange are the ones the tape saved for its backward pass. The legend under
+# the drawing says the same, for the marks it uses (`legend=False` leaves it out). An arrow
+# into an op whose argument order matters is named with the argument it is: `a - b` draws `a`
+# as `Sub`'s `x` and `b` as its `y`, so `b - a` draws differently.
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(tape, z, x)
