@@ -779,7 +779,8 @@ print(f'j.shape: {j.shape}')
 # %%
 mt.viz.plot_as_patches(j)
 
-_ = plt.title("These slices are not diagonal: don't use `batch_jacobian`")
+_ = plt.title('These slices are not diagonal')
+_ = plt.xlabel("input index: don't use `batch_jacobian` here")
 
 # %% [markdown]
 # In this case, `batch_jacobian` still runs and returns *something* with the expected shape, but
