@@ -153,7 +153,8 @@ class TensorNode:
         label: what drawings call it, in the learner's words: its ``name=``, else the
             variable it was assigned to or its short source text, else ``t1``, ``t2``, ...
             (see ``labels.py``).
-        saved: True when a tape holds it for the backward pass (an op saved it).
+        saved: True when an op's gradient rule needs it, so a tape holds it for the backward
+            pass (a persistent tape keeps every tensor, yet marks only these).
     """
 
     id: str
