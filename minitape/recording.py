@@ -169,12 +169,16 @@ class Operation:
             reuses instead of computing them again (JAX's name for them), else None. Only
             the cross-entropies keep one, the softmax of the logits: TensorFlow's kernel
             keeps the same, as the op's second output ``backprop``. Dropped by ``release``.
+        needs: on a persistent tape (which keeps every input and output), what the gradient
+            rule needs: ``(keep_inputs, keep_outputs)`` as given to ``record`` (True, False
+            or a set of indices), so that a drawing marks only those as saved. Not set on a
+            non-persistent tape, whose saved tensors are already only those.
     """
 
     __slots__ = ("type", "seq", "input_ids", "output_ids", "input_shapes", "input_dtypes",
                  "_described", "attrs", "_inputs", "_outputs", "grad_fn", "batch_ndim",
                  "skip_input_indices", "origin", "backward_of", "forward", "custom",
-                 "module_calls", "residuals", "__weakref__")
+                 "module_calls", "residuals", "needs", "__weakref__")
 
     def __init__(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
                  origin=None, forward=None, residuals=None):
@@ -372,6 +376,7 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
             if tape._persistent:   # (keeps everything)
                 op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, origin,
                                forward, residuals)
+                op.needs = (keep_inputs, keep_outputs)
             else:
                 op = Operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
                                grad_fn, origin, forward, residuals)

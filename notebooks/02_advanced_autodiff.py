@@ -436,7 +436,8 @@ print(dy_dx.shape)
 plt.plot(x.numpy(), y, label='y')
 plt.plot(x.numpy(), dy_dx, label='dy/dx')
 plt.legend()
-_ = plt.xlabel('x')
+plt.xlabel('x')
+_ = plt.ylabel('y and dy/dx')
 
 # %% [markdown]
 # ### Tensor source
@@ -779,7 +780,7 @@ print(f'j.shape: {j.shape}')
 mt.viz.plot_as_patches(j)
 
 _ = plt.title('These slices are not diagonal')
-_ = plt.xlabel("Don't use `batch_jacobian`")
+_ = plt.xlabel("input index: don't use `batch_jacobian` here")
 
 # %% [markdown]
 # In this case, `batch_jacobian` still runs and returns *something* with the expected shape, but

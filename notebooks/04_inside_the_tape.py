@@ -56,7 +56,10 @@ print(tape)
 # `mt.viz.draw_tape(tape, target, sources)` draws it. Ops are rounded boxes with their type and
 # number (`#1`, `#2`: the order they ran in); tensors are ellipses with their shape, dtype and
 # value. `x` has a green border because the tape watches it; the target `z` has a bold one.
-# Tensors filled orange are the ones the tape saved for its backward pass.
+# Tensors filled orange are the ones the tape saved for its backward pass. The legend under
+# the drawing says the same, for the marks it uses (`legend=False` leaves it out). An arrow
+# into an op whose argument order matters is named with the argument it is: `a - b` draws `a`
+# as `Sub`'s `x` and `b` as its `y`, so `b - a` draws differently.
 
 # %% tags=["nbval-ignore-output"]
 mt.viz.draw_tape(tape, z, x)
@@ -184,8 +187,7 @@ print(round(float(2 * 2.0**2 * np.cos(2.0**2) + np.sin(2.0**2)), 4))  # the form
 # and `player.highlighted` (the id of the node drawn in blue). Here is the whole walk as text:
 
 # %%
-player = mt.viz.TapePlayer(tape, z, x, names={'x': x, 'y': y, 's': s, 'z': z},
-                           rankdir='LR')   # drawn left to right
+player = mt.viz.TapePlayer(tape, z, x, names={'x': x, 'y': y, 's': s, 'z': z})
 for k in range(len(player)):
     player.step = k
     print(k, player.text)
@@ -221,7 +223,7 @@ with mt.GradientTape(persistent=True) as quiz_tape:
     sq = p3 * p3
     q = sq + p
 quiz = mt.viz.TapePlayer(quiz_tape, q, p, names={'p': p, 'p3': p3, 'sq': sq, 'q': q},
-                         quiz=True, rankdir='LR')
+                         quiz=True)
 quiz.step = next(k for k, s in enumerate(quiz.steps) if s.kind == 'backward')
 quiz
 

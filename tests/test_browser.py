@@ -454,10 +454,14 @@ def test_quiz_dark_theme_and_explorer(lab, browser):
     box.fill("3")
     box.press("Enter")
     page.get_by_text(re.compile(r"^right: ds/dx = ")).first.wait_for()
-    # The drawing brings its own opaque white background onto the dark page.
+    # The drawing brings its own opaque white background, and the dark theme turns it into a
+    # dark card (a CSS filter that inverts the lightness and keeps the hues).
     fill = page.evaluate("() => document.querySelector('.widget-html svg g.graph > polygon')"
                          ".getAttribute('fill')")
     assert fill == "white"
+    dark = page.evaluate("() => getComputedStyle(document.querySelector('.minitape-drawing'))"
+                         ".filter")
+    assert "invert" in dark, dark
 
     # The explorer: one step of the pass slider redraws the picture (a new blob URL).
     image = page.locator("img.minitape-explorer-image").first
@@ -466,6 +470,7 @@ def test_quiz_dark_theme_and_explorer(lab, browser):
                            "'img.minitape-explorer-image'); return i && i.complete"
                            " && i.naturalWidth > 0; }")
     before = image.get_attribute("src")
+    assert "invert" in image.evaluate("i => getComputedStyle(i).filter")   # a dark card too
     text = page.locator(".minitape-explorer-text").first.text_content()
     handle = page.locator(".minitape-explorer .minitape-explorer-step .noUi-handle").first
     handle.focus()
@@ -621,4 +626,131 @@ def test_stored_lesson_opens_unmodified_and_reopens_without_model_not_found(lab,
     print("img in player:", player.locator("img").count(), "scripts ran:",
           player.get_attribute("data-ready"))
     page.screenshot(path=str(lab.base / "lesson04-reopened.png"))
+# -- legible at the size shown (issue 30) ----------------------------------------------------
+
+COLUMN_PX = 950       # JupyterLab's default notebook column: what every drawing must fit
+MIN_LABEL_PX = 11     # the smallest node label a learner may be shown
+
+PLAYER_NOTEBOOK = [
+    "import minitape as mt\n"
+    "x = mt.Variable(2.0, name='x')\n"
+    "with mt.GradientTape(persistent=True) as tape:\n"
+    "    y = x * x\n"
+    "    s = mt.math.sin(y)\n"
+    "    z = s * x\n"
+    "tape.gradient(z, x)\n"
+    "player = mt.viz.TapePlayer(tape, z, x)\n"
+    "player.step = len(player) - 1\n"
+    "player",
+]
+
+# The smallest rendered font size, in CSS px, of the node labels of one inline <svg>: each
+# label's font-size (graphviz's user units) times the scale from user units to the screen.
+INLINE_LABELS_JS = """(svg) => {
+    const sizes = [...svg.querySelectorAll('g.node text')].map(
+        t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a);
+    return {n: sizes.length, min: Math.min(...sizes),
+            width: svg.getBoundingClientRect().width};
+}"""
+
+# The same for every drawing JupyterLab shows as <img> (an SVG output): the SVG is copied inline
+# at the size the <img> has on the page, measured, and removed.
+IMG_LABELS_JS = """() => [...document.querySelectorAll('.jp-RenderedSVG img')].map(img => {
+    const source = decodeURIComponent(img.src.slice(img.src.indexOf(',') + 1));
+    const box = img.getBoundingClientRect();
+    const holder = document.createElement('div');
+    holder.style.cssText = 'position:absolute;left:0;top:0';
+    holder.innerHTML = source.slice(source.indexOf('<svg'));
+    const svg = holder.querySelector('svg');
+    svg.setAttribute('width', box.width + 'px');
+    svg.setAttribute('height', box.height + 'px');
+    document.body.appendChild(holder);
+    const sizes = [...svg.querySelectorAll('g.node text')].map(
+        t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a);
+    holder.remove();
+    return {n: sizes.length, min: Math.min(...sizes), width: box.width,
+            natural: img.naturalWidth};
+})"""
+
+
+def column_of_950_px(page) -> None:
+    """Fold the file browser away and size the window so that a cell's output area (where the
+    drawings go) is COLUMN_PX wide."""
+    with contextlib.suppress(sync_api.Error):
+        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click(
+            timeout=5_000)
+    page.locator(".jp-OutputArea-output").first.wait_for()
+    for _ in range(3):
+        width = page.evaluate("() => document.querySelector('.jp-OutputArea-output')"
+                              ".getBoundingClientRect().width")
+        if abs(width - COLUMN_PX) < 1:
+            return
+        size = page.viewport_size
+        page.set_viewport_size({"width": int(round(size["width"] + COLUMN_PX - width)),
+                                "height": size["height"]})
+        page.wait_for_timeout(300)
+    raise AssertionError(f"could not make the output column {COLUMN_PX} px wide ({width})")
+
+
+def test_the_players_drawing_has_labels_of_11_px_or_more(lab, browser, tmp_path):
+    import nbformat
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in PLAYER_NOTEBOOK])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, lab.root / "player.ipynb")
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.set_default_timeout(PAGE_TIMEOUT)
+    page.goto(lab.url("lab/tree/player.ipynb"))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
+    run_all(page)
+    page.wait_for_function(ALL_RAN_JS, arg=len(PLAYER_NOTEBOOK), timeout=PAGE_TIMEOUT)
+    svg = page.locator(".widget-html svg").first
+    svg.wait_for()
+    column_of_950_px(page)
+    svg.scroll_into_view_if_needed()
+    labels = svg.evaluate(INLINE_LABELS_JS)
+    page.screenshot(path=str(tmp_path / "player-950.png"))
+    target = os.environ.get("MINITAPE_LEGIBLE_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(target) / "player-950.png"))
+    assert labels["n"] >= 5, labels
+    assert labels["min"] >= MIN_LABEL_PX, labels
+    # It fits the column: the learner sees it whole, without scrolling sideways.
+    assert labels["width"] <= COLUMN_PX, labels
+    page.close()
+
+
+def test_lesson_05_drawings_have_labels_of_11_px_or_more(lab, browser, tmp_path):
+    """Lesson 05's stored drawings (the training step, by layer and op by op), shown as a
+    learner who trusts the notebook sees them, in a 950 px column."""
+    name = "05_training_loop.ipynb"
+    (lab.root / name).write_bytes((NOTEBOOK.parent / name).read_bytes())
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(lab.root / name)],
+                   env=lab.env(), check=True, capture_output=True)
+    tracker = lab.settings / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True, exist_ok=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.set_default_timeout(PAGE_TIMEOUT)
+    page.goto(lab.url(f"lab/tree/{name}"))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
+    page.locator(".jp-RenderedSVG img").first.wait_for()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-RenderedSVG img')]"
+        ".every(i => i.complete && i.naturalWidth > 0)", timeout=PAGE_TIMEOUT)
+    column_of_950_px(page)
+    drawings = page.evaluate(IMG_LABELS_JS)
+    assert len(drawings) >= 2, drawings
+    target = os.environ.get("MINITAPE_LEGIBLE_SCREENSHOTS")
+    for k, img in enumerate(page.locator(".jp-RenderedSVG img").all()):
+        img.scroll_into_view_if_needed()
+        shot = tmp_path / f"lesson05-drawing{k}.png"
+        page.screenshot(path=str(shot))
+        if target:
+            page.screenshot(path=str(Path(target) / shot.name))
+    for d in drawings:
+        assert d["n"] >= 3 and d["min"] >= MIN_LABEL_PX, drawings
     page.close()

@@ -42,11 +42,11 @@ def test_ops_tensors_values_and_gradients_in_the_dot_source():
     assert set(node_names(dot)) >= {op, tx, ty}
     assert "<B>Pow</B>" in node_line(dot, op) and "#1" in node_line(dot, op)
     x_line = node_line(dot, tx)
-    assert "<B>x</B>" in x_line and "Variable, watched, source" in x_line
+    assert "<B>x</B>" in x_line and "Variable, watched,<BR/>source" in x_line
     assert "peripheries=2" in x_line
     assert f"grad {2 * 3.0}" in x_line and dy.numpy() == 6.0     # closed form 2x
     assert "= 9.0" in node_line(dot, ty)
-    assert f"\t{tx} -> {op}\n" in dot.source
+    assert f"\t{tx} -> {op} [headlabel=x " in dot.source     # Pow's x (x ** y)
     assert f"\t{op} -> {tx} [" in dot.source and "dashed" in dot.source   # way back
 
 
@@ -252,3 +252,121 @@ def test_no_why_note_for_a_source_connected_to_one_of_several_targets():
     assert f"why_{nid(tape, x)}" not in node_names(dot)
     assert f"why_{nid(tape, w)}" in node_names(dot)
     assert u is not None
+
+
+# -- legible and self-explaining (issue 30) ----------------------------------------------------
+
+def _edge_roles(dot):
+    """``{(tail node's bold label, role)}`` of the arrows named at their head."""
+    labels = dict(re.findall(r"^\t(\w+) \[label=<<B>([^<]*)</B>", dot.source, flags=re.M))
+    return {(labels.get(tail), role) for tail, role in
+            re.findall(r"^\t(\w+) -> \w+ \[headlabel=(\w+) ", dot.source, flags=re.M)}
+
+
+def test_argument_order_is_drawn():
+    a, b = mt.Variable(5.0, name="a"), mt.Variable(2.0, name="b")
+    with mt.GradientTape(persistent=True) as tape:
+        d1 = a - b
+    with mt.GradientTape(persistent=True) as tape2:
+        d2 = b - a
+    assert float(d1) == 3.0 and float(d2) == -3.0
+    assert _edge_roles(draw_tape(tape, d1)) == {("a", "x"), ("b", "y")}
+    assert _edge_roles(draw_tape(tape2, d2)) == {("b", "x"), ("a", "y")}
+    w = mt.Variable(np.ones((2, 3), np.float32), name="w")
+    v = mt.Variable(np.ones((3, 1), np.float32), name="v")
+    with mt.GradientTape() as tape3:
+        mt.matmul(w, v) + mt.matmul(w, v) * 2.0
+    roles = _edge_roles(draw_tape(tape3))
+    assert ("w", "a") in roles and ("v", "b") in roles
+    assert all(role in ("a", "b") for _, role in roles)   # AddV2 and Mul name no argument
+
+
+def test_graph_edges_carry_argument_roles():
+    from minitape.viz.graph import argument_role
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        y = mt.math.divide(x, 4.0) + mt.math.pow(x, 3.0)
+    g = tape_graph(tape, y, x)
+    roles = {(g.node(e.head).type, e.index): e.role for e in g.edges if e.kind == "input"}
+    assert roles == {("RealDiv", 0): "x", ("RealDiv", 1): "y", ("Pow", 0): "x",
+                     ("Pow", 1): "y", ("AddV2", 0): None, ("AddV2", 1): None}
+    assert argument_role("ConcatV2", 2, 3) == "2" and argument_role("Exp", 0, 1) is None
+
+
+def test_legend_explains_the_marks_used_and_can_be_switched_off():
+    x = mt.Variable(3.0, name="x")
+    with mt.GradientTape() as tape:
+        y = x * x
+    tape.gradient(y, x)
+    source = draw_tape(tape, y, x).source
+    assert "<B>legend</B>" in source and "labelloc=b" in source
+    assert "double border: a Variable" in source and "red dashed arrow" in source
+    assert "stop_gradient" not in source.split("<B>legend</B>")[1]   # (not used here)
+    assert "legend" not in draw_tape(tape, y, x, legend=False).source
+    with mt.GradientTape() as tape2:
+        z = x * x + mt.stop_gradient(x)
+    legend = draw_tape(tape2, z, x).source.split("<B>legend</B>")[1]
+    assert "octagon: stop_gradient" in legend and "red dashed arrow" not in legend
+
+
+def test_a_persistent_tape_marks_only_what_the_rules_need_as_saved():
+    x = mt.Variable(1.5, name="x")
+    for persistent in (False, True):
+        with mt.GradientTape(persistent=persistent) as tape:
+            e = mt.exp(x)            # Exp keeps its output, not its input
+            s = e + 1.0              # AddV2 keeps nothing
+            r = mt.nn.relu(s)        # Relu keeps its output
+        g = tape_graph(tape, r, x)
+        saved = {n.tensor_id for n in g.tensors if n.saved}
+        assert saved == {e._id, r._id}, persistent
+        assert len(tape.operations[1].inputs) == 2 or not persistent  # (it keeps them all)
+
+
+@needs_dot
+def test_a_wide_drawing_is_never_shrunk_below_11_px():
+    from minitape.viz.draw import MIN_SCALE, PX_PER_INCH, MAX_WIDTH_INCHES, _natural_size
+    assert 11 <= MIN_SCALE * 10 * PX_PER_INCH / 72 < 11.01   # the smallest text, 10 pt
+    column = MAX_WIDTH_INCHES * PX_PER_INCH
+    xs = [mt.Variable(float(k), name=f"x{k}") for k in range(6)]
+    for n, rankdir in ((1, "TB"), (2, "TB"), (3, "TB"), (6, "TB"), (6, "LR")):
+        with mt.GradientTape() as t:
+            y = xs[0] * 1.0
+            for v in xs[1:n]:
+                y = y + v * 2.0
+        dot = draw_tape(t, y, rankdir=rankdir)
+        fitted = dot.fitted()
+        size = fitted.graph_attr.get("size")
+        full = fitted.copy()
+        full.graph_attr.pop("size", None)
+        natural = _natural_size(full)
+        if size is None:     # full size: it fits, or it is left wide (and scrolls)
+            assert natural[0] <= column or natural[0] * MIN_SCALE > column
+        else:                # shrunk to the column, by no more than MIN_SCALE
+            assert column < natural[0] <= column / MIN_SCALE
+        svg = dot.pipe(format="svg", encoding="utf-8")
+        scale = float(re.search(r"scale\(([\d.]+)", svg).group(1))
+        fonts = [float(f) for f in re.findall(r'font-size="([\d.]+)"', svg)]
+        assert min(fonts) * scale * PX_PER_INCH / 72 >= 11 - 1e-6, (n, rankdir)
+    # A long left-to-right chain does not fit; top to bottom does: it is turned.
+    assert draw_tape(t, y, rankdir="LR").fitted().graph_attr["rankdir"] == "TB"
+    assert draw_tape(t, y, rankdir="LR", fit=False).fitted().graph_attr["rankdir"] == "LR"
+
+
+@needs_dot
+def test_a_failed_png_still_shows_the_svg(monkeypatch):
+    import graphviz
+    x = mt.Variable(3.0)
+    with mt.GradientTape() as tape:
+        y = x * x
+    dot = draw_tape(tape, y, x)
+    real = graphviz.Digraph.pipe
+
+    def no_png(self, format=None, *args, **kwargs):
+        if format == "png":
+            raise graphviz.CalledProcessError(1, ["dot", "-Tpng"], stderr=b"no png here")
+        return real(self, format, *args, **kwargs)
+
+    monkeypatch.setattr(graphviz.Digraph, "pipe", no_png)
+    with pytest.warns(RuntimeWarning, match="PNG copy of the drawing failed"):
+        bundle = dot._repr_mimebundle_()
+    assert "<svg" in bundle["image/svg+xml"] and "image/png" not in bundle

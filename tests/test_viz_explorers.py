@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import ipywidgets as widgets  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -434,3 +435,27 @@ def test_measure_times_every_mode_again():
     assert times is e.times and set(times) == {"reverse", "forward", "vectorized"}
     assert all(t > 0 for t in times.values())
     assert "measured on this input: reverse" in e._label.value
+
+
+def test_descent_explorer_keeps_the_learners_numbers():
+    """0.3 stays 0.3: the start is not passed through float32, and a slider that rounds the
+    learner's number to its step (and sends it back) does not change the setting."""
+    import math
+    d = DescentExplorer(quadratic, [0.3, -0.7], learning_rate=0.3, momentum=0.45, steps=3,
+                        resolution=5, arrows=3)
+    assert d.x0.tolist() == [0.3, -0.7] and d.path[0].tolist() == [0.3, -0.7]
+    c = d._controls
+    lr = c["learning_rate"]
+    assert isinstance(lr, widgets.FloatLogSlider) and lr.step <= 0.01    # fine, logarithmic
+    snapped = lr.base ** (round(math.log(0.3, lr.base) / lr.step) * lr.step)
+    assert snapped != 0.3
+    lr.value = snapped                       # the front end's echo of the rounded value
+    assert d.learning_rate == 0.3 and "learning rate 0.3," in d.text
+    c["momentum"].value = 0.45 + c["momentum"].step / 3
+    assert d.momentum == 0.45
+    c["x0_0"].value = 0.3 + c["x0_0"].step / 3
+    assert d.x0.tolist() == [0.3, -0.7]
+    lr.value = 0.05                          # a real move
+    assert d.learning_rate == 0.05
+    np.testing.assert_allclose(d.path[1], [0.3 * (1 - 0.05 * A), -0.7 * (1 - 0.05 * B)],
+                               rtol=1e-6)   # x - lr * (A x, B y)

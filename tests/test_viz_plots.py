@@ -101,3 +101,21 @@ def test_every_figure_has_a_title_axis_labels_and_a_labelled_colour_bar():
         bar = ax.images[0].colorbar
         assert bar is not None and bar.ax.get_ylabel()
     assert axes[1].images[0].colorbar.ax.get_ylabel().startswith("d2y/dx2")
+
+
+def test_the_timeline_and_the_explorers_label_both_axes():
+    from minitape.viz import DescentExplorer, JacobianExplorer, timeline
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        y = x * x
+    tape.gradient(y, x)
+    figures = [timeline(tape),
+               JacobianExplorer(lambda v: mt.math.sin(v), mt.linspace(0.0, 1.0, 3),
+                                repeat=0).figure(),
+               DescentExplorer(lambda p: p[0] ** 2 + p[1] ** 2, [1.0, 1.0], steps=2,
+                               resolution=5, arrows=3).figure()]
+    for fig in figures:
+        plots = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+        assert plots
+        for ax in plots:
+            assert ax.get_xlabel() and ax.get_ylabel(), fig

@@ -15,15 +15,21 @@ The picture is made from ``tape_graph``'s plain data in three steps:
    with no registered gradient is red. Whatever does not connect the target to the sources
    is grey. Red dashed arrows show the gradient going back, only out of the ops the last
    backward pass went through (with ``contributions=True``, labelled with the contribution
-   each carried, and a tensor that received several shows their sum).
+   each carried, and a tensor that received several shows their sum). An arrow into an op
+   whose argument order matters is named at its head with TensorFlow's name for the
+   argument (``x`` and ``y`` of ``Sub``, ``a`` and ``b`` of ``MatMul``), so ``a - b`` and
+   ``b - a`` differ. The target's chain of ops is kept straight (one graphviz ``group``).
 3. **Add notes.** ``stop_recording`` blocks and ``reset`` calls appear as notes; a source whose
-   gradient is ``None`` gets a "why" note from ``explain``.
+   gradient is ``None`` gets a "why" note from ``explain``; a legend under the drawing says
+   what the marks it uses mean (``legend=False`` leaves it out).
 
 Node names in the DOT source are the graph's ids, counted per drawing (``op1``, ``t1``), so
 the same program drawn twice gives the same text, and tests compare it instead of pixels.
-The drawing has an opaque white background (it reads on a dark theme too), is scaled down to
-fit a notebook column, and shows in a notebook as SVG with a PNG copy next to it (shown
-where SVG is not, e.g. in an untrusted notebook).
+The drawing has an opaque white background (it reads on a dark theme too) and shows in a
+notebook as SVG with a PNG copy next to it (shown where SVG is not, e.g. in an untrusted
+notebook). It is laid out, when rendered, to be read in a 950 px notebook column with no text
+under 11 px (``fit_to_column``): shrunk a little, turned from top-to-bottom to left-to-right
+(or back), or left wide, so that the output scrolls sideways; never shrunk further.
 
 >>> import minitape as mt
 >>> from minitape.viz import draw_tape
@@ -38,9 +44,10 @@ True
 from __future__ import annotations
 
 import functools
-
 import html
+import re
 import textwrap
+import warnings
 
 import numpy as np
 
@@ -59,7 +66,19 @@ GREY_FILL, GREY_LINE, GREY_TEXT = "#f4f4f4", "gray70", "gray55"
 HIGHLIGHT = "#1f5fbf"        # the player's current step (blue: orange means "saved")
 GRADIENT_COLOUR = "#c0392b"
 SAVED_FILL = "#fdd9a8"       # tensors the tape holds for the backward pass (torchviz's orange)
+# In JupyterLab's dark theme, a drawing or picture inside a widget (the player's, the
+# explorers') shows as a dark card: its white background and dark ink inverted, the hues kept.
+# (A drawing shown as a notebook output is an <img> that the page's CSS cannot recolour.)
+DARK_THEME_STYLE = ("<style>[data-jp-theme-light='false'] .minitape-drawing,"
+                    "[data-jp-theme-light='false'] .minitape-explorer-image"
+                    "{filter:invert(0.88) hue-rotate(180deg)}</style>")
 MAX_WIDTH_INCHES = 9.5       # a JupyterLab notebook column is about 950 px wide
+LABEL_WIDTH = 34             # characters per line in a tensor's label
+PX_PER_INCH = 96             # graphviz's inch (72 pt) is 96 CSS px in a browser
+MIN_TEXT_PX = 11             # no text of a drawing is shown smaller than this
+SMALLEST_FONT = 10           # pt: edge labels, notes and the legend (node labels are 11 pt)
+# The most a drawing may be shrunk to fit the column: its smallest text then shows at 11 px.
+MIN_SCALE = MIN_TEXT_PX / (SMALLEST_FONT * PX_PER_INCH / 72)
 
 
 # -- step 1: what to show -----------------------------------------------------------------------
@@ -245,7 +264,7 @@ def _tensor_label(t, grey, received=()):
                          "target" if t.is_target else "", "source" if t.is_source else "") if m]
     lines = [(title, None, True)]
     if marks:
-        lines.append((", ".join(marks), None, False))
+        lines.extend((part, None, False) for part in _wrap(", ".join(marks), 20))
     shape = "scalar" if t.shape == () else "x".join(str(d) for d in t.shape)
     lines.append((f"{shape} {t.dtype}", None, False))
     value = format_value(t.value if t.value is not None else t.summary)
@@ -256,7 +275,25 @@ def _tensor_label(t, grey, received=()):
         if len(received) > 1 and all(r is not None for r in received):
             total = " + ".join(format_value(r) for r in received) + " = " + total
         lines.append((f"grad {total}", None if grey else GRADIENT_COLOUR, False))
-    return _table([(textwrap.shorten(s, 60), c, b) for s, c, b in lines])
+    # A long line (a large tensor's min, mean and max) is wrapped in two: an ellipse is about
+    # 1.4 times as wide as its longest line, and two such tensors side by side must fit.
+    return _table([(part, c, b) for s, c, b in lines for part in _wrap(s)])
+
+
+def _wrap(text, width=LABEL_WIDTH) -> list:
+    """``text`` in lines of at most about ``width`` characters, broken after commas where it
+    can (``min -0.9466, mean 0.000314,`` / ``max 0.951``), at most two lines."""
+    lines = []
+    for piece in text.split(", "):
+        if lines and len(lines[-1]) + 2 + len(piece) <= width:
+            lines[-1] += ", " + piece
+        else:
+            if lines:
+                lines[-1] += ","
+            lines.append(piece)
+    if len(lines) > 2 or any(len(line) > width + 8 for line in lines):
+        lines = textwrap.wrap(text, width, max_lines=2, placeholder=" ...")
+    return lines or [""]
 
 
 def _tensor_attrs(t, highlighted, received=()):
@@ -409,7 +446,8 @@ def _module_attrs(ops, params, n_tapes, highlighted):
 
 @functools.cache
 def _drawing_class():
-    """``TapeDrawing``: a ``graphviz.Digraph`` whose text form has no memory address.
+    """``TapeDrawing``: a ``graphviz.Digraph`` that fits a notebook column legibly, and whose
+    text form has no memory address.
 
     Made on first use, so that ``import minitape.viz`` does not import graphviz. Notebooks
     store an output's text form next to its SVG; a stable one keeps re-executed lessons from
@@ -418,25 +456,104 @@ def _drawing_class():
     import graphviz
 
     class TapeDrawing(graphviz.Digraph):
+        fit = True          # lay out to fit the column when rendered (``draw_tape(fit=...)``)
+        _fitted_cache = None
+
         def __repr__(self):
             nodes = sum(1 for line in self.body if "[" in line and "->" not in line)
             return f"<minitape tape drawing: {nodes} nodes; graphviz.Digraph>"
+
+        def fitted(self):
+            """The drawing as it is rendered: ``fit_to_column`` of it (itself with
+            ``fit=False``)."""
+            if not self.fit:
+                return self
+            source = self.source
+            if self._fitted_cache is None or self._fitted_cache[0] != source:
+                self._fitted_cache = (source, fit_to_column(self))
+            return self._fitted_cache[1]
+
+        def pipe(self, *args, **kwargs):
+            return graphviz.Digraph.pipe(self.fitted(), *args, **kwargs)
 
         def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
             # SVG for a live notebook, and a PNG copy: JupyterLab shows no SVG in an
             # untrusted notebook (a fresh clone), and static viewers may not either.
             bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
+            metadata = {}
             if "image/svg+xml" in bundle and (exclude is None or "image/png" not in exclude):
-                bundle["image/png"] = self.pipe(format="png")
-            return bundle
+                try:
+                    bundle["image/png"] = self.pipe(format="png")
+                except Exception as e:     # (a graphviz without PNG support, a crash)
+                    warnings.warn(f"draw_tape: the PNG copy of the drawing failed ({e}); the "
+                                  "SVG is shown alone (a notebook that is not trusted shows "
+                                  "no SVG: run the cell)", RuntimeWarning, stacklevel=2)
+                if self.fitted().graph_attr.get("size") is None and \
+                        _svg_width_px(bundle["image/svg+xml"]) > MAX_WIDTH_INCHES * PX_PER_INCH:
+                    # Wider than the column at its legible size: shown whole, and the output
+                    # scrolls sideways, instead of JupyterLab shrinking the PNG to the column.
+                    metadata = {m: {"unconfined": True} for m in bundle if m.startswith("image/")}
+            return (bundle, metadata) if metadata else bundle
 
     return TapeDrawing
+
+
+def _svg_width_px(svg) -> float:
+    """The width of a graphviz SVG in CSS px (graphviz writes it in pt)."""
+    match = re.search(r'<svg[^>]*?\swidth="([\d.]+)pt"', svg)
+    return float(match.group(1)) * PX_PER_INCH / 72 if match else 0.0
+
+
+def _natural_size(dot):
+    """``(width, height)`` in CSS px of ``dot`` laid out at full size (its padding included),
+    or None without graphviz's ``dot`` program."""
+    import graphviz
+    try:
+        svg = graphviz.Digraph.pipe(dot, format="svg", encoding="utf-8")
+    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError):
+        return None
+    height = re.search(r'<svg[^>]*?\sheight="([\d.]+)pt"', svg)
+    return _svg_width_px(svg), float(height.group(1)) * PX_PER_INCH / 72 if height else 0.0
+
+
+def fit_to_column(dot, width_inches=MAX_WIDTH_INCHES):
+    """A copy of a drawing laid out to be read in a notebook column ``width_inches`` wide.
+
+    Its text is never shown smaller than ``MIN_TEXT_PX`` (11 CSS px):
+
+    - a drawing that fits is left at its full size (11 pt labels show at 14.7 px);
+    - one a little wider is shrunk to the column, by at most ``MIN_SCALE``;
+    - one wider still is laid out in the other direction (left to right instead of top to
+      bottom, or the reverse) if that fits better;
+    - one that fits neither way keeps its full size: the notebook's output then scrolls
+      sideways (``TapeDrawing`` marks its images ``unconfined``).
+
+    Without graphviz's ``dot`` program it returns the copy unchanged.
+    """
+    fitted = dot.copy()
+    fitted.fit = False
+    fitted.graph_attr.pop("size", None)
+    column = width_inches * PX_PER_INCH
+    size = _natural_size(fitted)
+    if size is None or size[0] <= column:
+        return fitted
+    rankdir = fitted.graph_attr.get("rankdir", "TB")
+    if size[0] * MIN_SCALE > column and rankdir in ("TB", "LR"):
+        fitted.graph_attr["rankdir"] = "LR" if rankdir == "TB" else "TB"
+        other = _natural_size(fitted)
+        if other is not None and other[0] < size[0]:
+            size = other
+        else:
+            fitted.graph_attr["rankdir"] = rankdir
+    if column < size[0] <= column / MIN_SCALE:
+        fitted.graph_attr["size"] = f"{width_inches},1000"     # shrinks it to the column
+    return fitted
 
 
 def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nodes=300,
               depth=None, highlight=None, why=True, rankdir="TB", graph=None,
               contributions=False, source=False, node_styles=None, group=None, fold=None,
-              iteration=None):
+              iteration=None, legend=True, fit=True):
     """Draw a tape (or a list of tapes) as a ``graphviz.Digraph``.
 
     Args:
@@ -468,10 +585,16 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
         iteration: with ``fold``, which iteration each box shows (0-based, negative from
             the end as a Python index; default the last). The op given as ``highlight``
             shows its own iteration.
+        legend: add a small legend under the drawing saying what its shapes, colours,
+            borders and arrows mean (only those it uses); ``legend=False`` leaves it out.
+        fit: when rendered, lay the drawing out for a notebook column of 950 px with no text
+            smaller than 11 px (``fit_to_column``: shrink it a little, or turn it from top to
+            bottom to left to right or back, or leave it wide so that the output scrolls);
+            ``fit=False`` renders the DOT source as it is, at full size.
 
     Returns:
         A ``graphviz.Digraph``; in a notebook it shows as SVG (and PNG). ``.source`` is the
-        DOT text, the same for the same program.
+        DOT text, the same for the same program; ``.fitted().source`` is what is rendered.
 
     Raises:
         TypeError: ``tape`` is not a GradientTape (or a list of them).
@@ -490,7 +613,8 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
         view = choose_view(graph, depth, False, min_run, None,
                            keep=(highlight,) if highlight else ())
         return finish_folded(_drawing_class(), tapes, graph, target, sources, view, folds,
-                             highlight, rankdir, contributions, source, node_styles or {}, why)
+                             highlight, rankdir, contributions, source, node_styles or {}, why,
+                             legend, fit)
     if group == "module":
         collapse = False    # a module box replaces the chains inside it
     view = choose_view(graph, depth, collapse, min_run,
@@ -500,19 +624,22 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
     if group == "module":
         view, modules = _group_by_module(graph, view)
     dot = _drawing_class()("tape", graph_attr={"rankdir": rankdir, "fontname": "Helvetica",
-                                               "bgcolor": "white", "pad": "0.1",
-                                               "size": f"{MAX_WIDTH_INCHES},100"},
+                                               "bgcolor": "white", "pad": "0.1"},
                            node_attr={"fontname": "Helvetica", "fontsize": "11"},
                            edge_attr={"arrowsize": "0.7"})
+    dot.fit = bool(fit)
     tensors = {t.id: t for t in graph.tensors}
     received = {}
     for e in graph.edges:
         if e.kind == "input" and e.carried:
             received.setdefault(e.tail, []).append(e.gradient)
     styles = node_styles or {}
+    spine = _spine(graph)
     for tid in view.tensors:
         attrs = _tensor_attrs(tensors[tid], tid == highlight,
                               received.get(tid, ()) if contributions else ())
+        if tid in spine:
+            attrs["group"] = "spine"
         dot.node(tid, **{**attrs, **styles.get(tid, {})})
     run_of = {}
     for run in view.runs:
@@ -530,8 +657,10 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
                                             run_of[highlight] == module_id))
     for op in view.ops:
         attrs = _op_attrs(op, graph.n_tapes, op.id == highlight, source)
+        if op.id in spine:
+            attrs["group"] = "spine"
         dot.node(op.id, **{**attrs, **styles.get(op.id, {})})
-    _draw_edges(dot, graph, view, run_of, contributions)
+    roles, back = _draw_edges(dot, graph, view, run_of, contributions)
     _draw_events(dot, graph, view, run_of)
     if view.hidden_ops:
         dot.node("hidden", f"{view.hidden_ops} earlier ops not shown\n(depth / max_nodes limit)",
@@ -540,6 +669,9 @@ def draw_tape(tape, target=None, sources=None, collapse=True, min_run=8, max_nod
         _draw_why(dot, tapes[0], graph, target, sources, set(view.tensors))
     if graph.n_tapes > 1:
         _draw_legend(dot, graph.n_tapes)
+    if legend:
+        dot.attr(label=legend_label(graph, view, highlight, roles, back), labelloc="b",
+                 labeljust="l", fontsize=str(SMALLEST_FONT))
     return dot
 
 
@@ -559,12 +691,40 @@ def _folds(graph, fold, group, depth, collapse, min_run, max_nodes, highlight, i
     return folds
 
 
-def _draw_edges(dot, graph, view, run_of, contributions):
+def _spine(graph) -> set:
+    """The ids of the target's main chain: the target, the op that made it, that op's first
+    input made by an op, and so on back to a leaf. Drawn with one graphviz ``group``, the
+    chain stays a straight line and the other inputs hang off its sides, instead of the
+    picture drifting sideways with every op (a layer's ``x @ kernel + bias``)."""
+    ops = {op.id: op for op in graph.ops}
+    produced = {t.id: t.produced_by for t in graph.tensors}
+    if graph.target_ids:
+        tensor = graph.target_ids[0]
+    elif graph.ops and graph.ops[-1].outputs:
+        tensor = graph.ops[-1].outputs[0]
+    else:
+        return set()
+    spine = set()
+    while tensor is not None and tensor not in spine:
+        spine.add(tensor)
+        op = ops.get(produced.get(tensor))
+        if op is None or not op.inputs:
+            break
+        spine.add(op.id)
+        tensor = next((i for i in op.inputs if produced.get(i)), op.inputs[0])
+    return spine
+
+
+def _draw_edges(dot, graph, view, run_of, contributions) -> tuple:
     """Forward edges (black, grey when disconnected) and, where the last backward pass sent a
-    gradient back along an edge, a red dashed edge from the op to that input."""
+    gradient back along an edge, a red dashed edge from the op to that input. An input edge
+    of an op whose argument order matters is named at its head (``x`` and ``y`` of ``Sub``),
+    so that ``a - b`` and ``b - a`` draw differently. Returns ``(some edge was named, some
+    gradient arrow was drawn)``."""
     shown = set(view.tensors) | {op.id for op in view.ops} | set(run_of.values())
     visited = {op.id for op in graph.ops if op.visited}
     done = set()
+    named = back_drawn = False
     for e in graph.edges:
         tail, head = run_of.get(e.tail, e.tail), run_of.get(e.head, e.head)
         if tail not in shown or head not in shown:
@@ -573,17 +733,24 @@ def _draw_edges(dot, graph, view, run_of, contributions):
             continue
         done.add((tail, head, e.index))
         attrs = {} if e.connected else {"color": GREY_LINE}
+        if e.role is not None and head == e.head:     # (not into a collapsed run)
+            attrs.update(headlabel=e.role, labelfontsize=str(SMALLEST_FONT),
+                         labelfontname="Helvetica", labelfontcolor="gray25",
+                         labeldistance="1.6", labelangle="-35")
+            named = True
         dot.edge(tail, head, **attrs)
         if e.kind == "input" and e.carried and e.head in visited:
             back = {"color": GRADIENT_COLOUR, "style": "dashed", "constraint": "false",
                     "arrowsize": "0.5"}
             if contributions and e.gradient is not None:
                 back.update(label=printable(format_value(e.gradient)),
-                            fontcolor=GRADIENT_COLOUR, fontsize="9")
+                            fontcolor=GRADIENT_COLOUR, fontsize=str(SMALLEST_FONT))
             elif (head, tail) in done:
                 continue   # one unlabelled arrow is enough for ``x * x``
             done.add((head, tail))
             dot.edge(head, tail, **back)
+            back_drawn = True
+    return named, back_drawn
 
 
 def _draw_events(dot, graph, view, run_of):
@@ -629,6 +796,48 @@ def _draw_why(dot, tape, graph, target, sources, visible):
         dot.node(note, printable("why None: " + textwrap.fill(sentence, 48)), shape="note",
                  style="filled", fillcolor="#fdecea", color=GRADIENT_COLOUR, fontsize="10")
         dot.edge(note, node, style="dotted", arrowhead="none", color=GRADIENT_COLOUR)
+
+
+def legend_label(graph, view, highlight=None, roles=False, back=False) -> str:
+    """The legend under a drawing (an HTML-like graphviz label): one line for each kind of
+    mark the drawing uses, saying what it means (``roles``: some arrow names its argument;
+    ``back``: some red dashed gradient arrow is drawn)."""
+    shown = set(view.tensors)
+    tensors = [t for t in graph.tensors if t.id in shown]
+    ops = list(view.ops) + [op for run in view.runs for op in run]
+    rows = [("box: an op; #1, #2, ... is the order it ran", None, None),
+            ("ellipse: a tensor: its name, shape, dtype and value", None, None)]
+    borders = [text for text, used in (
+        ("double border: a Variable", any(t.variable for t in tensors)),
+        ("green border: watched", any(t.watched for t in tensors)),
+        ("bold border: the target", any(t.is_target for t in tensors))) if used]
+    if borders:
+        rows.append(("; ".join(borders), None, None))
+    if any(t.saved for t in tensors):
+        rows.append(("orange: saved by the tape for the backward pass", None, SAVED_FILL))
+    if any(not t.connected for t in tensors) or any(not op.connected for op in ops):
+        rows.append(("grey: not on a path from the target to a source", GREY_TEXT, GREY_FILL))
+    if any(t.gradient is not None for t in tensors):
+        rows.append(("red text: the gradient that reached the tensor", GRADIENT_COLOUR, None))
+    if back:
+        rows.append(("red dashed arrow: the gradient going back through an op",
+                     GRADIENT_COLOUR, None))
+    if roles:
+        rows.append(("x, y (a, b) at an arrow: which argument of the op (x - y, a @ b)",
+                     None, None))
+    if any(op.stop_gradient for op in ops):
+        rows.append(("octagon: stop_gradient, no gradient passes", None, None))
+    if highlight:
+        rows.append(("blue border: this step", HIGHLIGHT, None))
+    cells = []
+    for text, colour, fill in rows:
+        cell = html.escape(text)
+        if colour:
+            cell = f'<FONT COLOR="{colour}">{cell}</FONT>'
+        bg = f' BGCOLOR="{fill}"' if fill else ""
+        cells.append(f'<TR><TD ALIGN="LEFT"{bg}>{cell}</TD></TR>')
+    return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+            '<TR><TD ALIGN="LEFT"><B>legend</B></TD></TR>' + "".join(cells) + "</TABLE>>")
 
 
 def _draw_legend(dot, n_tapes):

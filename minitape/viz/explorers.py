@@ -43,6 +43,7 @@ import numpy as np
 import minitape as mt
 
 from ..tensor import Tensor
+from .draw import DARK_THEME_STYLE
 
 MODES = ("reverse", "forward", "vectorized")
 METHODS = ("gradient descent", "momentum", "newton")
@@ -97,7 +98,8 @@ class _Explorer(widgets.VBox):
             self._sync_controls()
         finally:
             self._syncing = False
-        self._label.value = "<br>".join(html.escape(line) for line in self.text.split("\n"))
+        self._label.value = DARK_THEME_STYLE + "<br>".join(
+            html.escape(line) for line in self.text.split("\n"))
         self._image.value = self.png()
 
     def _from_control(self, name):
@@ -114,6 +116,21 @@ class _Explorer(widgets.VBox):
         data["text/plain"] = repr(self)
         data["image/png"] = base64.b64encode(self._image.value or self.png()).decode("ascii")
         return data
+
+
+def _rounded_by(slider, new, current) -> bool:
+    """True when ``new`` is only ``current`` rounded to ``slider``'s step (a float or
+    logarithmic slider), not a move of the slider."""
+    if isinstance(new, bool) or not isinstance(current, (int, float, np.number)):
+        return False
+    if isinstance(slider, widgets.FloatLogSlider):
+        if new <= 0 or current <= 0:
+            return False
+        base = slider.base
+        return abs(math.log(new, base) - math.log(current, base)) <= slider.step / 2 + 1e-12
+    if isinstance(slider, widgets.FloatSlider):
+        return abs(new - current) <= slider.step / 2 + 1e-12
+    return False
 
 
 def _floating_tensor(value, what):
@@ -506,7 +523,10 @@ class DescentExplorer(_Explorer):
             raise ValueError(f"DescentExplorer: x0 must be 2 numbers (shape (2,)), got shape "
                              f"{start.shape}")
         self.dtype = start.dtype
-        value, grad = self._value_and_grad(np.asarray(start.numpy(), dtype=float))
+        # The learner's numbers as written (0.3 stays 0.3, not float32's 0.30000001); f is
+        # evaluated at them in ``dtype``.
+        given = np.asarray(x0 if not isinstance(x0, Tensor) else start.numpy(), dtype=float)
+        value, grad = self._value_and_grad(given)
         del value, grad           # f(x0) checked: scalar, floating, differentiable
         self._image = None
         self._resolution, self._arrows = int(resolution), int(arrows)
@@ -514,7 +534,7 @@ class DescentExplorer(_Explorer):
             raise ValueError(f"DescentExplorer: labels must be two strings (the names of the "
                              f"two coordinates), got {labels!r}")
         self.labels = tuple(labels)
-        self._x0 = np.asarray(start.numpy(), dtype=float)
+        self._x0 = given
         self._bounds = None
         self.bounds = bounds
         self.x0 = self._x0
@@ -810,7 +830,7 @@ class DescentExplorer(_Explorer):
             if name.startswith("x0_"):
                 w.observe(self._x0_from_control(int(name[-1])), names="value")
             else:
-                w.observe(self._from_control(name), names="value")
+                w.observe(self._setting_from_control(name, w), names="value")
         c = self._controls
         self._build_widgets([
             widgets.HBox([c["method"], c["steps"]]),
@@ -819,9 +839,20 @@ class DescentExplorer(_Explorer):
         ])
         self._refresh()
 
+    def _setting_from_control(self, name, control):
+        """Copy a control's new value into the setting ``name``, unless it is the learner's
+        own number rounded to the slider's step (a slider snaps 0.3 to its nearest step and
+        may send that back): the setting keeps the number as the learner wrote it."""
+        def observe(change):
+            if not self._syncing and not _rounded_by(control, change["new"],
+                                                     getattr(self, "_" + name)):
+                setattr(self, name, change["new"])
+        return observe
+
     def _x0_from_control(self, axis):
         def observe(change):
-            if not self._syncing:
+            if not self._syncing and not _rounded_by(change["owner"], change["new"],
+                                                     self._x0[axis]):
                 p = self._x0.copy()
                 p[axis] = change["new"]
                 self.x0 = p

@@ -303,12 +303,13 @@ def choose_iteration(folds, iteration, highlight):
 
 
 def finish_folded(drawing_class, tapes, graph, target, sources, view, folds, highlight,
-                  rankdir, contributions, show_source, styles, why):
-    """The whole folded drawing (``draw_tape(..., fold=True)``): a ``graphviz.Digraph``."""
-    from .draw import (GREY_TEXT, MAX_WIDTH_INCHES, _draw_events, _draw_legend, _draw_why)
+                  rankdir, contributions, show_source, styles, why, legend=True, fit=True):
+    """The whole folded drawing (``draw_tape(..., fold=True)``): a ``graphviz.Digraph``,
+    laid out for the notebook column as every drawing (``draw.fit_to_column``)."""
+    from .draw import (GREY_TEXT, SMALLEST_FONT, _draw_events, _draw_legend, _draw_why,
+                       legend_label)
     dot = drawing_class("tape", graph_attr={"rankdir": rankdir, "fontname": "Helvetica",
-                                            "bgcolor": "white", "pad": "0.1",
-                                            "size": f"{MAX_WIDTH_INCHES},100"},
+                                            "bgcolor": "white", "pad": "0.1"},
                         node_attr={"fontname": "Helvetica", "fontsize": "11"},
                         edge_attr={"arrowsize": "0.7"})
     node_map, reduced = draw_folded(dot, graph, view, folds, highlight, contributions,
@@ -325,4 +326,8 @@ def finish_folded(drawing_class, tapes, graph, target, sources, view, folds, hig
         _draw_why(dot, tapes[0], graph, target, sources, set(reduced.tensors))
     if graph.n_tapes > 1:
         _draw_legend(dot, graph.n_tapes)
+    dot.fit = bool(fit)
+    if legend:
+        dot.attr(label=legend_label(graph, reduced, highlight, False, bool(contributions)),
+                 labelloc="b", labeljust="l", fontsize=str(SMALLEST_FONT))
     return dot

@@ -49,6 +49,35 @@ from .labels import float_text, tensor_labels
 from ..tensor import Tensor, Variable
 
 
+# TensorFlow's names for the inputs of ops whose argument order matters (its op definitions);
+# other such ops with several inputs number them 0, 1, ...
+ARGUMENT_NAMES = {
+    "Sub": ("x", "y"), "RealDiv": ("x", "y"), "Pow": ("x", "y"), "MatMul": ("a", "b"),
+    "BatchMatMulV2": ("x", "y"), "Greater": ("x", "y"), "GreaterEqual": ("x", "y"),
+    "Less": ("x", "y"), "LessEqual": ("x", "y"), "SelectV2": ("condition", "t", "e"),
+    "MatrixSolve": ("matrix", "rhs"), "Conv2D": ("input", "filter"),
+}
+# Ops whose result does not depend on the order of their inputs: their arrows carry no name.
+COMMUTATIVE = frozenset({"AddV2", "AddN", "Mul", "Maximum", "Minimum", "Equal", "NotEqual",
+                         "SquaredDifference"})
+
+
+def argument_role(op_type, index, n_inputs):
+    """The name of input ``index`` of an op, where the order of its inputs matters.
+
+    ``Sub``'s inputs are ``x`` and ``y`` (``x - y``), ``MatMul``'s ``a`` and ``b``, as in
+    TensorFlow's op definitions; other ops with several inputs number them ``"0"``, ``"1"``,
+    ... None for one-input ops and for ops whose inputs can be swapped (``AddV2``, ``Mul``).
+
+    >>> argument_role("Sub", 1, 2), argument_role("Mul", 1, 2), argument_role("ConcatV2", 0, 3)
+    ('y', None, '0')
+    """
+    if n_inputs < 2 or op_type in COMMUTATIVE:
+        return None
+    names = ARGUMENT_NAMES.get(op_type, ())
+    return names[index] if len(names) == n_inputs else str(index)
+
+
 @dataclass
 class OpNode:
     """One recorded operation.
@@ -124,7 +153,8 @@ class TensorNode:
         label: what drawings call it, in the learner's words: its ``name=``, else the
             variable it was assigned to or its short source text, else ``t1``, ``t2``, ...
             (see ``labels.py``).
-        saved: True when a tape holds it for the backward pass (an op saved it).
+        saved: True when an op's gradient rule needs it, so a tape holds it for the backward
+            pass (a persistent tape keeps every tensor, yet marks only these).
     """
 
     id: str
@@ -157,7 +187,9 @@ class Edge:
     went through, the contribution it carried back to the tensor (an ndarray if small, else
     ``(min, mean, max)`` or None when a large value was not kept); ``carried`` is True for
     every input edge the last backward pass sent a gradient along. A tensor used twice gets
-    two contributions, and its gradient is their sum."""
+    two contributions, and its gradient is their sum. ``role``: for an input edge of an op
+    whose argument order matters, which argument it is (``"x"`` or ``"y"`` of ``Sub``, see
+    ``argument_role``), else None."""
 
     tail: str
     head: str
@@ -166,6 +198,7 @@ class Edge:
     connected: bool = True
     gradient: object = None
     carried: bool = False
+    role: str | None = None
 
 
 @dataclass
@@ -309,7 +342,8 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
         _add_tensors(tensors, op, node, copies)
         for k, i in enumerate(node.inputs):
             carried, value = _contribution(passes, seqs, k)
-            graph.edges.append(Edge(i, node.id, "input", k, gradient=value, carried=carried))
+            graph.edges.append(Edge(i, node.id, "input", k, gradient=value, carried=carried,
+                                    role=argument_role(op.type, k, len(node.inputs))))
         for k, o in enumerate(node.outputs):
             graph.edges.append(Edge(node.id, o, "output", k))
 
@@ -396,15 +430,30 @@ def _add_tensors(tensors, op, node, copies):
         tn = tensors[node.inputs[k]]
         saved = [c._inputs[k] for c in copies if c._inputs is not None]
         kept = next((t for t in saved if t is not None), None)
-        tn.saved = tn.saved or kept is not None
+        tn.saved = tn.saved or any(c._inputs is not None and c._inputs[k] is not None
+                                   and _needed(c, 0, k) for c in copies)
         _fill_value(tn, op.input_values[k], kept)
     for k in range(len(op.output_ids)):
         tn = tensors[node.outputs[k]]
         tn.produced_by = tn.produced_by or node.id
         saved = [c._outputs[k] for c in copies if c._outputs is not None]
         kept = next((t for t in saved if t is not None), None)
-        tn.saved = tn.saved or kept is not None
+        tn.saved = tn.saved or any(c._outputs is not None and c._outputs[k] is not None
+                                   and _needed(c, 1, k) for c in copies)
         _fill_value(tn, op.output_values[k], kept)
+
+
+def _needed(op, side, k):
+    """Does ``op``'s gradient rule need its input (``side`` 0) or output (1) number ``k``?
+
+    A persistent tape keeps every tensor, and notes what the rule needs in ``op.needs``; a
+    non-persistent tape keeps only that, so what it kept is what is needed.
+    """
+    needs = getattr(op, "needs", None)    # (set only on a persistent tape's ops)
+    if needs is None:
+        return True
+    keep = needs[side]
+    return keep is True or (keep is not False and k in keep)
 
 
 def _fill_value(tn, small_value, saved_tensor):

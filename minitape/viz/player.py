@@ -69,7 +69,7 @@ from ..nest import flatten
 from ..recording import state, summarize
 from ..tape import GradientTape
 from ..tensor import Tensor
-from .draw import draw_tape, format_value
+from .draw import DARK_THEME_STYLE, draw_tape, format_value
 from .graph import tape_graph
 
 # Forward formulas: infix operators, and ops written as functions.
@@ -506,8 +506,9 @@ class TapePlayer(widgets.VBox):
         asking = self.quiz and s.question is not None
         self._quiz_row.layout.display = None if asking else "none"
         self._feedback.value = html.escape(self.feedback)
-        # At its natural size (never shrunk below legible), scrolling if wider than the page.
-        self._graph_view.value = _scrolling(self.svg())
+        # At its natural size (never shrunk below legible), scrolling if wider than the page;
+        # a dark card in JupyterLab's dark theme.
+        self._graph_view.value = DARK_THEME_STYLE + _scrolling(self.svg())
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         # The widget view for a running kernel, and the frames as static HTML beside it for

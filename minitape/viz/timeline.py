@@ -299,6 +299,7 @@ def _draw(data: Timeline):
     ax.set_xlim(lo, hi)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("global sequence number (ops and tape events, in the order they happened)")
+    ax.set_ylabel("tape")
     ax.grid(axis="x", color="0.92")
     handles = [
         Line2D([], [], marker="o", ls="none", color=_COLORS["op"], label="op recorded"),
