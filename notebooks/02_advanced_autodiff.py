@@ -436,8 +436,7 @@ print(dy_dx.shape)
 plt.plot(x.numpy(), y, label='y')
 plt.plot(x.numpy(), dy_dx, label='dy/dx')
 plt.legend()
-plt.xlabel('x')
-_ = plt.ylabel('y and dy/dx')
+_ = plt.xlabel('x')
 
 # %% [markdown]
 # ### Tensor source
@@ -780,7 +779,7 @@ print(f'j.shape: {j.shape}')
 mt.viz.plot_as_patches(j)
 
 _ = plt.title('These slices are not diagonal')
-_ = plt.xlabel("input index: don't use `batch_jacobian` here")
+_ = plt.xlabel("Don't use `batch_jacobian`")
 
 # %% [markdown]
 # In this case, `batch_jacobian` still runs and returns *something* with the expected shape, but

@@ -121,7 +121,6 @@ def draw(losses, model):
     ax1.plot(x.numpy(), model(x).numpy(), 'r', label='model')
     ax1.legend()
     ax1.set_xlabel('x')
-    ax1.set_ylabel('y')
     return fig
 
 losses = []

@@ -12,9 +12,6 @@
 # - load a real dataset, split it into training and test sets, and feed it in mini-batches;
 # - classify with logits and `mt.nn.sparse_softmax_cross_entropy_with_logits`;
 # - train with `mt.optimizers.Adam` and `apply_gradients`, with a progress bar over epochs;
-# - keep an epoch's mean loss and accuracy with Keras's metrics (`mt.keras.metrics.Mean`,
-#   `SparseCategoricalAccuracy`), and make every run repeatable with
-#   `mt.keras.utils.set_random_seed`;
 # - measure accuracy on images the network never saw, and read a confusion matrix;
 # - build a convolutional network from `Conv2D`, `MaxPooling2D`, `Flatten` and `Dropout`;
 # - look at the learned filters, at input-gradient saliency maps, and at the tape of one step.
@@ -38,8 +35,7 @@ from tqdm import tqdm
 import minitape as mt
 import minitape.notebook
 
-mt.notebook.setup(seed=None)       # printing as in the guides
-mt.keras.utils.set_random_seed(0)  # Python's, NumPy's and minitape's random numbers: every run
+mt.notebook.setup(seed=0)  # the same random numbers every run; printing as in the guides
 
 # %% [markdown]
 # ## The data
@@ -104,9 +100,8 @@ def loss_fn(model, images, labels, training=False):
 
 
 def accuracy(model, images, labels):
-    metric = mt.keras.metrics.SparseCategoricalAccuracy()   # argmax(logits) == label, averaged
-    metric.update_state(labels, model(images))
-    return float(metric.result())
+    predicted = mt.math.argmax(model(images), axis=1)
+    return float(np.mean(predicted.numpy() == labels))
 
 
 print(f'loss before training: {loss_fn(mlp, x_train, y_train).numpy():.1f}')
@@ -122,21 +117,11 @@ print(f'loss before training: {loss_fn(mlp, x_train, y_train).numpy():.1f}')
 # Each **epoch** visits the training images once, in a new random order, in **mini-batches** of
 # 64: one gradient step per batch. `tqdm` shows a progress bar over the epochs, with the last
 # epoch's loss and accuracy.
-#
-# Those two numbers are kept the way the TensorFlow tutorials and the textbooks keep them, with
-# Keras **metrics**: objects that accumulate over the batches of an epoch. `update_state` adds
-# a batch, `result()` gives the value so far (a Tensor), `reset_state()` starts the next epoch
-# from zero. `Mean` averages the batch losses; `SparseCategoricalAccuracy` counts the images
-# whose largest logit is the true label. (That is the accuracy *during* the epoch, while the
-# weights still move and with dropout on: what `model.fit` reports.) The same metric measures
-# the accuracy of a finished network in `accuracy` above.
 
 # %%
 def fit(model, images, labels, epochs, learning_rate=0.01, batch_size=64, seed=0, desc=None):
     optimizer = mt.optimizers.Adam(learning_rate=learning_rate)
     order_rng = np.random.default_rng(seed)   # the order of the batches, repeatable
-    train_loss = mt.keras.metrics.Mean(name='loss')
-    train_accuracy = mt.keras.metrics.SparseCategoricalAccuracy(name='accuracy')
     history = {'loss': [], 'accuracy': []}
     # A text bar (printed, so the saved lesson shows where it ended, on any page), with no
     # timings, so that the stored notebook is the same after every run.
@@ -144,20 +129,16 @@ def fit(model, images, labels, epochs, learning_rate=0.01, batch_size=64, seed=0
                bar_format='{l_bar}{bar}| {n_fmt}/{total_fmt}{postfix}')
     for epoch in bar:
         order = order_rng.permutation(len(images))
-        train_loss.reset_state()
-        train_accuracy.reset_state()
+        losses = []
         for start in range(0, len(order), batch_size):
             batch = order[start:start + batch_size]
             with mt.GradientTape() as tape:
-                logits = model(images[batch], training=True)
-                loss = mt.reduce_mean(
-                    mt.nn.sparse_softmax_cross_entropy_with_logits(labels[batch], logits))
+                loss = loss_fn(model, images[batch], labels[batch], training=True)
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            train_loss.update_state(loss)
-            train_accuracy.update_state(labels[batch], logits)
-        history['loss'].append(float(train_loss.result()))
-        history['accuracy'].append(float(train_accuracy.result()))
+            losses.append(float(loss))
+        history['loss'].append(np.mean(losses))
+        history['accuracy'].append(accuracy(model, images, labels))
         bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", acc=f"{history['accuracy'][-1]:.3f}")
     return history
 
