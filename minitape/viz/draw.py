@@ -409,13 +409,20 @@ def _module_attrs(ops, params, n_tapes, highlighted):
 
 @functools.cache
 def _drawing_class():
-    """``TapeDrawing``: a ``graphviz.Digraph`` whose text form has no memory address.
+    """``TapeDrawing``: a ``graphviz.Digraph`` whose text form has no memory address, and
+    that renders through ``minitape.viz.render`` (Graphviz in-process with pygraphviz, or the
+    ``dot`` program): ``pipe``, ``render`` and the notebook display work without ``dot``.
 
     Made on first use, so that ``import minitape.viz`` does not import graphviz. Notebooks
     store an output's text form next to its SVG; a stable one keeps re-executed lessons from
     changing in git for nothing.
     """
+    import os
+    import pathlib
+
     import graphviz
+
+    from .render import graphviz_route, render_dot
 
     class TapeDrawing(graphviz.Digraph):
         def __repr__(self):
@@ -429,6 +436,49 @@ def _drawing_class():
             if "image/svg+xml" in bundle and (exclude is None or "image/png" not in exclude):
                 bundle["image/png"] = self.pipe(format="png")
             return bundle
+
+        def pipe(self, format=None, renderer=None, formatter=None, neato_no_op=None,
+                 quiet=False, *, engine=None, encoding=None):
+            """As ``graphviz.Digraph.pipe``, through ``minitape.viz.render.render_dot``."""
+            if renderer or formatter or neato_no_op:    # options only the `dot` program has
+                return super().pipe(format, renderer=renderer, formatter=formatter,
+                                    neato_no_op=neato_no_op, quiet=quiet, engine=engine,
+                                    encoding=encoding)
+            data = render_dot(self.source, format or self.format, engine or self.engine, quiet)
+            return data.decode(encoding) if encoding else data
+
+        def render(self, filename=None, directory=None, view=False, cleanup=False,
+                   format=None, renderer=None, formatter=None, neato_no_op=None, quiet=False,
+                   quiet_view=False, *, outfile=None, engine=None,
+                   raise_if_result_exists=False, overwrite_source=False):
+            """As ``graphviz.Digraph.render`` (source saved to ``filename``, the picture to
+            ``filename.format`` or ``outfile``), in-process where pygraphviz is installed."""
+            if renderer or formatter or neato_no_op or graphviz_route() == "dot":
+                return super().render(filename, directory=directory, view=view,
+                                      cleanup=cleanup, format=format, renderer=renderer,
+                                      formatter=formatter, neato_no_op=neato_no_op,
+                                      quiet=quiet, quiet_view=quiet_view,
+                                      outfile=outfile, engine=engine,
+                                      raise_if_result_exists=raise_if_result_exists,
+                                      overwrite_source=overwrite_source)
+            if outfile is not None:
+                outfile = pathlib.Path(outfile)
+                format = format or outfile.suffix.lstrip(".")
+                if directory is None:
+                    outfile = pathlib.Path(self.directory, outfile)
+                if filename is None:
+                    filename = outfile.with_suffix(".gv")
+            format = format or self.format
+            filepath = self.save(filename, directory=directory, skip_existing=None)
+            rendered = outfile if outfile is not None else pathlib.Path(f"{filepath}.{format}")
+            if raise_if_result_exists and rendered.exists():
+                raise graphviz.FileExistsError(f"output file exists: {rendered}")
+            rendered.write_bytes(render_dot(self.source, format, engine or self.engine, quiet))
+            if cleanup:
+                os.remove(filepath)
+            if view or quiet_view:
+                self._view(rendered, format=format, quiet=quiet_view)
+            return str(rendered)
 
     return TapeDrawing
 
