@@ -2,15 +2,16 @@
 fresh virtualenv with no Graphviz `dot` program on PATH.
 
 Builds the wheel and sdist (``python -m build``; ``twine check`` passes them), installs the
-wheel with its runtime dependencies into a new virtualenv (pip's download cache makes a re-run
-quicker; nothing is shared with the test environment: no ``--system-site-packages``), then, in that venv with PATH
-holding only its own ``bin``: draws a tape to SVG and PNG (pygraphviz's bundled Graphviz),
-and ``python -m minitape.lessons DIR`` copies every lesson, byte for byte the ones nbval
-checks in notebooks/. The wheel's metadata names JupyterLab and nbval only under extras.
+wheel with its runtime dependencies into a new virtualenv (pip's download cache makes a
+re-run quicker; nothing is shared with the test environment: no ``--system-site-packages``),
+then, in that venv with PATH holding only its own ``bin``: draws a tape to SVG and PNG
+(pygraphviz's bundled Graphviz), and ``python -m minitape.lessons DIR`` copies every lesson,
+byte for byte the ones nbval checks in notebooks/. The wheel's metadata names JupyterLab and
+nbval only under extras.
 
-Takes 1-3 minutes with a warm pip cache (the install of numpy, matplotlib, ipywidgets). Needs the package index
-(the build backend and the runtime dependencies), as ``make test``'s set-up does.
-MINITAPE_WHEEL_TEST=0 skips it.
+Takes 1-3 minutes with a warm pip cache (installing numpy, matplotlib, ipywidgets). Needs the
+package index (the build backend and the runtime dependencies), as ``make test``'s set-up
+does. MINITAPE_WHEEL_TEST=0 skips it.
 """
 
 from __future__ import annotations
