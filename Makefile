@@ -1,4 +1,4 @@
-.PHONY: setup lab test notebooks exercises bench clean distclean
+.PHONY: setup lab test notebooks exercises site bench clean distclean
 
 setup:
 	bash scripts/setup.sh
@@ -16,6 +16,10 @@ notebooks:
 # The lessons' learner copies without solutions (notebooks/exercises/); `notebooks` does it too.
 exercises:
 	bash scripts/run.sh exercises
+
+# The course site: every lesson from its stored outputs, offline (build/site/index.html).
+site:
+	bash scripts/run.sh site
 
 bench:
 	bash scripts/run.sh bench

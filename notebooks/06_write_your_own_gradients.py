@@ -18,11 +18,13 @@
 #   gradient with `mt.custom_gradient`;
 # - find the one wrong gradient in a program with `check_tape`.
 #
-# **How the exercises work.** Each exercise cell has a place marked for your code between
-# `### BEGIN SOLUTION` and `### END SOLUTION`; the cell below it checks your answer. This copy
-# of the lesson holds worked solutions; `make exercises` writes a copy without them,
-# `notebooks/exercises/06_write_your_own_gradients.ipynb`, whose check cells fail (with a
-# message saying what is missing) until you fill the gaps in.
+# **How the exercises work.** Each exercise cell has a place for your code between two marker
+# lines starting with `###` (nbgrader's solution markers); the cell below it checks your answer
+# and is worth one point. This copy of the lesson holds worked solutions. Its exercise copy,
+# `notebooks/exercises/06_write_your_own_gradients.ipynb` (made by `nbgrader
+# generate_assignment`, see the README's "Teaching with minitape"), has `# YOUR CODE HERE` and
+# `raise NotImplementedError()` in their place, and its check cells fail (with a message saying
+# what is missing) until you fill the gaps in.
 
 # %% [markdown]
 # ## Setup
@@ -122,7 +124,7 @@ print(mt.viz.check_tape(tape, y, x))
 # $\sigma(x) = 1 / (1 + e^{-x})$ has the derivative $\sigma(x)\,(1 - \sigma(x))$. The op keeps
 # its output, so use `y = op.outputs[0]`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-1", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MySigmoid")
 def my_sigmoid(x):
     return 1 / (1 + np.exp(-x))
@@ -136,7 +138,7 @@ def _my_sigmoid_grad(op, dy):
     ### END SOLUTION
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-1-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 x = mt.constant([-3.0, -0.5, 0.0, 2.0])
 with mt.GradientTape() as tape:
     tape.watch(x)
@@ -148,7 +150,7 @@ mt.viz.check_tape(tape, y, x).assert_ok("Exercise 1")
 #
 # $\frac{d}{dx}\tanh x = 1 - \tanh^2 x$: again a function of the output.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-2", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MyTanh")
 def my_tanh(x):
     return np.tanh(x)
@@ -162,7 +164,7 @@ def _my_tanh_grad(op, dy):
     ### END SOLUTION
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 x = mt.constant([[-2.0, -0.1], [0.4, 1.5]])
 with mt.GradientTape() as tape:
     tape.watch(x)
@@ -175,7 +177,7 @@ mt.viz.check_tape(tape, y, x).assert_ok("Exercise 2")
 # $\mathrm{softplus}(x) = \log(1 + e^x)$, computed stably with `np.logaddexp`. Its derivative is
 # the sigmoid of the *input*: `op.inputs[0]` (`mt.math.sigmoid` is there for you).
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-3", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MySoftplus")
 def my_softplus(x):
     return np.logaddexp(0, x)
@@ -189,7 +191,7 @@ def _my_softplus_grad(op, dy):
     ### END SOLUTION
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 x = mt.constant([-4.0, 0.0, 0.7, 30.0])
 with mt.GradientTape() as tape:
     tape.watch(x)
@@ -202,7 +204,7 @@ mt.viz.check_tape(tape, y, x).assert_ok("Exercise 3")
 # $z = x^y$ for positive `x`. Two inputs, so return two gradients:
 # $\partial z/\partial x = y\,x^{y-1}$ and $\partial z/\partial y = x^y \log x = z \log x$.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-4", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MyPow")
 def my_pow(x, y):
     return x ** y
@@ -217,7 +219,7 @@ def _my_pow_grad(op, dy):
     ### END SOLUTION
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-4-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 x = mt.constant([0.5, 1.0, 2.0])
 p = mt.constant([3.0, -1.0, 0.5])
 with mt.GradientTape() as tape:
@@ -233,7 +235,7 @@ mt.viz.check_tape(tape, z, [x, p]).assert_ok("Exercise 4")
 # shapes before the algebra: that is usually enough to get them right. `mt.matmul` takes
 # `transpose_a=True` / `transpose_b=True`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-5", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MyMatMul")
 def my_matmul(a, b):
     return a @ b
@@ -247,7 +249,7 @@ def _my_matmul_grad(op, dy):
     ### END SOLUTION
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-5-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 a = mt.random.normal((2, 3))
 b = mt.random.normal((3, 4))
 with mt.GradientTape() as tape:
@@ -265,7 +267,7 @@ mt.viz.check_tape(tape, c, [a, b]).assert_ok("Exercise 5")
 # (`mt.reduce_sum(g, axis=..., keepdims=True)` keeps a summed axis with size 1); the gradient
 # function uses it for both inputs.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-6", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sum_to_shape(g, shape):
     """Sum ``g`` (the shape of a broadcast result) down to ``shape``."""
     ### BEGIN SOLUTION
@@ -288,7 +290,7 @@ def _my_add_grad(op, dy):
     return sum_to_shape(dy, op.input_shapes[0]), sum_to_shape(dy, op.input_shapes[1])
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-6-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 x = mt.random.normal((2, 3, 4))
 b = mt.random.normal((3, 1))
 with mt.GradientTape() as tape:
@@ -303,7 +305,7 @@ mt.viz.check_tape(tape, y, [x, b]).assert_ok("Exercise 6")
 # but the vector-Jacobian product is short: $dx = y \odot (dy - \sum_j dy_j\, y_j)$, the sum
 # taken along the last axis (keep it with `keepdims=True` so that it broadcasts back).
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-7", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MySoftmax")
 def my_softmax(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -318,7 +320,7 @@ def _my_softmax_grad(op, dy):
     ### END SOLUTION
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-7-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 x = mt.random.normal((2, 5))
 with mt.GradientTape() as tape:
     tape.watch(x)
@@ -334,7 +336,7 @@ mt.viz.check_tape(tape, y, x).assert_ok("Exercise 7")
 # $x_j$ is $\mathrm{softmax}(x)_j$, so $dx = dy[..., \mathrm{None}] \cdot \mathrm{softmax}(x)$:
 # give `dy` its axis back with `mt.expand_dims(dy, -1)`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-8", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MyLogSumExp")
 def my_logsumexp(x):
     m = x.max(axis=-1, keepdims=True)
@@ -349,7 +351,7 @@ def _my_logsumexp_grad(op, dy):
     ### END SOLUTION
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-8-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 x = mt.constant([[1.0, 2.0, 3.0, 4.0, 5.0], [1000.0, 1000.0, 0.0, -3.0, 999.0]])
 with mt.GradientTape() as tape:
     tape.watch(x)
@@ -367,7 +369,7 @@ print(y)   # no overflow: 1000 + log(2 + e**-1)
 # never divides two huge numbers: $1 - 1 / (1 + e^x)$. `e` (computed in the forward) is
 # available to the gradient function.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-9", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.custom_gradient
 def log1pexp(x):
     e = mt.exp(x)
@@ -380,7 +382,7 @@ def log1pexp(x):
     return mt.math.log(1 + e), grad
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-9-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 x = mt.constant([-3.0, 0.0, 10.0, 100.0])
 with np.errstate(over="ignore"):   # e**100 overflows in float32: on purpose
     with mt.GradientTape() as tape:
@@ -471,7 +473,7 @@ print([r.label() for r in check.failing])
 # $\frac{d}{dx}\, x s = s + x\, s\,(1 - s)$.) The check runs on the same tape: gradients are
 # looked up when they are used, so the new rule replaces the old one.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "exercise-10", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.RegisterGradient("Swish", override=True)
 def _swish_grad_fixed(op, dy):
     (x,) = op.inputs
@@ -481,7 +483,7 @@ def _swish_grad_fixed(op, dy):
     ### END SOLUTION
 
 
-# %% tags=["exercise-check"]
+# %% nbgrader={"grade": true, "grade_id": "exercise-10-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["exercise-check"]
 mt.viz.check_tape(tape, loss, w).assert_ok("Exercise 10")
 
 # %% [markdown]

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The project's tasks, each after the (idempotent) set-up: `make TASK` runs this, and so can a
-# machine without make: `bash scripts/run.sh lab|test|notebooks|exercises|bench`.
+# machine without make: `bash scripts/run.sh lab|test|notebooks|exercises|site|bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 task="${1:-}"
 [ $# -gt 0 ] && shift
 case "$task" in
-    lab|test|notebooks|exercises|bench) ;;
-    *) echo "usage: bash scripts/run.sh lab|test|notebooks|exercises|bench" >&2; exit 2 ;;
+    lab|test|notebooks|exercises|site|bench) ;;
+    *) echo "usage: bash scripts/run.sh lab|test|notebooks|exercises|site|bench" >&2; exit 2 ;;
 esac
 
 bash scripts/setup.sh
@@ -49,8 +49,13 @@ case "$task" in
         ;;
     exercises)
         # The learner copy of each lesson with exercises, without the solutions:
-        # notebooks/exercises/NN_name.ipynb (see scripts/make_exercises.py).
+        # notebooks/exercises/NN_name.ipynb, made by nbgrader (see scripts/make_exercises.py).
         "$PY" scripts/make_exercises.py "$@"
+        ;;
+    site)
+        # Sphinx + myst-nb, from the stored outputs, nothing executed or fetched:
+        # build/site/index.html (see scripts/build_site.py and docs/conf.py).
+        exec "$PY" scripts/build_site.py "$@"
         ;;
     bench)
         exec "$PY" -m benchmarks "$@"

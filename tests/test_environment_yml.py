@@ -55,6 +55,21 @@ def test_graphviz_binary_is_listed(conda_specs):
     assert "graphviz" in {name_of(s) for s in conda_specs}
 
 
-def test_project_is_installed_by_pip(env):
+def test_the_project_is_installed_after_the_repository_is_copied(env):
+    # repo2docker (Binder) installs environment.yml before it copies the repository in, so a
+    # pip `-e .` there fails; postBuild, run after the copy, installs minitape instead.
     pip_sections = [d["pip"] for d in env["dependencies"] if isinstance(d, dict)]
-    assert ["-e ."] in pip_sections
+    assert not any("-e ." in section or "." in section for section in pip_sections)
+    post_build = ROOT / "postBuild"
+    assert post_build.stat().st_mode & 0o111, "postBuild must be executable"
+    lines = post_build.read_text().splitlines()
+    assert lines[0].startswith("#!")
+    assert any(line.startswith("python -m pip install") and line.endswith(" .")
+               for line in lines)
+    assert "pip install --no-deps -e ." in (ROOT / "environment.yml").read_text()  # for conda
+
+
+def test_pygraphviz_comes_with_the_environment(conda_specs):
+    # minitape's default way to draw (Graphviz in-process); conda-forge names it the same.
+    assert "pygraphviz" in {name_of(s) for s in conda_specs}
+

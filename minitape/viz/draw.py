@@ -446,14 +446,21 @@ def _module_attrs(ops, params, n_tapes, highlighted):
 
 @functools.cache
 def _drawing_class():
-    """``TapeDrawing``: a ``graphviz.Digraph`` that fits a notebook column legibly, and whose
-    text form has no memory address.
+    """``TapeDrawing``: a ``graphviz.Digraph`` that fits a notebook column legibly, whose
+    text form has no memory address, and that renders through ``minitape.viz.render``
+    (Graphviz in-process with pygraphviz, or the ``dot`` program): ``pipe``, ``render`` and
+    the notebook display work without ``dot``.
 
     Made on first use, so that ``import minitape.viz`` does not import graphviz. Notebooks
     store an output's text form next to its SVG; a stable one keeps re-executed lessons from
     changing in git for nothing.
     """
+    import os
+    import pathlib
+
     import graphviz
+
+    from .render import graphviz_route, render_dot
 
     class TapeDrawing(graphviz.Digraph):
         fit = True          # lay out to fit the column when rendered (``draw_tape(fit=...)``)
@@ -472,9 +479,6 @@ def _drawing_class():
             if self._fitted_cache is None or self._fitted_cache[0] != source:
                 self._fitted_cache = (source, fit_to_column(self))
             return self._fitted_cache[1]
-
-        def pipe(self, *args, **kwargs):
-            return graphviz.Digraph.pipe(self.fitted(), *args, **kwargs)
 
         def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
             # SVG for a live notebook, and a PNG copy: JupyterLab shows no SVG in an
@@ -495,6 +499,53 @@ def _drawing_class():
                     metadata = {m: {"unconfined": True} for m in bundle if m.startswith("image/")}
             return (bundle, metadata) if metadata else bundle
 
+        def pipe(self, format=None, renderer=None, formatter=None, neato_no_op=None,
+                 quiet=False, *, engine=None, encoding=None):
+            """As ``graphviz.Digraph.pipe`` of the drawing laid out for the column
+            (``fitted``), through ``minitape.viz.render.render_dot``."""
+            fitted = self.fitted()
+            if renderer or formatter or neato_no_op:    # options only the `dot` program has
+                return graphviz.Digraph.pipe(fitted, format, renderer=renderer,
+                                             formatter=formatter, neato_no_op=neato_no_op,
+                                             quiet=quiet, engine=engine, encoding=encoding)
+            data = render_dot(fitted.source, format or self.format, engine or self.engine,
+                              quiet)
+            return data.decode(encoding) if encoding else data
+
+        def render(self, filename=None, directory=None, view=False, cleanup=False,
+                   format=None, renderer=None, formatter=None, neato_no_op=None, quiet=False,
+                   quiet_view=False, *, outfile=None, engine=None,
+                   raise_if_result_exists=False, overwrite_source=False):
+            """As ``graphviz.Digraph.render`` (source saved to ``filename``, the picture to
+            ``filename.format`` or ``outfile``), in-process where pygraphviz is installed."""
+            if renderer or formatter or neato_no_op or graphviz_route() == "dot":
+                return super().render(filename, directory=directory, view=view,
+                                      cleanup=cleanup, format=format, renderer=renderer,
+                                      formatter=formatter, neato_no_op=neato_no_op,
+                                      quiet=quiet, quiet_view=quiet_view,
+                                      outfile=outfile, engine=engine,
+                                      raise_if_result_exists=raise_if_result_exists,
+                                      overwrite_source=overwrite_source)
+            if outfile is not None:
+                outfile = pathlib.Path(outfile)
+                format = format or outfile.suffix.lstrip(".")
+                if directory is None:
+                    outfile = pathlib.Path(self.directory, outfile)
+                if filename is None:
+                    filename = outfile.with_suffix(".gv")
+            format = format or self.format
+            filepath = self.save(filename, directory=directory, skip_existing=None)
+            rendered = outfile if outfile is not None else pathlib.Path(f"{filepath}.{format}")
+            if raise_if_result_exists and rendered.exists():
+                raise graphviz.FileExistsError(f"output file exists: {rendered}")
+            rendered.write_bytes(render_dot(self.fitted().source, format,
+                                            engine or self.engine, quiet))
+            if cleanup:
+                os.remove(filepath)
+            if view or quiet_view:
+                self._view(rendered, format=format, quiet=quiet_view)
+            return str(rendered)
+
     return TapeDrawing
 
 
@@ -508,9 +559,11 @@ def _natural_size(dot):
     """``(width, height)`` in CSS px of ``dot`` laid out at full size (its padding included),
     or None without graphviz's ``dot`` program."""
     import graphviz
+
+    from .render import GraphvizNotFound, render_dot
     try:
-        svg = graphviz.Digraph.pipe(dot, format="svg", encoding="utf-8")
-    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError):
+        svg = render_dot(dot.source, "svg").decode("utf-8")
+    except (GraphvizNotFound, graphviz.CalledProcessError, RuntimeError):
         return None
     height = re.search(r'<svg[^>]*?\sheight="([\d.]+)pt"', svg)
     return _svg_width_px(svg), float(height.group(1)) * PX_PER_INCH / 72 if height else 0.0
