@@ -54,6 +54,10 @@ from .ops.grid_ops import meshgrid
 
 __version__ = "0.1.0"
 
+# Every new tape gets mt.viz's record (names, source lines, the last pass) unless a program
+# switches it off: see ``mt.config.record_source_lines``.
+config.record_source_lines(True)
+
 
 # Submodules loaded on first use, so that ``import minitape`` stays light: ``mt.viz`` ...
 _LAZY_MODULES = ("viz", "testing")

@@ -20,13 +20,49 @@ import zipfile
 
 import numpy as np
 
-from .recording import module_scope
+from .recording import next_seq
 from .tensor import Variable
 
 _name_counts: dict = {}
 # Modules may be built on several threads at once (a data loader, a test runner): the
 # read-then-increment of a count must not interleave, or two layers get the same name.
 _name_lock = threading.Lock()
+
+
+class _Calls(threading.local):
+    def __init__(self):
+        self.running = ()    # ((module, stamp), ...): this thread's Module calls, outermost first
+
+
+_calls = _Calls()
+
+
+def module_calls():
+    """``((module, stamp), ...)``: the Module calls running now in this thread, outermost
+    first, each with a stamp of the global sequence (``()`` outside any). ``mt.viz`` notes
+    it for every recorded op, so a drawing can show each layer call as one box."""
+    return _calls.running
+
+
+class module_scope:
+    """Context manager: what runs inside it belongs to one call of ``module``.
+
+    ``Module`` wraps every subclass's ``__call__`` in it (``module_calls`` says which calls
+    run). Each call gets a new stamp.
+    """
+
+    __slots__ = ("module", "saved")
+
+    def __init__(self, module):
+        self.module = module
+
+    def __enter__(self):
+        self.saved = _calls.running
+        _calls.running = self.saved + ((self.module, next_seq()),)
+
+    def __exit__(self, *exc):
+        _calls.running = self.saved
+        return False
 
 
 def _in_module_scope(call):

@@ -29,6 +29,11 @@ from . import dtypes
 
 _next_id = itertools.count(1).__next__
 
+on_creation = None
+"""None, or a function ``f(tensor)`` that ``constant`` and ``Variable`` call with each Tensor
+they make: ``mt.viz``'s record notes where the learner made it (``x = mt.constant(3.0)``
+before a tape: the drawings call it ``x``). Set by ``mt.config.record_source_lines``."""
+
 
 class Tensor:
     """An immutable n-dimensional array, as ``tf.Tensor``.
@@ -48,8 +53,8 @@ class Tensor:
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([3., 6.], dtype=float32)>
     """
 
-    # ``_origin``: where the learner made a constant or Variable (``recording.learner_frame``),
-    # for the drawings' labels; set only by ``constant`` and ``Variable``, never on the hot path.
+    # ``_origin``: where the learner made a constant or Variable, for the drawings' labels;
+    # set only by ``on_creation`` (``mt.viz``'s), never on the hot path.
     # ``_shape``, ``_dtype``: the array's, read once when the Tensor is made. They never change
     # (a Variable's ``assign`` keeps both), and every op and the backward pass read them
     # several times: reading a slot costs a tenth of reading NumPy's attribute.
@@ -326,7 +331,8 @@ class Variable(Tensor):
                          name="Variable" if name is None else name)
         self.trainable = bool(trainable)
         self.path = self.name  # layers set e.g. "dense/kernel"
-        self._origin = _recording.learner_frame(1) if _recording.capture_source else None
+        if on_creation is not None:
+            on_creation(self)
 
     def read_value(self) -> Tensor:
         """The current value as a Tensor (a read: a tape watches it like any other read)."""
@@ -663,7 +669,8 @@ def constant(value, dtype=None, name=None) -> Tensor:
     t = convert_to_tensor(value, dtype=dtype, name=name, what="constant")
     # (convert_to_tensor already copied an ndarray: the new Tensor owns its array.)
     t = Tensor(t._value, name=name)
-    t._origin = _recording.learner_frame(1) if _recording.capture_source else None
+    if on_creation is not None:
+        on_creation(t)
     return t
 
 

@@ -39,6 +39,7 @@ from ..tape import GradientTape
 from ..tensor import Tensor, Variable
 from .graph import gradient_kind, stop_recording_spans
 from .labels import tensor_labels
+from .record import note_of
 
 
 class Explanation(str):
@@ -66,7 +67,22 @@ def explain(tape, target, source) -> str:
         An ``Explanation`` (a ``str``): the reason and what to do about it, naming tensors
         as the drawings label them (the learner's variable names).
     """
-    return Explanation(diagnose(tape, target, source)[1])
+    return Explanation(_name_target(tape, target, source, diagnose(tape, target, source)[1]))
+
+
+def _name_target(tape, target, source, sentence):
+    """``sentence`` with "the target" called by the learner's name for it ("the target
+    loss"), when the code gave it one (not ``t3``, not ``sin #3``)."""
+    if not isinstance(target, Tensor) or not isinstance(source, Tensor):
+        return sentence
+    from .graph import tape_graph
+    try:
+        label = tape_graph(tape, target, source).tensor(target).label
+    except (KeyError, TypeError):
+        return sentence
+    if not label.isidentifier() or re.fullmatch(r"t\d+", label):
+        return sentence
+    return re.sub(r"\bthe target\b", f"the target {label}", sentence)
 
 
 def diagnose(tape, target, source) -> tuple:
@@ -153,7 +169,8 @@ def _name_of(tape, target, source):
     except KeyError:       # a source the tape never saw: label it on its own
         ops = list(tape.operations)
         ids = [i for op in ops for i in op.input_ids + op.output_ids] + [source._id]
-        labels = tensor_labels(ops, list(dict.fromkeys(ids)), {source._id: source},
+        labels = tensor_labels([(op, note_of(tape, op), n) for n, op in enumerate(ops, 1)],
+                               list(dict.fromkeys(ids)), {source._id: source},
                                {source._id: source.name})
         return labels[source._id]
 
@@ -276,7 +293,7 @@ def _broken_by_pause(tape, ops, produced, upstream):
     for op in ops:
         for i in op.input_ids:
             if i in upstream and i not in produced and i not in watched:
-                pause = _pause_around(tape, ops, i, op.seq)
+                pause = _pause_around(tape, ops, i, _seq(tape, op))
                 if pause:
                     return pause
     return None
@@ -288,8 +305,8 @@ def _pause_around(tape, ops, tensor_id, consumer_seq):
     Tensor ids and op sequence numbers both grow with time, so the tensor was made after the
     last recorded op whose outputs have smaller ids, and before the op that consumed it.
     """
-    earlier = [op.seq for op in ops if op.output_ids and max(op.output_ids) < tensor_id]
-    after = earlier[-1] if earlier else -1
+    earlier = [_seq(tape, op) for op in ops if op.output_ids and max(op.output_ids) < tensor_id]
+    after = earlier[-1] if earlier and earlier[-1] is not None else -1
     before = consumer_seq if consumer_seq is not None else float("inf")
     for start, end in stop_recording_spans(tape.events):
         if after < start and (end is None or end < before):
@@ -300,6 +317,12 @@ def _pause_around(tape, ops, tensor_id, consumer_seq):
     if any(after < e.seq < before for e in tape.events if e.kind == "reset"):
         return _reset_sentence()
     return None
+
+
+def _seq(tape, op):
+    """The stamp ``mt.viz``'s record gave ``op`` (None if the tape has no record)."""
+    note = note_of(tape, op)
+    return note.seq if note is not None else None
 
 
 def _reset_sentence():
