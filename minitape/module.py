@@ -36,6 +36,10 @@ class _Calls(threading.local):
 
 _calls = _Calls()
 
+calls_running: list = []
+"""Every ``module_scope`` running now, in any thread (``module_calls()`` has this thread's):
+an op recorded outside any Module call, the common case, need not read the thread's state."""
+
 
 def module_calls():
     """``((module, stamp), ...)``: the Module calls running now in this thread, outermost
@@ -59,9 +63,11 @@ class module_scope:
     def __enter__(self):
         self.saved = _calls.running
         _calls.running = self.saved + ((self.module, next_seq()),)
+        calls_running.append(self)
 
     def __exit__(self, *exc):
         _calls.running = self.saved
+        calls_running.remove(self)
         return False
 
 

@@ -92,6 +92,10 @@ observer_factories: list = []
 return, so the observer sees the tape from its first op (``mt.config.record_source_lines``
 adds ``mt.viz``'s record here)."""
 
+display_hook = None
+"""None, or ``f(tape, include, exclude) -> mimebundle``: how a notebook shows a tape (the
+engine draws nothing itself; ``minitape/__init__.py`` sets ``mt.viz``'s drawing)."""
+
 _tape_numbers = itertools.count(1).__next__
 
 
@@ -401,12 +405,11 @@ class GradientTape:
             pass
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """A tape shown as the last expression of a notebook cell draws itself."""
-        try:
-            from .viz import draw_tape
-            return draw_tape(self)._repr_mimebundle_(include=include, exclude=exclude)
-        except (ImportError, RuntimeError) as e:  # no graphviz, or no `dot` binary on PATH
-            return {"text/plain": f"{self!r} (cannot draw it: {e}; see the README's set-up)"}
+        """A tape shown as the last expression of a notebook cell draws itself (with
+        ``display_hook``, which ``import minitape`` sets to ``mt.viz``'s drawing)."""
+        if display_hook is None:
+            return {"text/plain": repr(self)}
+        return display_hook(self, include, exclude)
 
     def __repr__(self):
         kind = "persistent " if self._persistent else ""

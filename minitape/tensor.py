@@ -53,12 +53,10 @@ class Tensor:
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([3., 6.], dtype=float32)>
     """
 
-    # ``_origin``: where the learner made a constant or Variable, for the drawings' labels;
-    # set only by ``on_creation`` (``mt.viz``'s), never on the hot path.
     # ``_shape``, ``_dtype``: the array's, read once when the Tensor is made. They never change
     # (a Variable's ``assign`` keeps both), and every op and the backward pass read them
     # several times: reading a slot costs a tenth of reading NumPy's attribute.
-    __slots__ = ("_value", "_shape", "_dtype", "_id", "name", "_origin", "__weakref__")
+    __slots__ = ("_value", "_shape", "_dtype", "_id", "name", "__weakref__")
     # Make ``ndarray + tensor`` and ``[[1., 2.]] @ tensor`` call our reflected operators.
     __array_priority__ = 1000
 

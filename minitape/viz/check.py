@@ -60,6 +60,8 @@ from ..nest import flatten
 from ..recording import Operation, state
 from ..tape import GradientTape
 from ..tensor import Tensor
+from .graph import tape_graph
+from .labels import is_fallback
 from .record import record_of, summarize
 from .draw import format_value
 
@@ -98,6 +100,8 @@ class CheckRow:
         dtype: the dtype the check ran in (``float64``, or the op's own when its forward does
             not run in float64).
         note: why it was skipped, what was not differentiable, or what failed.
+        output: the label of the op's (first) output, as the drawings name it (``y`` for
+            ``y = x * x``), or None.
     """
 
     index: int
@@ -111,15 +115,18 @@ class CheckRow:
     directional: bool = False
     dtype: str | None = None
     note: str = ""
+    output: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status != "failed"
 
     def label(self) -> str:
-        """``#3 Mul`` (``#3 CustomGradient log1pexp`` for a custom gradient)."""
+        """``#3 Mul -> y`` (``#3 CustomGradient log1pexp -> y`` for a custom gradient): the
+        op, and the learner's name for what it made."""
         extra = f" {self.name}" if self.name != self.op_type else ""
-        return f"#{self.index} {self.op_type}{extra}"
+        made = f" -> {self.output}" if self.output else ""
+        return f"#{self.index} {self.op_type}{extra}{made}"
 
 
 class TapeCheck:
@@ -358,6 +365,11 @@ def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements
                 values.advance(op)
     finally:
         state.tapes, state.accumulators = saved_tapes, saved_acc
+    graph = tape_graph(tape)       # (the labels the drawings give the ops' outputs)
+    for row in rows:
+        node = graph.op_number(row.index)
+        label = graph.node(node.outputs[0]).label if node.outputs else None
+        row.output = None if label is None or is_fallback(label) else label
     return TapeCheck(tape, target, sources, rows, rtol, atol)
 
 

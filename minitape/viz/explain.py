@@ -38,7 +38,7 @@ from ..nest import flatten
 from ..tape import GradientTape
 from ..tensor import Tensor, Variable
 from .graph import gradient_kind, stop_recording_spans
-from .labels import tensor_labels
+from .labels import is_fallback, tensor_labels
 from .record import note_of
 
 
@@ -80,7 +80,7 @@ def _name_target(tape, target, source, sentence):
         label = tape_graph(tape, target, source).tensor(target).label
     except (KeyError, TypeError):
         return sentence
-    if not label.isidentifier() or re.fullmatch(r"t\d+", label):
+    if is_fallback(label):
         return sentence
     return re.sub(r"\bthe target\b", f"the target {label}", sentence)
 

@@ -32,14 +32,20 @@ from __future__ import annotations
 
 import ast
 import linecache
+import re
 
-from .record import source_span
+from .record import created, source_span
 
 MAX_EXPRESSION = 12   # longer sub-expressions are not used as labels (``sin #3`` instead)
 
 # Short names of op types for unnamed results (``add #2``); others are lowercased.
 _SHORT_OP = {"AddV2": "add", "RealDiv": "div", "BatchMatMulV2": "matmul", "MatMul": "matmul",
              "Neg": "neg", "SquaredDifference": "sqdiff"}
+
+
+def is_fallback(label) -> bool:
+    """True for a label the code did not give (``t3``, ``sin #3``, ``split #2[1]``)."""
+    return bool(re.fullmatch(r"t\d+|\S+ #\d+(\[\d+\])?", label))
 
 
 def op_label(op_type, number, k=None) -> str:
@@ -196,8 +202,8 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             if expression is not None:
                 from_code.setdefault(last.output_ids[0], expression)
     made = dict(origins or {})
-    for i, obj in live.items():      # ``x = mt.Variable(3.0)``: the Variable is ``x``
-        origin = getattr(obj, "_origin", None)
+    for i in live:                   # ``x = mt.Variable(3.0)``: the Variable is ``x``
+        origin = created(i)
         if origin is not None:
             made[i] = origin
     for i, origin in made.items():

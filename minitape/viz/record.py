@@ -31,7 +31,7 @@ import threading
 import numpy as np
 
 from ..backward import gradient_value
-from ..module import module_calls
+from ..module import calls_running, module_calls
 from ..recording import next_seq
 from ..tape import TapeObserver
 
@@ -75,6 +75,28 @@ def learner_frames(depth=2):
                 break
             frame = frame.f_back
     return found or None
+
+
+_created: dict = {}
+"""tensor id -> origin of each constant and Variable made while the record is on, the newest
+``MAX_CREATED`` (ids are never reused; a record copies the origins of the tensors its ops
+read, so an older one is only forgotten if no tape read it)."""
+
+MAX_CREATED = 100_000
+
+
+def note_creation(tensor):
+    """``minitape.tensor.on_creation``: note where the learner made a constant or Variable."""
+    origin = learner_frames(3)
+    if origin is not None:
+        _created[tensor._id] = origin
+        if len(_created) > MAX_CREATED:
+            del _created[next(iter(_created))]
+
+
+def created(tensor_id):
+    """Where the learner made the constant or Variable ``tensor_id`` (an origin), or None."""
+    return _created.get(tensor_id)
 
 
 def summarize(value):
@@ -199,33 +221,57 @@ class TapeRecord(TapeObserver):
     # -- what the tools read ------------------------------------------------------------------
     def note(self, op):
         """The ``OpNote`` of ``op``, or None if this record did not see it recorded."""
-        return self._notes.get(id(op))
+        note = self._notes.get(id(op))
+        if type(note) is tuple:
+            note = self._notes[id(op)] = OpNote(*note)
+        return note
 
     # -- the observer -------------------------------------------------------------------------
     def op_recorded(self, tape, op, inputs, outputs, forward):
-        both = (*inputs, *outputs)
+        # (This runs for every recorded op: the common case, one output, is written out,
+        # and the note is a plain tuple, made an OpNote when a tool reads it.)
+        if len(outputs) == 1 and len(inputs) <= 2:
+            z = outputs[0]
+            both = (*inputs, z)
+            if len(inputs) == 2:
+                a, b = inputs
+                values = (a._value if not a._shape or a._value.size <= SMALL_VALUE_SIZE
+                          else None,
+                          b._value if not b._shape or b._value.size <= SMALL_VALUE_SIZE
+                          else None, z._value if not z._shape or z._value.size <= 16 else None)
+            else:
+                values = tuple(map(_small, both))
+        else:
+            both = (*inputs, *outputs)
+            values = tuple(map(_small, both))
         names = None
         for t in both:
             if t.name is not None:
                 names = tuple(t.name for t in both)
                 break
-        origins = self.origins
-        for t in inputs:
-            origin = getattr(t, "_origin", None)   # (a constant or Variable the learner made)
-            if origin is not None and t._id not in origins:
-                origins[t._id] = origin
-        running = _passes.running if _passes_running else None
-        self._notes[id(op)] = OpNote(
-            next_seq(), learner_frames(2), module_calls(),
-            running[-1] if running else None, tuple(map(_small, both)), names, forward)
+        if _created:
+            origins = self.origins
+            for t in inputs:
+                origin = _created.get(t._id)   # (a constant or Variable the learner made)
+                if origin is not None:
+                    origins[t._id] = origin
+        self._notes[id(op)] = (
+            next_seq(), learner_frames(2), module_calls() if calls_running else (),
+            _passes.running[-1] if _passes_running and _passes.running else None,
+            values, names, forward)
         self._ops.append(op)
 
     def event(self, tape, kind, seq, detail):
         if kind == "reset":          # the tape forgot its ops
             self._notes, self._ops = {}, []
         elif kind == "released":     # drop what a custom gradient's function holds
-            for note in self._notes.values():
-                note.forward = None
+            notes = self._notes
+            for key, note in notes.items():
+                if type(note) is tuple:
+                    if note[6] is not None:
+                        notes[key] = note[:6] + (None,)
+                else:
+                    note.forward = None
 
     def backward_began(self, tape, seeds, source_ids, batch_ndim):
         _passes.running.append(tape.number)
@@ -239,7 +285,7 @@ class TapeRecord(TapeObserver):
         if last is None:
             return
         note = self._notes.get(id(op))
-        seq = note.seq if note is not None else -id(op)
+        seq = note[0] if type(note) is tuple else note.seq if note is not None else -id(op)
         last._inputs[seq] = op.input_ids
         for k, g in enumerate(in_grads):
             if g is not None:
