@@ -68,7 +68,9 @@ def _draw_tape(tape, include, exclude):
         return {"text/plain": f"{tape!r} (cannot draw it: {e}; see the README's set-up)"}
 
 
-tape.display_hook = _draw_tape
+from . import tape as _tape  # noqa: E402
+
+_tape.display_hook = _draw_tape
 
 
 # Submodules loaded on first use, so that ``import minitape`` stays light: ``mt.viz`` ...
