@@ -24,6 +24,7 @@ be there from a tape's first op (``mt.config.record_source_lines`` adds ``mt.viz
 from __future__ import annotations
 
 import enum
+import functools
 import itertools
 import warnings
 from dataclasses import dataclass
@@ -376,10 +377,15 @@ class GradientTape:
                 observer.backward_began(self, seeds, source_ids, batch_ndim)
             grads = None
             try:
+                if len(observers) == 1:     # (the common case: one call per step)
+                    on_step = functools.partial(observers[0].backward_step, self)
+                else:
+                    def on_step(*step):
+                        for observer in observers:
+                            observer.backward_step(self, *step)
                 grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
                                  check_complex=self._has_complex, reaches_source=reaches,
-                                 on_step=lambda *step: [o.backward_step(self, *step)
-                                                        for o in observers])
+                                 on_step=on_step)
             finally:
                 for observer in observers:
                     observer.backward_ended(self, grads)

@@ -30,10 +30,10 @@ import threading
 
 import numpy as np
 
-from ..backward import gradient_value
 from ..module import calls_running, module_calls
 from ..recording import next_seq
 from ..tape import TapeObserver
+from ..tensor import Tensor
 
 SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the renderers
 
@@ -44,9 +44,9 @@ returned)."""
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
-# ``id()``s of minitape's own code objects met by ``learner_frames``. They live as long as the
-# package, so an id in this set never comes to mean another code object.
-_inside: set = set()
+# file name -> True if the file is minitape's own, False if it is the learner's (a notebook
+# cell, a script): met by ``learner_frames``, so that each file name is compared once.
+_is_inside: dict = {}
 
 
 def learner_frames(depth=2):
@@ -60,20 +60,19 @@ def learner_frames(depth=2):
     one when a drawing asks.
     """
     frame = sys._getframe(depth)
-    inside = _inside
+    is_inside = _is_inside
     found = ()
     while frame is not None:
         code = frame.f_code
-        if id(code) in inside:     # (cheaper than comparing the file name every time)
-            frame = frame.f_back
-        elif code.co_filename.startswith(_PACKAGE_DIR):
-            inside.add(id(code))
-            frame = frame.f_back
-        else:
+        filename = code.co_filename
+        inside = is_inside.get(filename)
+        if inside is None:
+            inside = is_inside[filename] = filename.startswith(_PACKAGE_DIR)
+        if not inside:
             found += ((code, frame.f_lasti),)
             if len(found) == MAX_FRAMES or code.co_name == "<module>":
                 break
-            frame = frame.f_back
+        frame = frame.f_back
     return found or None
 
 
@@ -213,8 +212,8 @@ class TapeRecord(TapeObserver):
         self.tape_number = None if tape is None else tape.number
         self.last_pass = None
         self.origins = {}
-        self._notes = {}       # id(op) -> OpNote
-        self._ops = []         # the ops noted, which keeps their ids unique while noted
+        self._notes = {}       # id(op) -> OpNote (the tape holds its ops until a reset,
+                               # which clears this too, so an id means one op here)
         self._pass = None      # the LastPass being filled
         self._persistent = bool(tape is not None and tape.persistent)
 
@@ -259,11 +258,10 @@ class TapeRecord(TapeObserver):
             next_seq(), learner_frames(2), module_calls() if calls_running else (),
             _passes.running[-1] if _passes_running and _passes.running else None,
             values, names, forward)
-        self._ops.append(op)
 
     def event(self, tape, kind, seq, detail):
         if kind == "reset":          # the tape forgot its ops
-            self._notes, self._ops = {}, []
+            self._notes = {}
         elif kind == "released":     # drop what a custom gradient's function holds
             notes = self._notes
             for key, note in notes.items():
@@ -287,9 +285,13 @@ class TapeRecord(TapeObserver):
         note = self._notes.get(id(op))
         seq = note[0] if type(note) is tuple else note.seq if note is not None else -id(op)
         last._inputs[seq] = op.input_ids
+        contributions = last.contributions
         for k, g in enumerate(in_grads):
             if g is not None:
-                last.contributions[(seq, k)] = last.keep(gradient_value(g))
+                value = g if type(g) is not Tensor else g._value
+                # (``keep`` written out for the common case, a small value kept as it is)
+                contributions[(seq, k)] = value if value.size <= SMALL_VALUE_SIZE else \
+                    last.keep(value)
         last.visited.append(seq)
 
     def backward_ended(self, tape, gradients):
