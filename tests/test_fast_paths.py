@@ -10,7 +10,7 @@
 - ``backward.add_gradients`` sums two contributions with NumPy when nothing records.
 - The cross-entropies keep the softmax their forward computed (``Operation.residuals``) for
   their NumPy gradient, which gives what computing it again gives.
-- ``recording.tapes_recording`` / ``accumulators_recording`` / ``contexts_running``: global
+- ``recording.tapes_recording`` / ``accumulators_recording``, ``module.calls_running``: global
   "is anything happening in any thread" sets that let ``record`` skip the thread state.
 - A Tensor's ``_shape`` / ``_dtype`` are read once from its array.
 

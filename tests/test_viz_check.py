@@ -334,7 +334,7 @@ def test_an_unwritten_or_broken_rule_is_a_failed_row_and_assert_ok_says_why():
     assert passing.assert_ok("Exercise 2") is passing
     assert repr(passing).splitlines() == [
         "check_tape: every gradient agrees with finite differences (2 ops: 2 ok)",
-        "  #1 Mul                       ok", "  #2 Sum                       ok"]
+        "  #1 Mul -> x * x              ok", "  #2 Sum -> z                  ok"]
 
 
 def test_bad_arguments_raise_clear_errors():

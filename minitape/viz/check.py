@@ -318,7 +318,7 @@ def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements
     ...     y = mt.math.sin(square(x))
     >>> check = mt.viz.check_tape(tape, y, x)
     >>> check.ok, [r.label() for r in check.failing]
-    (False, ['#2 CustomGradient square'])
+    (False, ['#2 CustomGradient square -> square(x)'])
     >>> round(float(check.failing[0].analytic[0] / check.failing[0].numeric[0]), 6)
     0.5
     """
