@@ -75,6 +75,24 @@ __version__ = "0.1.0"
 
 debugging.install_numpy_warnings()   # NumPy's warnings from ops point at the learner's line
 
+# Every new tape gets mt.viz's record (names, source lines, the last pass) unless a program
+# switches it off: see ``mt.config.record_source_lines``.
+config.record_source_lines(True)
+
+
+def _draw_tape(tape, include, exclude):
+    """``tape.display_hook``: a tape shown as a notebook cell's last expression is drawn."""
+    try:
+        from .viz import draw_tape
+        return draw_tape(tape)._repr_mimebundle_(include=include, exclude=exclude)
+    except (ImportError, RuntimeError) as e:  # no graphviz, or no `dot` binary on PATH
+        return {"text/plain": f"{tape!r} (cannot draw it: {e}; see the README's set-up)"}
+
+
+from . import tape as _tape  # noqa: E402
+
+_tape.display_hook = _draw_tape
+
 
 # Submodules loaded on first use, so that ``import minitape`` stays light: ``mt.viz`` ...
 _LAZY_MODULES = ("viz", "testing")

@@ -32,8 +32,8 @@ Fast paths skip work whose result is known, and give the same numbers
   expect, and their results unwrapped. ``backward`` returns Tensors. (A Tensor around each
   array, only to be unwrapped at the next op, was a seventh of a scalar op's cost.)
 
-``LastPass`` is the record of one walk that the pictures read: which ops it visited, the
-contribution each edge carried back, and the gradient that reached each tensor.
+The walk keeps no record for the pictures: ``GradientTape`` hands each step to the tape's
+observers (``backward(..., on_step=...)``), and ``mt.viz`` keeps what it draws.
 """
 
 from __future__ import annotations
@@ -42,63 +42,11 @@ import numpy as np
 
 from . import recording, registry
 from .dtypes import complex_gradient_error
-from .recording import SMALL_VALUE_SIZE, accumulators_recording, summarize, tapes_recording
+from .recording import accumulators_recording, tapes_recording
 
 
-class LastPass:
-    """What one backward pass did, kept by the tape for the pictures.
-
-    Attributes:
-        visited: the ``seq`` of every op whose gradient function ran, in the order it ran.
-        contributions: ``(op seq, input index) -> value`` of the gradient that edge carried
-            back: the ndarray itself when it has at most 16 elements, ``(min, mean, max)`` for a
-            larger one when ``summarize_large`` (persistent tapes), else None.
-        reached: ``tensor id -> value`` of the total gradient of each tensor the pass sent
-            gradient to, or of a target (its seed): the sum of its contributions (same rule
-            for large values; a large total made of several contributions is None). Computed
-            when first read, from ``contributions``: the pass itself records each edge once.
-        gradients: ``tensor id -> Tensor``, the gradients the pass returned (the sources').
-    """
-
-    __slots__ = ("visited", "contributions", "gradients", "summarize_large", "ops", "seeds",
-                 "_reached")
-
-    def __init__(self, summarize_large=True):
-        self.visited = []
-        self.contributions = {}
-        self.gradients = {}
-        self.summarize_large = summarize_large
-        self.ops = ()          # the ops of the pass, to find each edge's tensor
-        self.seeds = {}        # target id -> kept value of its seed
-        self._reached = None
-
-    def keep(self, value):
-        """What to keep of a gradient's ndarray: itself (small), a summary, or None."""
-        if value.size <= SMALL_VALUE_SIZE:
-            return value
-        return summarize(value) if self.summarize_large else None
-
-    @property
-    def reached(self):
-        if self._reached is None:
-            inputs = {op.seq: op.input_ids for op in self.ops}
-            parts = {}
-            for (seq, k), value in self.contributions.items():
-                parts.setdefault(inputs[seq][k], []).append(value)
-            reached = dict(self.seeds)
-            for i, values in parts.items():
-                if len(values) == 1:
-                    reached[i] = values[0]
-                elif all(isinstance(v, np.ndarray) or np.isscalar(v) for v in values):
-                    reached[i] = sum(values[1:], np.asarray(values[0]))
-                else:
-                    reached[i] = None    # (summaries of large values do not add up)
-            self._reached = reached
-        return self._reached
-
-
-def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pass=None,
-                   check_complex=True, reaches_source=None):
+def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_complex=True,
+                   reaches_source=None):
     """Walk ``ops`` in reverse and apply the chain rule; yield one step per op it passes.
 
     Args:
@@ -111,7 +59,6 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
         source_ids: ids of the tensors whose gradients are wanted.
         batch_ndim: leading batch axes on every gradient (vectorized Jacobians), else 0.
         release: free each op's saved tensors as soon as the walk is past it.
-        last_pass: optional ``LastPass`` to fill (visited ops, contributions, reached).
         check_complex: look for complex inputs on the path (and raise); a tape that recorded
             no complex tensor passes False and skips the check.
         reaches_source: the ids of the tensors downstream of a source, if the caller knows
@@ -139,13 +86,6 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
             if not reaches_source.isdisjoint(op.input_ids):  # "some input reaches a source"
                 reaches_source.update(op.output_ids)
     batch_shape = next(iter(grads.values())).shape[:batch_ndim] if grads and batch_ndim else ()
-    # What the pictures keep of this pass (local names: this loop runs once per op).
-    if last_pass is not None:
-        visited, contributions, keep, summaries = (
-            last_pass.visited, last_pass.contributions, last_pass.keep,
-            last_pass.summarize_large)
-        last_pass.ops = ops
-        last_pass.seeds = {i: keep(g._value) for i, g in grads.items()}
     # Arrays or Tensors? (See the module's docstring.)
     as_arrays = not (batch_ndim or tapes_recording or accumulators_recording)
     if as_arrays:
@@ -222,8 +162,8 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 # inline; anything else goes through the full check, which explains the
                 # error. (``is not`` on dtypes: NumPy's dtypes are shared objects, and an
                 # equal dtype that is another object just takes the full check.)
-                if (batch_ndim or type(g) is not Tensor or g._shape != op.input_shapes[k]
-                        or g._dtype is not op.input_dtypes[k]):
+                if (batch_ndim or type(g) is not Tensor or g._shape != op.shapes[k]
+                        or g._dtype is not op.dtypes[k]):
                     _check_gradient(op, k, g, batch_ndim)
                 if as_arrays:
                     in_grads[k] = g = g._value
@@ -231,29 +171,27 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, last_pas
                 grads[i] = grads[i] + g if as_arrays else add_gradients(grads[i], g)
             else:
                 grads[i] = g
-            if last_pass is not None:
-                # (``keep`` written out but for the summary: a small value is kept as it
-                # is, a large one is summarized, or None when the pass keeps no summaries)
-                value = g if as_arrays else g._value
-                contributions[(op.seq, k)] = value if value.size <= SMALL_VALUE_SIZE else (
-                    keep(value) if summaries else None)
         if recording.check_numerics:   # (mt.debugging.enable_check_numerics)
             from .debugging import check_gradients
             check_gradients(op, in_grads, gradient_value)
-        if last_pass is not None:
-            visited.append(op.seq)
         if release:
             op.release()
         yield op, out_grads, in_grads
 
 
-def backward(ops, seeds, source_ids, batch_ndim=0, release=False, last_pass=None,
-             check_complex=True, reaches_source=None):
-    """Run ``backward_steps`` to the end; return dict tensor id -> gradient Tensor."""
+def backward(ops, seeds, source_ids, batch_ndim=0, release=False, check_complex=True,
+             reaches_source=None, on_step=None):
+    """Run ``backward_steps`` to the end; return dict tensor id -> gradient Tensor.
+    ``on_step(op, out_grads, in_grads)``, if given, is called with every step."""
     grads = dict(seeds)
-    for _ in backward_steps(ops, grads, source_ids, batch_ndim, release, last_pass,
-                            check_complex, reaches_source):
-        pass
+    steps = backward_steps(ops, grads, source_ids, batch_ndim, release, check_complex,
+                           reaches_source)
+    if on_step is None:
+        for _ in steps:
+            pass
+    else:
+        for step in steps:
+            on_step(*step)
     for i, g in grads.items():   # (arrays, if the walk held arrays: now Tensors)
         if type(g) is not Tensor:
             grads[i] = Tensor(g)

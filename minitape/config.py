@@ -1,5 +1,5 @@
 """``mt.config`` and ``mt.device``: minitape runs on the CPU, and says so; and the one switch
-of the tape's record, ``record_source_lines``.
+of ``mt.viz``'s record of every tape, ``record_source_lines``.
 
 As ``tf.config.list_physical_devices`` and ``tf.device``: code written for TensorFlow that
 asks which devices exist, or places work on ``"/CPU:0"`` or ``"GPU:0"``, runs unchanged.
@@ -111,13 +111,15 @@ def __getattr__(name):
 
 
 def record_source_lines(enabled=True):
-    """Switch on (or off) noting the learner's line of code that made each recorded op.
+    """Switch on (or off) ``mt.viz``'s record of every new tape: the learner's names and
+    source lines, small values, Module calls and the last backward pass.
 
-    With it, drawings label tensors with the names the code gave them (``y`` for
-    ``y = x * x``), and ops carry their source line (``mt.viz.tape_graph``'s ``OpNode.source``).
-    It costs about 7% of a scalar op's time, so minitape switches it on by itself only in
-    IPython and Jupyter; a plain script that draws tapes calls this first. (minitape's own;
-    TensorFlow has no such setting.)
+    With it (the default, in notebooks and scripts alike), each new ``GradientTape`` attaches
+    ``mt.viz``'s observer (``minitape/viz/record.py``) from its first op, and constants and
+    Variables note where the code made them, so drawings, the player, ``explain`` and
+    ``check_tape`` name tensors as the code does (``y`` for ``y = x * x``) and show each op's
+    line. Without it the engine does no work for the tools, and a tape is drawn with shapes
+    and dtypes only. (minitape's own; TensorFlow has no such setting.)
 
     Args:
         enabled: True or False.
@@ -134,11 +136,26 @@ def record_source_lines(enabled=True):
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"record_source_lines expects True or False, got {enabled!r}")
-    from . import recording
-    recording.capture_source = enabled
+    from . import tape, tensor
+    if enabled and _attach_record not in tape.observer_factories:
+        tape.observer_factories.append(_attach_record)
+    elif not enabled and _attach_record in tape.observer_factories:
+        tape.observer_factories.remove(_attach_record)
+    tensor.on_creation = _note_creation if enabled else None
 
 
 def source_lines_recorded():
-    """True if recorded ops note the learner's line of code (see ``record_source_lines``)."""
-    from . import recording
-    return recording.capture_source
+    """True if new tapes get ``mt.viz``'s record (see ``record_source_lines``)."""
+    from . import tape
+    return _attach_record in tape.observer_factories
+
+
+# (These import mt.viz's record on first use, so that ``import minitape`` stays light.)
+def _attach_record(tape):
+    from .viz.record import attach
+    return attach(tape)
+
+
+def _note_creation(tensor):
+    from .viz.record import note_creation
+    note_creation(tensor)

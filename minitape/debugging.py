@@ -125,7 +125,8 @@ def _where(backward_op):
     """'called at file.py:12: y = mt.math.log(x)' (forward) or 'the op was recorded at ...'
     (backward; the line that asked for the gradient if the op's line was not noted)."""
     if backward_op is not None:
-        location, text = recording.source_line(backward_op)
+        from .viz.record import source_line
+        location, text = source_line(_recorded_at(backward_op))
         if location:
             return f"the op was recorded at {location}: {text}"
     frame = learner_frame_of(sys._getframe(1))
@@ -133,7 +134,8 @@ def _where(backward_op):
         return None
     text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     verb = "the backward pass was asked for at" if backward_op is not None else "called at"
-    return f"{verb} {recording.short_location(frame.f_code.co_filename, frame.f_lineno)}: {text}"
+    from .viz.record import short_location
+    return f"{verb} {short_location(frame.f_code.co_filename, frame.f_lineno)}: {text}"
 
 
 # -- the learner's frame, and the op a backward step is computing ---------------------------------
@@ -143,6 +145,22 @@ def learner_frame_of(frame):
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     return frame
+
+
+def _recorded_at(op):
+    """The learner's line that recorded ``op`` (a ``(code, instruction offset)`` pair), as the
+    record of the tape whose backward pass is running noted it (``mt.viz.record``), or None
+    (no record: ``mt.config.record_source_lines(False)``)."""
+    from .tape import GradientTape
+    from .viz.record import note_of
+    frame = sys._getframe(1)
+    while frame is not None:       # the tape: ``self`` of the frame that runs the walk
+        tape = frame.f_locals.get("self")
+        if isinstance(tape, GradientTape):
+            note = note_of(tape, op)
+            return note.origin[0] if note is not None and note.origin else None
+        frame = frame.f_back
+    return None
 
 
 def _op_of_backward_step():
@@ -179,7 +197,8 @@ def _numpy_error(kind, flag):
     op = _op_of_backward_step()
     if op is not None:
         message = f"{kind} encountered in the gradient of {op.type}"
-        span = recording.source_span(op)
+        from .viz.record import source_span
+        span = source_span(_recorded_at(op))
         if span is not None:
             filename, line = span[0], span[1]
             registry = _registries.setdefault(filename, {})

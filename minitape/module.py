@@ -20,8 +20,7 @@ import zipfile
 
 import numpy as np
 
-from . import recording
-from .recording import module_scope
+from .recording import next_seq
 from .tensor import Variable
 
 _name_counts: dict = {}
@@ -41,6 +40,48 @@ with_losses: list = []
 symbolic = (None, None)
 
 
+class _Calls(threading.local):
+    def __init__(self):
+        self.running = ()    # ((module, stamp), ...): this thread's Module calls, outermost first
+
+
+_calls = _Calls()
+
+calls_running: list = []
+"""Every ``module_scope`` running now, in any thread (``module_calls()`` has this thread's):
+an op recorded outside any Module call, the common case, need not read the thread's state."""
+
+
+def module_calls():
+    """``((module, stamp), ...)``: the Module calls running now in this thread, outermost
+    first, each with a stamp of the global sequence (``()`` outside any). ``mt.viz`` notes
+    it for every recorded op, so a drawing can show each layer call as one box."""
+    return _calls.running
+
+
+class module_scope:
+    """Context manager: what runs inside it belongs to one call of ``module``.
+
+    ``Module`` wraps every subclass's ``__call__`` in it (``module_calls`` says which calls
+    run). Each call gets a new stamp.
+    """
+
+    __slots__ = ("module", "saved")
+
+    def __init__(self, module):
+        self.module = module
+
+    def __enter__(self):
+        self.saved = _calls.running
+        _calls.running = self.saved + ((self.module, next_seq()),)
+        calls_running.append(self)
+
+    def __exit__(self, *exc):
+        _calls.running = self.saved
+        calls_running.remove(self)
+        return False
+
+
 def _in_module_scope(call):
     """``call`` (a ``__call__``), run inside ``module_scope(self)``."""
     @functools.wraps(call)
@@ -49,7 +90,7 @@ def _in_module_scope(call):
             first = args[0][0] if isinstance(args[0], (list, tuple)) and args[0] else args[0]
             if type(first) is symbolic[0]:
                 return symbolic[1](self, *args, **kwargs)
-        if with_losses and not recording.state.module_calls:
+        if with_losses and not _calls.running:
             clear_losses(self)
         with module_scope(self):
             return call(self, *args, **kwargs)

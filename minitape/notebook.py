@@ -51,9 +51,9 @@ def setup(seed: int | None = 0) -> None:
       with every digit (``0.9999546``), as NumPy's shortest exact form;
     - shows a warning as one line, ``UserWarning: message``, instead of two lines starting with a
       file name that changes every run;
-    - makes the tape note the line of code that made each op
-      (``mt.config.record_source_lines(True)``; on by itself in Jupyter), so drawings name
-      tensors as the lesson's code does.
+    - makes sure every new tape notes the line of code that made each op
+      (``mt.config.record_source_lines(True)``, the default), so drawings name tensors as
+      the lesson's code does.
 
     The settings are process-wide (NumPy's print options, ``warnings.formatwarning``), which is
     why ``import minitape`` does not do this.

@@ -10,25 +10,31 @@ How minitape differentiates, in four files a learner can read one at a time:
 - ``jacobians.py``: ``jacobian`` and ``batch_jacobian``, many backward passes at once.
 
 A tape also keeps a short log of its life (``events``: entered, paused, resumed, reset,
-gradient, released, exited), each with a stamp of the global sequence that ops get too, and
-the record of its last backward pass (``last_pass``), so that ``mt.viz`` can show what
-happened without re-deriving it.
+gradient, released, exited), each with a stamp of the global sequence.
+
+**Observers.** The tape records what the gradient needs and nothing more. A tool that wants
+to know more (``mt.viz`` draws the learner's names and source lines, small values, Module
+calls and the last backward pass) attaches an observer (``add_observer``): an object with the
+methods of ``TapeObserver``, which the tape calls as each op is recorded, at each event and
+at each step of a backward pass. A tape with no observer does no work for them. Every new
+tape attaches the observers that the factories in ``observer_factories`` make, so a tool can
+be there from a tape's first op (``mt.config.record_source_lines`` adds ``mt.viz``'s).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import itertools
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from .backward import LastPass, add_gradients, backward
+from .backward import add_gradients, backward
 from .dtypes import complex_gradient_error
 from .nest import flatten, pack_like
-from .recording import (Operation, contexts_running, next_seq, record, state,  # noqa: F401
-                        summarize, tapes_recording)
+from .recording import Operation, next_seq, record, state, tapes_recording  # noqa: F401
 
 
 class UnconnectedGradients(enum.Enum):
@@ -53,6 +59,48 @@ class TapeEvent:
     seq: int
     detail: str | None = None
 
+
+class TapeObserver:
+    """What a tape tells its observers (``GradientTape.add_observer``): subclass it and
+    override what you need; every method here does nothing.
+
+    The engine calls these while it records and differentiates, so an observer must not
+    change the tape, and should be quick: ``op_recorded`` runs for every recorded op.
+    """
+
+    def op_recorded(self, tape, op, inputs, outputs, forward, needs):
+        """``tape`` appended ``op`` (an ``Operation``), made from the Tensors ``inputs`` into
+        ``outputs``. ``forward``: the function that computes the op again (``mt.primitive``,
+        ``custom_gradient``), else None. ``needs``: ``(keep_inputs, keep_outputs)``, what the
+        op's gradient rule needs of its inputs and outputs (True, False or a set of indices),
+        as the op gave them to ``record`` (a persistent tape keeps everything regardless).
+        Called from inside the op, so the learner's line that made it is on the call stack."""
+
+    def event(self, tape, kind, seq, detail):
+        """A ``TapeEvent`` of ``tape`` happened (``kind``, stamp ``seq``, ``detail``)."""
+
+    def backward_began(self, tape, seeds, source_ids, batch_ndim):
+        """A backward pass over ``tape`` begins: ``seeds`` maps each target's id to its
+        output gradient (a Tensor); ``batch_ndim`` is 0 but in a vectorized Jacobian."""
+
+    def backward_step(self, tape, op, out_grads, in_grads):
+        """One step of the walk (``backward.backward_steps``): ``op``'s gradient ran, with
+        ``out_grads`` arriving at its outputs and ``in_grads`` sent to its inputs (Tensors or
+        arrays: read them with ``backward.gradient_value``; None where none is sent)."""
+
+    def backward_ended(self, tape, gradients):
+        """The pass ended (also when it raised: ``gradients`` is then None); ``gradients``
+        maps tensor ids to the gradients it returned."""
+
+
+observer_factories: list = []
+"""Callables ``factory(tape) -> observer or None``: each new GradientTape attaches what they
+return, so the observer sees the tape from its first op (``mt.config.record_source_lines``
+adds ``mt.viz``'s record here)."""
+
+display_hook = None
+"""None, or ``f(tape, include, exclude) -> mimebundle``: how a notebook shows a tape (the
+engine draws nothing itself; ``minitape/__init__.py`` sets ``mt.viz``'s drawing)."""
 
 _tape_numbers = itertools.count(1).__next__
 
@@ -86,8 +134,12 @@ class GradientTape:
         self._used = False          # a non-persistent tape's one gradient call happened
         self._released = False
         self._events = []           # (kind, seq, detail) of each TapeEvent, in order
-        self._last_pass = None      # LastPass of the last gradient() call (for the renderers)
         self.number = _tape_numbers()  # "tape 1", "tape 2", ... in order of creation
+        self._observers = ()        # see add_observer
+        for factory in observer_factories:
+            observer = factory(self)
+            if observer is not None:
+                self.add_observer(observer)
 
     # -- what the renderers read -------------------------------------------------------------
     @property
@@ -117,9 +169,29 @@ class GradientTape:
         return tuple(self._watched.values())
 
     @property
-    def last_pass(self):
-        """The ``LastPass`` record of the last ``gradient`` call (None before one)."""
-        return self._last_pass
+    def observers(self):
+        """The attached observers, in the order they were added (a tuple)."""
+        return self._observers
+
+    def add_observer(self, observer):
+        """Attach ``observer`` (a ``TapeObserver``, or any object with its five methods): the
+        tape calls it as each op is recorded, at each event and at each backward step.
+
+        Raises:
+            TypeError: ``observer`` lacks one of ``TapeObserver``'s methods.
+        """
+        missing = [m for m in ("op_recorded", "event", "backward_began", "backward_step",
+                               "backward_ended") if not callable(getattr(observer, m, None))]
+        if missing:
+            raise TypeError(f"add_observer expects an object with TapeObserver's methods; "
+                            f"{type(observer).__name__} lacks {', '.join(missing)} (subclass "
+                            "mt.tape.TapeObserver)")
+        if observer not in self._observers:
+            self._observers += (observer,)
+
+    def remove_observer(self, observer):
+        """Detach ``observer`` (nothing happens if it is not attached)."""
+        self._observers = tuple(o for o in self._observers if o is not observer)
 
     @property
     def recording(self):
@@ -134,7 +206,10 @@ class GradientTape:
     def _event(self, kind, detail=None):
         # A plain tuple, made a TapeEvent when ``events`` is read: a training loop makes
         # four events a step, and a frozen dataclass costs ten times as much to build.
-        self._events.append((kind, next_seq(), detail))
+        seq = next_seq()
+        self._events.append((kind, seq, detail))
+        for observer in self._observers:
+            observer.event(self, kind, seq, detail)
 
     # -- the context -------------------------------------------------------------------------
     def __enter__(self):
@@ -298,11 +373,6 @@ class GradientTape:
         source_ids = {s._id for s in flat_sources if s._id in tracked or s._id in seeds}
         if release is None:
             release = not self._persistent
-        # The record of the pass, for the renderers (not for the batched passes of a
-        # Jacobian). A non-persistent tape keeps only small gradients, as it does for the
-        # tensors' values: summarizing every large one would cost its backward pass three
-        # extra passes over each array.
-        last = LastPass(self._persistent) if batch_ndim == 0 else None   # (summarize_large)
         # Which tensors lie downstream of a source? When every watched tensor is a source
         # (the usual case) and the tape is not recording, it is what the tape tracked while
         # recording (the float ones; the walk's own sweep would add the integer outputs of
@@ -310,17 +380,27 @@ class GradientTape:
         reaches = None
         if not self._recording and source_ids <= tracked and source_ids.issuperset(self._watched):
             reaches = tracked
-        state.backward_of.append(self.number)
-        contexts_running.append(self)
-        try:
-            grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release, last,
+        observers = self._observers
+        if not observers:
+            grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
                              check_complex=self._has_complex, reaches_source=reaches)
-        finally:
-            state.backward_of.pop()
-            contexts_running.remove(self)
-        if last is not None:
-            last.gradients = grads
-            self._last_pass = last
+        else:
+            for observer in observers:
+                observer.backward_began(self, seeds, source_ids, batch_ndim)
+            grads = None
+            try:
+                if len(observers) == 1:     # (the common case: one call per step)
+                    on_step = functools.partial(observers[0].backward_step, self)
+                else:
+                    def on_step(*step):
+                        for observer in observers:
+                            observer.backward_step(self, *step)
+                grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
+                                 check_complex=self._has_complex, reaches_source=reaches,
+                                 on_step=on_step)
+            finally:
+                for observer in observers:
+                    observer.backward_ended(self, grads)
         if release:
             self._release(ops=False)   # (the walk released each op as it passed it)
         return grads
@@ -343,12 +423,11 @@ class GradientTape:
             pass
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """A tape shown as the last expression of a notebook cell draws itself."""
-        try:
-            from .viz import draw_tape
-            return draw_tape(self)._repr_mimebundle_(include=include, exclude=exclude)
-        except (ImportError, RuntimeError) as e:  # no graphviz, or no `dot` binary on PATH
-            return {"text/plain": f"{self!r} (cannot draw it: {e}; see the README's set-up)"}
+        """A tape shown as the last expression of a notebook cell draws itself (with
+        ``display_hook``, which ``import minitape`` sets to ``mt.viz``'s drawing)."""
+        if display_hook is None:
+            return {"text/plain": repr(self)}
+        return display_hook(self, include, exclude)
 
     def __repr__(self):
         kind = "persistent " if self._persistent else ""

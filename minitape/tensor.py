@@ -86,6 +86,12 @@ def new_tensor_id():
     return _next_id()
 
 
+on_creation = None
+"""None, or a function ``f(tensor)`` that ``constant`` and ``Variable`` call with each Tensor
+they make: ``mt.viz``'s record notes where the learner made it (``x = mt.constant(3.0)``
+before a tape: the drawings call it ``x``). Set by ``mt.config.record_source_lines``."""
+
+
 class Tensor:
     """An immutable n-dimensional array, as ``tf.Tensor``.
 
@@ -106,12 +112,10 @@ class Tensor:
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([3., 6.], dtype=float32)>
     """
 
-    # ``_origin``: where the learner made a constant or Variable (``recording.learner_frame``),
-    # for the drawings' labels; set only by ``constant`` and ``Variable``, never on the hot path.
     # ``_shape``, ``_dtype``: the array's, read once when the Tensor is made. They never change
     # (a Variable's ``assign`` keeps both), and every op and the backward pass read them
     # several times: reading a slot costs a tenth of reading NumPy's attribute.
-    __slots__ = ("_value", "_shape", "_dtype", "_id", "name", "_origin", "__weakref__")
+    __slots__ = ("_value", "_shape", "_dtype", "_id", "name", "__weakref__")
     # Make ``ndarray + tensor`` and ``[[1., 2.]] @ tensor`` call our reflected operators.
     __array_priority__ = 1000
 
@@ -389,7 +393,8 @@ class Variable(Tensor):
                          name="Variable" if name is None else name)
         self.trainable = bool(trainable)
         self.path = self.name  # layers set e.g. "dense/kernel"
-        self._origin = _recording.learner_frame(1) if _recording.capture_source else None
+        if on_creation is not None:
+            on_creation(self)
 
     def read_value(self) -> Tensor:
         """The current value as a Tensor (a read: a tape watches it like any other read)."""
@@ -807,7 +812,8 @@ def constant(value, dtype=None, name=None) -> Tensor:
     t = convert_to_tensor(value, dtype=dtype, name=name, what="constant")
     # (convert_to_tensor already copied an ndarray: the new Tensor owns its array.)
     t = Tensor(t._value, name=name)
-    t._origin = _recording.learner_frame(1) if _recording.capture_source else None
+    if on_creation is not None:
+        on_creation(t)
     return t
 
 

@@ -1,6 +1,6 @@
-"""Shared test set-up: the tests read the learner's names in drawings, so the tape notes the
-source line of every op (``mt.config.record_source_lines``; on by itself only in IPython and
-Jupyter, off in plain scripts). ``tests/test_tape_record.py`` checks the default."""
+"""Shared test set-up: the tests read the learner's names in drawings, so every tape gets
+``mt.viz``'s record (``mt.config.record_source_lines``, on by default; a test that switches it
+off gets it back). ``tests/test_tape_record.py`` checks the default."""
 
 import pytest
 

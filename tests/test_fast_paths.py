@@ -10,7 +10,7 @@
 - ``backward.add_gradients`` sums two contributions with NumPy when nothing records.
 - The cross-entropies keep the softmax their forward computed (``Operation.residuals``) for
   their NumPy gradient, which gives what computing it again gives.
-- ``recording.tapes_recording`` / ``accumulators_recording`` / ``contexts_running``: global
+- ``recording.tapes_recording`` / ``accumulators_recording``, ``module.calls_running``: global
   "is anything happening in any thread" sets that let ``record`` skip the thread state.
 - A Tensor's ``_shape`` / ``_dtype`` are read once from its array.
 
@@ -26,6 +26,7 @@ import pytest
 import minitape as mt
 from minitape import backward, recording, registry
 from minitape.ops import math_ops, nn_ops
+from minitape.viz.record import record_of
 
 # How to build each op with a NumPy gradient from its input(s).
 BUILD = {
@@ -285,7 +286,7 @@ def test_cross_entropy_residual_is_the_softmax_and_gives_the_same_gradient(spars
     (softmax,) = op.residuals
     np.testing.assert_array_equal(softmax, nn_ops._softmax_values(logits.numpy(), 1))
     kept = tape.gradient(loss, logits)
-    op.residuals = None          # what an op without them does: the softmax computed again
+    op.saved = op.saved[:2] + (None,)   # what an op without them does: the softmax again
     again = tape.gradient(loss, logits)
     np.testing.assert_array_equal(kept.numpy(), again.numpy())
     # No tape recording: nothing kept (no gradient can be asked for).
@@ -343,10 +344,10 @@ def test_recording_sets_empty_again_after_use():
     tape.gradient(y, x)
     assert not recording.tapes_recording
     assert not recording.accumulators_recording
-    assert not recording.contexts_running
-    # and what the contexts recorded is still there
-    assert any(op.module_calls for op in tape.operations)
-    assert any(op.backward_of == inner.number for op in tape.operations)
+    # and what mt.viz's record noted of the contexts is still there
+    notes = [record_of(tape).note(op) for op in tape.operations]
+    assert any(n.module_calls for n in notes)
+    assert any(n.backward_of == inner.number for n in notes)
 
 
 def test_a_tape_in_another_thread_does_not_record_this_threads_ops():
@@ -401,18 +402,21 @@ def test_tracked_set_gives_the_same_pass_as_the_forward_sweep(name):
         tape.watch([x, w])
         y = PROGRAMS[name](x, w)
     shortcut = tape.gradient(y, [x, w])
-    first = tape.last_pass
-    swept = backward.LastPass()
+    first = record_of(tape).last_pass
+    swept = []
     grads = backward.backward(list(tape.operations), {y._id: mt.ones_like(y)},
-                              {x._id, w._id}, last_pass=swept)
+                              {x._id, w._id},
+                              on_step=lambda op, out, sent: swept.append((op, sent)))
     for g, t in zip(shortcut, (x, w)):
         np.testing.assert_array_equal(g.numpy(), grads[t._id].numpy())
-    assert first.visited == swept.visited
-    assert first.contributions.keys() == swept.contributions.keys()
+    seq = {id(op): record_of(tape).note(op).seq for op in tape.operations}
+    assert first.visited == [seq[id(op)] for op, _ in swept]
+    assert set(first.contributions) == {(seq[id(op)], k) for op, sent in swept
+                                        for k, g in enumerate(sent) if g is not None}
     # Only x a source (w watched too): the walk sweeps, and w's branch is not visited.
     only_x = tape.gradient(y, x)
     np.testing.assert_array_equal(only_x.numpy(), shortcut[0].numpy())
-    assert set(tape.last_pass.visited) <= set(first.visited)
+    assert set(record_of(tape).last_pass.visited) <= set(first.visited)
 
 
 @mt.custom_gradient
@@ -452,8 +456,8 @@ def test_the_walk_on_arrays_equals_the_walk_on_tensors(name, persistent):
             assert not backward.tapes_recording
             grads = tape.gradient(y, [x, w])
         # The pass's record, by op position (seq stamps differ between the two runs).
-        position = {op.seq: n for n, op in enumerate(tape.operations)}
-        last = tape.last_pass
+        position = {record_of(tape).note(op).seq: n for n, op in enumerate(tape.operations)}
+        last = record_of(tape).last_pass
         return (grads, [position[seq] for seq in last.visited],
                 {(position[seq], k): v for (seq, k), v in last.contributions.items()})
 

@@ -1,4 +1,6 @@
-"""The one record of what a tape did: events, op origins, the last backward pass, release."""
+"""The one record of what a tape did: events, op origins, the last backward pass, release.
+
+The engine keeps events; ``mt.viz``'s record (an observer of the tape) keeps the rest."""
 
 import gc
 import weakref
@@ -8,7 +10,11 @@ import pytest
 
 import minitape as mt
 from minitape.backward import backward_steps, gradient_value
-from minitape.recording import source_line
+from minitape.viz.record import record_of, source_line
+
+
+def note(tape, op):
+    return record_of(tape).note(op)
 
 
 def test_events_in_order_with_stamps_between_the_ops():
@@ -24,7 +30,8 @@ def test_events_in_order_with_stamps_between_the_ops():
     assert kinds == ["entered", "paused", "resumed", "reset", "exited", "gradient", "released"]
     paused, resumed = tape.events[1], tape.events[2]
     (op,) = tape.operations                  # reset forgot the first Mul
-    assert paused.seq < resumed.seq < tape.events[3].seq < op.seq < tape.events[4].seq
+    seq = note(tape, op).seq
+    assert paused.seq < resumed.seq < tape.events[3].seq < seq < tape.events[4].seq
     assert tape.events[5].detail == "gradient" and tape.released
     assert b is not None
     # (kept as tuples while recording, TapeEvents when read: immutable, with a plain repr)
@@ -48,8 +55,9 @@ def test_an_outer_tape_knows_which_ops_an_inner_backward_pass_made():
         dy = inner.gradient(y, x)
     assert dy.numpy() == 27.0
     recorded = outer.operations
-    assert {op.backward_of for op in recorded[:2]} == {None}            # the forward ops
-    assert {op.backward_of for op in recorded[2:]} == {inner.number}    # the inner backward
+    of = [note(outer, op).backward_of for op in recorded]
+    assert set(of[:2]) == {None}                   # the forward ops
+    assert set(of[2:]) == {inner.number}           # the inner backward
     assert outer.gradient(dy, x).numpy() == 18.0                        # 6x
 
 
@@ -59,7 +67,7 @@ def test_origin_is_the_learners_line_not_minitape():
         y = mt.nn.softmax(mt.stack([x, x * 2.0]))  # several ops inside minitape: one line
     assert y.shape == (2,)
     for op in tape.operations:
-        location, text = source_line(op)
+        location, text = source_line(note(tape, op).origin[0])
         assert location.startswith("test_tape_record.py:")
         assert text == "y = mt.nn.softmax(mt.stack([x, x * 2.0]))  # several ops inside " \
                        "minitape: one line"
@@ -78,8 +86,8 @@ def test_backward_steps_is_the_walk_gradient_takes():
     contributions = [float(gradient_value(in_grads[0])) for op, _, in_grads in steps[1:]]
     assert contributions == [3.0, 2.0]                       # two paths, in reverse order
     assert float(gradient_value(grads[x._id])) == 5.0 == float(tape.gradient(s, x).numpy())
-    last = tape.last_pass
-    assert last.visited == [op.seq for op, _, _ in steps]
+    last = record_of(tape).last_pass
+    assert last.visited == [note(tape, op).seq for op, _, _ in steps]
     assert float(last.gradients[x._id].numpy()) == 5.0
 
 
@@ -168,37 +176,38 @@ def test_last_pass_keeps_small_contributions(persistent):
         y = x * x
     tape.gradient(y, x)
     (op,) = tape.operations
-    c = tape.last_pass.contributions
-    assert float(c[(op.seq, 0)]) == float(c[(op.seq, 1)]) == 3.0
+    c = record_of(tape).last_pass.contributions
+    seq = note(tape, op).seq
+    assert float(c[(seq, 0)]) == float(c[(seq, 1)]) == 3.0
 
 
-def test_source_lines_are_recorded_in_ipython_and_on_request_only():
+def test_source_lines_are_recorded_by_default_in_scripts_and_can_be_switched_off(tmp_path):
     import subprocess
     import sys
     script = ("import minitape as mt\nx = mt.Variable(3.0)\nwith mt.GradientTape() as t:\n"
-              "    y = x * x\nprint(mt.config.source_lines_recorded(), "
-              "mt.viz.tape_graph(t).tensor(y).label)\n")
-    plain = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                           check=True).stdout.split()
-    assert plain == ["False", "t2"]        # a plain script pays nothing for the names
-    ipython = subprocess.run([sys.executable, "-c", "import IPython\n" + script],
-                             capture_output=True, text=True, check=True).stdout.split()
-    assert ipython[0] == "True"
-    asked = subprocess.run(
-        [sys.executable, "-c", script.replace("x = mt.Variable", "mt.config.record_source_lines("
-                                              "True)\nx = mt.Variable")],
-        capture_output=True, text=True, check=True).stdout.split()
-    assert asked[0] == "True"
+              "    y = x * x\nprint(mt.config.source_lines_recorded(), len(t.observers), "
+              "mt.viz.tape_graph(t).tensor(y).label, sep='|')\n")
+
+    def run(text):
+        path = tmp_path / "learner.py"
+        path.write_text(text)
+        return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                              check=True).stdout.strip().split("|")
+
+    assert run(script) == ["True", "1", "y"]   # a plain script names tensors as the code does
+    off = run(script.replace("x = mt.Variable", "mt.config.record_source_lines(False)\n"
+                                                "x = mt.Variable"))
+    assert off == ["False", "0", "mul #1"]   # no observer: the engine does nothing for names
     with pytest.raises(TypeError, match="True or False"):
         mt.config.record_source_lines("yes")
 
 
 @pytest.mark.parametrize("persistent", [True, False])
 def test_ops_describe_each_input_and_output_after_release(persistent):
-    # ``Operation`` keeps the ids, shapes, dtypes and small values of its inputs and outputs
-    # in a few tuples (written out for one and two inputs, a loop for more or for several
-    # outputs): each attribute must give the Tensors' own, also after a non-persistent tape's
-    # backward pass released what the ops saved.
+    # ``Operation`` keeps the ids, shapes and dtypes of its inputs and outputs, and the record
+    # their small values, in a few tuples (written out for one and two inputs, a loop for
+    # more or for several outputs): each must give the Tensors' own, also after a
+    # non-persistent tape's backward pass released what the ops saved.
     x = mt.Variable(np.arange(3.0))
     big = mt.constant(np.ones((5, 4), np.float32))
     with mt.GradientTape(persistent=persistent) as tape:
@@ -219,7 +228,7 @@ def test_ops_describe_each_input_and_output_after_release(persistent):
         assert op.output_ids == tuple(t._id for t in outputs)
         assert op.output_shapes == tuple(t.shape for t in outputs)
         assert op.output_dtypes == tuple(t.dtype for t in outputs)
-        for kept, t in zip(op.input_values + op.output_values, list(inputs) + list(outputs)):
+        for kept, t in zip(note(tape, op).values, list(inputs) + list(outputs)):
             if t.size <= 16:
                 np.testing.assert_array_equal(kept, t.numpy())
             else:
@@ -227,8 +236,9 @@ def test_ops_describe_each_input_and_output_after_release(persistent):
 
     check("Sin", [x], [s])                              # one input, one output
     assert constant_half.input_shapes == ((3,), ())     # two inputs (0.5 became a Tensor)
-    assert constant_half.input_values[1] == 0.5 and constant_half.output_ids == (half._id,)
-    np.testing.assert_array_equal(constant_half.output_values[0], [0.0, 0.5, 1.0])
+    values = note(tape, constant_half).values
+    assert values[1] == 0.5 and constant_half.output_ids == (half._id,)
+    np.testing.assert_array_equal(values[2], [0.0, 0.5, 1.0])
     check("ConcatV2", [x, s, half], [joined])           # three inputs
     check("Split", [big], parts)                        # two outputs; large values not kept
 

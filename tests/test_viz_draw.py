@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import minitape as mt
+from minitape.recording import Operation
 from minitape.viz import draw_tape, tape_graph
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
@@ -23,7 +24,7 @@ def nid(tape, thing):
     """The node id a drawing of ``tape`` gives an Operation or a Tensor (ids are counted per
     drawing: ``op1``, ``t1``, ...)."""
     g = tape_graph(tape)
-    return g.op_of(thing.seq).id if hasattr(thing, "seq") else g.tensor(thing).id
+    return g.op_of(thing).id if isinstance(thing, Operation) else g.tensor(thing).id
 
 
 def node_line(dot, name):
@@ -165,7 +166,7 @@ def test_nested_tapes_say_which_tape_recorded_which_op():
     line = node_line(dot, "op1")
     assert "tape 1, 2" in line and "striped" in line
     assert "cluster_legend" in dot.source
-    last = tape_graph([outer, inner]).op_of(outer.operations[-1].seq).id
+    last = tape_graph([outer, inner]).op_of(outer.operations[-1]).id
     assert "<BR/>tape 1>" in node_line(dot, last)
 
 

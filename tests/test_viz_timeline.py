@@ -10,6 +10,7 @@ import pytest  # noqa: E402
 
 import minitape as mt  # noqa: E402
 from minitape.viz import Timeline, timeline, timeline_data  # noqa: E402
+from minitape.viz.record import record_of  # noqa: E402
 
 
 def nested_program():
@@ -34,7 +35,7 @@ def nested_program():
 def seq_of(tape, tensor):
     """The global seq of the op of ``tape`` that produced ``tensor``."""
     (op,) = [op for op in tape.operations if tensor._id in op.output_ids]
-    return op.seq
+    return record_of(tape).note(op).seq
 
 
 @pytest.fixture()
@@ -60,7 +61,8 @@ def test_op_marks_and_the_backward_pass_recorded_by_the_outer_tape(program):
     # the inner tape keeps only what it recorded after reset: x*x*x and sin
     assert [(op.type, op.backward_of) for op in in_row.ops] == \
         [("Mul", None), ("Mul", None), ("Sin", None)]
-    assert [op.seq for op in in_row.ops] == [op.seq for op in inner.operations]
+    assert [op.seq for op in in_row.ops] == [record_of(inner).note(op).seq
+                                             for op in inner.operations]
     # the outer tape saw everything, including the inner tape's backward pass
     forward = [op for op in out_row.ops if op.backward_of is None]
     backward = [op for op in out_row.ops if op.backward_of is not None]

@@ -67,7 +67,7 @@ def test_labels_are_the_names_the_code_assigned():
     assert labels == ["x", "y", "z", "w", "q", "a", "b", "chosen"]
     inner = next(op for op in g.ops if op.type == "Mul" and op.number == 4)
     assert g.node(inner.outputs[0]).label == "x * x"            # a sub-expression
-    op = g.op_of(tape.operations[0].seq)
+    op = g.op_of(tape.operations[0])
     assert op.source == "y = x * x" and op.location.startswith("test_viz_truthful.py:")
 
 

@@ -22,7 +22,8 @@ own dtype, with a larger step and tolerances to match, and the row says so.
 
 To run an op again the check needs its forward: built-in ops register one next to their
 gradient (``registry.register_forward``), ``mt.primitive`` ops and ``custom_gradient``
-functions carry theirs on the recorded op (``op.forward``). It also needs the inputs' values:
+functions hand theirs to the tape's observers, and ``mt.viz``'s record keeps it
+(``OpNote.forward``). It also needs the inputs' values:
 a persistent tape keeps them all; a non-persistent tape keeps what its gradients need until
 ``gradient`` is called, and values it did not keep are computed again from the earlier ops.
 
@@ -56,9 +57,12 @@ import numpy as np
 from .. import registry
 from ..backward import call_gradient
 from ..nest import flatten
-from ..recording import Operation, state, summarize
+from ..recording import Operation, state
 from ..tape import GradientTape
 from ..tensor import Tensor
+from .graph import tape_graph
+from .labels import is_fallback
+from .record import record_of, summarize
 from .draw import format_value
 
 STEP = 1e-6             # finite-difference step, relative to max(1, |x|)
@@ -96,6 +100,8 @@ class CheckRow:
         dtype: the dtype the check ran in (``float64``, or the op's own when its forward does
             not run in float64).
         note: why it was skipped, what was not differentiable, or what failed.
+        output: the label of the op's (first) output, as the drawings name it (``y`` for
+            ``y = x * x``), or None.
     """
 
     index: int
@@ -109,15 +115,18 @@ class CheckRow:
     directional: bool = False
     dtype: str | None = None
     note: str = ""
+    output: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status != "failed"
 
     def label(self) -> str:
-        """``#3 Mul`` (``#3 CustomGradient log1pexp`` for a custom gradient)."""
+        """``#3 Mul -> y`` (``#3 CustomGradient log1pexp -> y`` for a custom gradient): the
+        op, and the learner's name for what it made."""
         extra = f" {self.name}" if self.name != self.op_type else ""
-        return f"#{self.index} {self.op_type}{extra}"
+        made = f" -> {self.output}" if self.output else ""
+        return f"#{self.index} {self.op_type}{extra}{made}"
 
 
 class TapeCheck:
@@ -309,7 +318,7 @@ def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements
     ...     y = mt.math.sin(square(x))
     >>> check = mt.viz.check_tape(tape, y, x)
     >>> check.ok, [r.label() for r in check.failing]
-    (False, ['#2 CustomGradient square'])
+    (False, ['#2 CustomGradient square -> square(x)'])
     >>> round(float(check.failing[0].analytic[0] / check.failing[0].numeric[0]), 6)
     0.5
     """
@@ -333,7 +342,8 @@ def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements
             if not isinstance(s, Tensor):
                 raise TypeError(f"check_tape: sources must be minitape Tensors or Variables, "
                                 f"got {type(s).__name__}")
-    ops = tape.operations
+    record = record_of(tape)
+    ops = [_Recorded(op, record.note(op)) for op in tape.operations]
     chosen, reaches = _between(ops, [t._id for t in targets],
                                None if source_list is None else [s._id for s in source_list])
     rng = np.random.default_rng(seed)
@@ -355,6 +365,11 @@ def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements
                 values.advance(op)
     finally:
         state.tapes, state.accumulators = saved_tapes, saved_acc
+    graph = tape_graph(tape)       # (the labels the drawings give the ops' outputs)
+    for row in rows:
+        node = graph.op_number(row.index)
+        label = graph.node(node.outputs[0]).label if node.outputs else None
+        row.output = None if label is None or is_fallback(label) else label
     return TapeCheck(tape, target, sources, rows, rtol, atol)
 
 
@@ -378,6 +393,22 @@ def _between(ops, target_ids, source_ids):
             if position in needed:
                 chosen.add(position)
     return chosen, downstream
+
+
+class _Recorded:
+    """A recorded Operation with what ``mt.viz``'s record noted of it: ``forward`` (the
+    function of an ``mt.primitive`` or ``custom_gradient`` op, else None) and the small
+    values of its inputs and outputs."""
+
+    def __init__(self, op, note):
+        self._op = op
+        self.forward = note.forward if note is not None else None
+        n_in = len(op.input_ids)
+        values = note.values if note is not None else (None,) * len(op.shapes)
+        self.input_values, self.output_values = values[:n_in], values[n_in:]
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
 
 
 class _Values:
@@ -671,7 +702,7 @@ def _rule(op, grad, x_tensors, outs, us, view, checked, variables=()):
         in_grads = result + [None] * (len(x_tensors) - n)
     else:
         recorded = Operation(op.type, x_tensors, [Tensor(o) for o in outs], view.attrs, True,
-                             True, None, op.origin, op.forward)
+                             True, None)
         # As in the backward pass: inputs whose gradient nobody needs may be skipped.
         recorded.skip_input_indices = tuple(k for k in range(len(x_tensors)) if k not in checked)
         in_grads = call_gradient(recorded, grad, out_grads)

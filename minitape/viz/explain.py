@@ -52,7 +52,8 @@ from ..nest import flatten
 from ..tape import GradientTape
 from ..tensor import Tensor, Variable
 from .graph import gradient_kind, stop_recording_spans
-from .labels import tensor_labels
+from .labels import is_fallback, tensor_labels
+from .record import note_of
 
 
 class Explanation(str):
@@ -89,7 +90,22 @@ def explain(tape, target, source) -> str:
         An ``Explanation`` (a ``str``): the reason and what to do about it, naming tensors
         as the drawings label them (the learner's variable names).
     """
-    return Explanation(diagnose(tape, target, source)[1])
+    return Explanation(_name_target(tape, target, source, diagnose(tape, target, source)[1]))
+
+
+def _name_target(tape, target, source, sentence):
+    """``sentence`` with "the target" called by the learner's name for it ("the target
+    loss"), when the code gave it one (not ``t3``, not ``sin #3``)."""
+    if not isinstance(target, Tensor) or not isinstance(source, Tensor):
+        return sentence
+    from .graph import tape_graph
+    try:
+        label = tape_graph(tape, target, source).tensor(target).label
+    except (KeyError, TypeError):
+        return sentence
+    if is_fallback(label):
+        return sentence
+    return re.sub(r"\bthe target\b", f"the target {label}", sentence)
 
 
 def diagnose(tape, target, source) -> tuple:
@@ -144,7 +160,7 @@ def diagnose(tape, target, source) -> tuple:
 
     upstream = _upstream(ops, target._id)           # everything the target depends on
     if source._id in upstream:
-        answer = _blocked_path(ops, target._id, source, src, upstream)
+        answer = _blocked_path(tape, ops, target._id, source, src, upstream)
         if answer[0] == "connected":
             return _non_finite(tape, target, source, src, ops) or _where_note(
                 ops, source, src, upstream, answer)
@@ -192,7 +208,8 @@ def _name_of(tape, target, source):
     except KeyError:       # a source the tape never saw: label it on its own
         ops = list(tape.operations)
         ids = [i for op in ops for i in op.input_ids + op.output_ids] + [source._id]
-        labels = tensor_labels(ops, list(dict.fromkeys(ids)), {source._id: source},
+        labels = tensor_labels([(op, note_of(tape, op), n) for n, op in enumerate(ops, 1)],
+                               list(dict.fromkeys(ids)), {source._id: source},
                                {source._id: source.name})
         return labels[source._id]
 
@@ -210,11 +227,13 @@ def _op_number(ops, op):
     return next(k for k, o in enumerate(ops, start=1) if o is op)
 
 
-def _op_ref(ops, op):
-    """``op #3`` and, when the tape noted it, the learner's line: ``op #3, line 2 of its
-    cell: z = x * y`` (a notebook cell) or ``op #3, train.py:12: z = x * y`` (a file)."""
-    from ..recording import source_line
-    location, text = source_line(op)
+def _op_ref(tape, ops, op):
+    """``op #3`` and, when the tape's record noted it, the learner's line: ``op #3, line 2
+    of its cell: z = x * y`` (a notebook cell) or ``op #3, train.py:12: z = x * y`` (a
+    file)."""
+    from .record import note_of, source_line
+    note = note_of(tape, op)
+    location, text = source_line(note.origin[0] if note is not None and note.origin else None)
     if location and location.startswith("cell "):   # "cell 59:3": the code says which cell
         location = f"line {location.split(':')[-1]} of its cell"
     return f"op #{_op_number(ops, op)}" + (f", {location}: {text}" if location else "")
@@ -269,7 +288,7 @@ def _target_not_recorded(tape, target, source, src, ops, produced):
                 "computes it), then call tape.gradient after the block")
     broken = _integer_output_op(ops, source)
     if broken is not None:
-        return _integer_sentence(ops, broken, src, recorded=False)
+        return _integer_sentence(tape, ops, broken, src, recorded=False)
     return ("numpy_path",
             "the target was not produced by any operation this tape recorded, so nothing "
             f"connects it to {src}: somewhere the computation left minitape (a NumPy function "
@@ -277,7 +296,7 @@ def _target_not_recorded(tape, target, source, src, ops, produced):
             "(mt.reduce_mean, ...) all the way from the source to the target")
 
 
-def _blocked_path(ops, target_id, source, src, upstream):
+def _blocked_path(tape, ops, target_id, source, src, upstream):
     """The target depends on the source: does a gradient reach it? Follow only the edges
     that carry one (into an op with a gradient, out of its float outputs); a comparison, an
     ``argmax`` or ``stop_gradient`` on one path does not matter when another path carries
@@ -304,14 +323,14 @@ def _blocked_path(ops, target_id, source, src, upstream):
         if missing is not None:
             return ("missing_gradient",
                     f"the gradient is not None: tape.gradient raises LookupError because "
-                    f"{missing.type} ({_op_ref(ops, missing)}) has no registered "
+                    f"{missing.type} ({_op_ref(tape, ops, missing)}) has no registered "
                     f"gradient; register one with mt.RegisterGradient('{missing.type}') or "
                     "rewrite it with other ops")
         return ("connected",
                 f"{src} is connected to the target through the recorded operations, so its "
                 "gradient is not None")
     for op in blockers:
-        ref = _op_ref(ops, op)
+        ref = _op_ref(tape, ops, op)
         if op.type == "StopGradient":
             return ("stop_gradient",
                     f"the only path from {src} to the target goes through stop_gradient "
@@ -323,7 +342,7 @@ def _blocked_path(ops, target_id, source, src, upstream):
                     "whose output is complex, and minitape does not differentiate complex "
                     "numbers: work with the real and imaginary parts as two float tensors")
         if any(dt.kind != "f" for dt in op.output_dtypes):
-            return _integer_sentence(ops, op, src, recorded=True)
+            return _integer_sentence(tape, ops, op, src, recorded=True)
         return ("not_differentiable",
                 f"the path from {src} to the target goes through {op.type} ({ref}), "
                 "which has no gradient by design: use a differentiable op instead, or "
@@ -355,9 +374,9 @@ def _integer_output_op(ops, source):
     return None
 
 
-def _integer_sentence(ops, op, src, recorded):
+def _integer_sentence(tape, ops, op, src, recorded):
     """Why a path through ``op`` (integer or bool output) carries no gradient."""
-    ref = _op_ref(ops, op)
+    ref = _op_ref(tape, ops, op)
     dtype = op.output_dtypes[0].name
     after = ("everything computed from it is a constant to the tape" if recorded else
              "the tape did not record what was computed from it")
@@ -509,11 +528,14 @@ def _walk(tape, target, source, ops):
             recording.check_numerics = checking
         final = grads.get(source._id)
         return (None if final is None else np.asarray(gradient_value(final))), steps
-    last = tape.last_pass
+    from .record import record_of
+    record = record_of(tape)
+    last = record.last_pass
     if (last is None or source._id not in last.gradients
             or any(t._id not in last.seeds for t in targets)):
         return None
-    by_seq = {op.seq: op for op in ops}
+    notes = [(record.note(op), op) for op in ops]
+    by_seq = {note.seq: op for note, op in notes if note is not None}
     reached = last.reached
     steps = [(by_seq[seq], [reached.get(i) for i in by_seq[seq].output_ids],
               [last.contributions.get((seq, k)) for k in range(len(by_seq[seq].input_ids))])
@@ -548,18 +570,19 @@ def _at(value, index):
         return None
 
 
-def _input_value(op, k):
-    """The value of input ``k`` of ``op``: its saved Tensor, else the small value the op kept
-    (None if neither)."""
+def _input_value(tape, op, k):
+    """The value of input ``k`` of ``op``: its saved Tensor, else the small value the tape's
+    record kept (None if neither)."""
     try:
         return np.asarray(op.inputs[k]._value)
     except (RuntimeError, ValueError, IndexError, AttributeError):
         pass
-    values = getattr(op, "input_values", None)
-    return None if values is None else values[k]
+    from .record import note_of
+    note = note_of(tape, op)
+    return None if note is None or note.values is None else note.values[k]
 
 
-def _local_derivative(op, k, index):
+def _local_derivative(tape, op, k, index):
     """The derivative of an elementwise ``op``'s output with respect to input ``k`` at
     ``index``, computed again from the op's forward at its recorded inputs (None if it
     cannot be)."""
@@ -568,7 +591,7 @@ def _local_derivative(op, k, index):
     forward = lookup_forward(op.type)
     if forward is None or len(op.output_ids) != 1 or op.input_shapes[k] != op.output_shapes[0]:
         return None
-    values = [_input_value(op, j) for j in range(len(op.input_ids))]
+    values = [_input_value(tape, op, j) for j in range(len(op.input_ids))]
     if any(v is None for v in values):
         return None
     from .. import recording
@@ -605,8 +628,8 @@ def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
         index = tuple(int(i) for i in np.argwhere(~np.isfinite(g))[0]) if g.ndim else ()
     result = _at(g, index) if index is not None else None
     upstream = _at(outs[0], index) if index is not None and outs else None
-    x = _at(_input_value(op, k), index) if index is not None else None
-    local = _local_derivative(op, k, index) if index is not None else None
+    x = _at(_input_value(tape, op, k), index) if index is not None else None
+    local = _local_derivative(tape, op, k, index) if index is not None else None
     # Who sent the upstream gradient: the one visited op that uses the output, or the target.
     visited = [s[0] for s in steps[:n]]
     users = [o for o in visited if op.output_ids[0] in o.input_ids]
@@ -627,7 +650,7 @@ def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
                  f"{sender} sent into {result!r}")
     else:
         story = f"the gradient of {fname} gave {_value_text(g)}"
-    where = f" ({_op_ref(ops, op)})"
+    where = f" ({_op_ref(tape, ops, op)})"
     from_where = (upstream == 0.0 and len(users) == 1 and users[0].type == "SelectV2")
     if from_where:
         fix = ("the usual fix is the double where: make the branch where does not choose "
@@ -658,7 +681,7 @@ def _broken_by_pause(tape, ops, produced, upstream):
     for op in ops:
         for i in op.input_ids:
             if i in upstream and i not in produced and i not in watched:
-                pause = _pause_around(tape, ops, i, op.seq)
+                pause = _pause_around(tape, ops, i, _seq(tape, op))
                 if pause:
                     return pause
     return None
@@ -670,8 +693,8 @@ def _pause_around(tape, ops, tensor_id, consumer_seq):
     Tensor ids and op sequence numbers both grow with time, so the tensor was made after the
     last recorded op whose outputs have smaller ids, and before the op that consumed it.
     """
-    earlier = [op.seq for op in ops if op.output_ids and max(op.output_ids) < tensor_id]
-    after = earlier[-1] if earlier else -1
+    earlier = [_seq(tape, op) for op in ops if op.output_ids and max(op.output_ids) < tensor_id]
+    after = earlier[-1] if earlier and earlier[-1] is not None else -1
     before = consumer_seq if consumer_seq is not None else float("inf")
     for start, end in stop_recording_spans(tape.events):
         if after < start and (end is None or end < before):
@@ -682,6 +705,12 @@ def _pause_around(tape, ops, tensor_id, consumer_seq):
     if any(after < e.seq < before for e in tape.events if e.kind == "reset"):
         return _reset_sentence()
     return None
+
+
+def _seq(tape, op):
+    """The stamp ``mt.viz``'s record gave ``op`` (None if the tape has no record)."""
+    note = note_of(tape, op)
+    return note.seq if note is not None else None
 
 
 def _reset_sentence():

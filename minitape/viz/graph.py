@@ -43,9 +43,9 @@ import numpy as np
 
 from .. import registry
 from ..nest import flatten
-from ..recording import source_line, summarize
 from ..tape import GradientTape
 from .labels import float_text, tensor_labels
+from .record import record_of, source_line, summarize
 from ..tensor import Tensor, Variable
 
 
@@ -229,6 +229,7 @@ class TapeGraph:
     tape_events: dict = field(default_factory=dict)   # tape index -> tuple of TapeEvents
     tape_numbers: tuple = ()                          # the tapes' ``number``s, in order
     backward_visited: bool = False                    # a backward pass was recorded
+    op_nodes: dict = field(default_factory=dict, repr=False)  # id(Operation) -> its OpNode
 
     def node(self, node_id):
         """The OpNode or TensorNode with this id (KeyError if there is none)."""
@@ -243,7 +244,13 @@ class TapeGraph:
         raise KeyError(f"no tensor with id {tid} in this graph")
 
     def op_of(self, seq):
-        """The OpNode of the Operation with this ``seq`` (any of the tapes' copies)."""
+        """The OpNode of an Operation (any of the tapes' copies), or of the op with this
+        ``seq`` (the stamp ``mt.viz``'s record gave it)."""
+        if not isinstance(seq, int):
+            try:
+                return self.op_nodes[id(seq)]
+            except KeyError:
+                raise KeyError(f"no op {seq!r} in this graph") from None
         for node in self.ops:
             if node.seq == seq or seq in node.seqs:
                 return node
@@ -312,34 +319,35 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
     graph = TapeGraph(n_tapes=len(tapes))
     graph.tape_numbers = tuple(t.number for t in tapes)
     graph.tape_events = {k: t.events for k, t in enumerate(tapes)}
-    merged = _merged_ops(tapes)
-    passes = [t.last_pass for t in tapes if t.last_pass is not None]
+    records = [record_of(t) for t in tapes]
+    merged = _merged_ops(tapes, records)
+    passes = [r.last_pass for r in records if r.last_pass is not None]
     visited = set().union(*(p.visited for p in passes)) if passes else set()
     graph.backward_visited = bool(visited)
     node_of = {}     # tensor _id -> node id ("t1", ...), in order of first appearance
     tensors = {}     # node id -> TensorNode
     calls = {}       # Module call stamp -> its number in this drawing
-    for number, (op, tape_ids, copies) in enumerate(merged, start=1):
-        for i, shape, dtype in zip(op.input_ids + op.output_ids,
-                                   op.input_shapes + op.output_shapes,
-                                   op.input_dtypes + op.output_dtypes):
+    for number, (op, tape_ids, copies, seqs, note) in enumerate(merged, start=1):
+        for i, shape, dtype in zip(op.input_ids + op.output_ids, op.shapes, op.dtypes):
             if i not in node_of:
                 node_of[i] = f"t{len(node_of) + 1}"
                 tensors[node_of[i]] = _new_tensor_node(node_of[i], i, shape, dtype)
-        seqs = tuple(c.seq for c in copies)
-        location, text = source_line(op)
-        node = OpNode(f"op{number}", op.type, op.seq, tape_ids,
+        location, text = source_line(note.origin[0] if note and note.origin else None)
+        node = OpNode(f"op{number}", op.type, seqs[0], tape_ids,
                       tuple(node_of[i] for i in op.input_ids),
                       tuple(node_of[i] for i in op.output_ids), gradient_kind(op),
                       number=number, seqs=seqs, visited=not visited.isdisjoint(seqs),
-                      source=text, location=location, backward_of=op.backward_of)
-        if op.module_calls:
-            module, stamp = op.module_calls[-1]
+                      source=text, location=location,
+                      backward_of=note.backward_of if note else None)
+        if note and note.module_calls:
+            module, stamp = note.module_calls[-1]
             node.module, node.module_type = module.name, type(module).__name__
             node.module_call = calls.setdefault(stamp, len(calls) + 1)
             node.module_params = _params(module)
         graph.ops.append(node)
-        _add_tensors(tensors, op, node, copies)
+        for c in copies:
+            graph.op_nodes[id(c)] = node
+        _add_tensors(tensors, op, node, copies, note)
         for k, i in enumerate(node.inputs):
             carried, value = _contribution(passes, seqs, k)
             graph.edges.append(Edge(i, node.id, "input", k, gradient=value, carried=carried,
@@ -359,8 +367,10 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
                  if n.produced_by is None and not n.watched and not n.variable
                  and n.tensor_id not in live                  # (not a target or source)
                  and n.value is not None and np.ndim(n.value) == 0}
-    labels = tensor_labels([op for op, _, _ in merged], list(node_of), live,
-                           {n.tensor_id: n.name for n in graph.tensors}, constants)
+    labels = tensor_labels([(op, note, number) for number, (op, _, _, _, note)
+                            in enumerate(merged, start=1)], list(node_of), live,
+                           {n.tensor_id: n.name for n in graph.tensors}, constants,
+                           {i: o for r in records for i, o in r.origins.items()})
     for node in graph.tensors:
         node.label = labels[node.tensor_id]
     graph.target_ids = tuple(dict.fromkeys(node_of[t._id] for t in targets if t._id in node_of))
@@ -376,23 +386,30 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
     return graph
 
 
-def _merged_ops(tapes):
-    """All recorded ops in execution order, as ``(op, tape indices, every tape's copy)``.
+def _merged_ops(tapes, records):
+    """All recorded ops in execution order, as ``(op, tape indices, every tape's copy, their
+    stamps, the first copy's OpNote or None)``.
 
     Nested tapes each record their own Operation for one executed op; they share the output
-    ids, which identifies them as one op.
+    ids, which identifies them as one op. The stamps come from each tape's record (a tape
+    without one numbers its ops by position).
     """
     by_outputs = {}
-    for k, t in enumerate(tapes):
-        for op in t.operations:
+    for k, (t, r) in enumerate(zip(tapes, records)):
+        for position, op in enumerate(t.operations):
+            note = r.note(op)
+            seq = note.seq if note is not None else position
             key = op.output_ids
             if key in by_outputs:
-                first, ks, copies = by_outputs[key]
-                by_outputs[key] = (first if first.seq < op.seq else op, ks + (k,),
-                                   copies + (op,))
+                first, ks, copies, seqs, first_note = by_outputs[key]
+                if seq < seqs[0]:
+                    first, first_note, copies, seqs = op, note, (op,) + copies, (seq,) + seqs
+                else:
+                    copies, seqs = copies + (op,), seqs + (seq,)
+                by_outputs[key] = (first, ks + (k,), copies, seqs, first_note or note)
             else:
-                by_outputs[key] = (op, (k,), (op,))
-    return sorted(by_outputs.values(), key=lambda item: item[0].seq)
+                by_outputs[key] = (op, (k,), (op,), (seq,), note)
+    return sorted(by_outputs.values(), key=lambda item: item[3][0])
 
 
 def _number_text(value):
@@ -423,33 +440,38 @@ def _new_tensor_node(node_id, tensor_id, shape, dtype) -> TensorNode:
     return TensorNode(node_id, tensor_id, None, tuple(shape), np.dtype(dtype).name)
 
 
-def _add_tensors(tensors, op, node, copies):
+def _add_tensors(tensors, op, node, copies, note):
     """Fill in the TensorNodes of ``op``'s inputs and outputs (first appearance wins), and
-    mark those a tape still holds for its backward pass as ``saved``."""
-    for k in range(len(op.input_ids)):
+    mark those a tape still holds for its backward pass as ``saved``. ``note``: what the
+    tape's record noted of the op (small values, explicit names), or None."""
+    n_in = len(op.input_ids)
+    values = note.values if note is not None else (None,) * len(op.shapes)
+    names = note.names if note is not None and note.names else (None,) * len(op.shapes)
+    for k in range(n_in):
         tn = tensors[node.inputs[k]]
         saved = [c._inputs[k] for c in copies if c._inputs is not None]
         kept = next((t for t in saved if t is not None), None)
-        tn.saved = tn.saved or any(c._inputs is not None and c._inputs[k] is not None
-                                   and _needed(c, 0, k) for c in copies)
-        _fill_value(tn, op.input_values[k], kept)
+        tn.saved = tn.saved or (kept is not None and _needed(note, 0, k))
+        tn.name = tn.name or names[k]
+        _fill_value(tn, values[k], kept)
     for k in range(len(op.output_ids)):
         tn = tensors[node.outputs[k]]
         tn.produced_by = tn.produced_by or node.id
         saved = [c._outputs[k] for c in copies if c._outputs is not None]
         kept = next((t for t in saved if t is not None), None)
-        tn.saved = tn.saved or any(c._outputs is not None and c._outputs[k] is not None
-                                   and _needed(c, 1, k) for c in copies)
-        _fill_value(tn, op.output_values[k], kept)
+        tn.saved = tn.saved or (kept is not None and _needed(note, 1, k))
+        tn.name = tn.name or names[n_in + k]
+        _fill_value(tn, values[n_in + k], kept)
 
 
-def _needed(op, side, k):
-    """Does ``op``'s gradient rule need its input (``side`` 0) or output (1) number ``k``?
+def _needed(note, side, k):
+    """Does the op's gradient rule need its input (``side`` 0) or output (1) number ``k``?
 
-    A persistent tape keeps every tensor, and notes what the rule needs in ``op.needs``; a
-    non-persistent tape keeps only that, so what it kept is what is needed.
+    A persistent tape keeps every tensor; the tape's record notes what the rule needs
+    (``OpNote.needs``, as the op gave it to ``record``). A non-persistent tape keeps only
+    that, so what it kept is what is needed.
     """
-    needs = getattr(op, "needs", None)    # (set only on a persistent tape's ops)
+    needs = note.needs if note is not None else None
     if needs is None:
         return True
     keep = needs[side]

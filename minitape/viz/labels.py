@@ -1,23 +1,28 @@
 """The learner's own names for tensors: ``y`` for the result of ``y = x * x``.
 
-When an op is recorded, the tape keeps a reference to the learner's line that made it
-(``Operation.origin``: a code object and an instruction offset). Here, when a drawing asks,
-that reference becomes a name, by these rules (the first that applies wins):
+When an op is recorded, ``mt.viz``'s record of the tape (``record.py``) notes references to
+the learner's lines that made it (``OpNote.origin``: code objects and instruction offsets,
+the line that made the op first, then the lines that called it). Here, when a drawing asks,
+they become a name, by these rules (the first that applies wins):
 
-1. an explicit ``name=`` (``mt.Variable(3.0, name="x")``);
+1. an explicit ``name=`` (``mt.Variable(3.0, name="x")``, ``mt.math.square(x, name="sq")``);
 2. the variable the result was assigned to: ``y = x * x`` labels the ``Mul`` output ``y``,
    ``a, b = mt.split(x, 2)`` labels the two outputs ``a`` and ``b``, and
-   ``x = mt.Variable(3.0)`` labels the Variable ``x``;
-3. for a result inside a larger expression, the exact text of the sub-expression that made
-   it when it is short: in ``z = mt.math.sin(x * x)`` the ``Mul`` output is ``x * x``
-   (Python 3.11's ``co_positions`` gives the instruction's columns);
-4. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
-5. otherwise ``t1``, ``t2``, ... counted per drawing.
+   ``x = mt.Variable(3.0)`` or ``x = mt.constant(3.0)`` (before the tape too) labels the
+   tensor ``x``;
+3. what a function returns takes the name its caller gives it: with ``return mt.reduce_mean(d)``
+   inside ``loss_fn``, ``loss = loss_fn(y, y_hat)`` labels the result ``loss`` (a helper, a
+   training step, a Keras layer's ``call``); inside the function its own names count;
+4. for a result inside a larger expression, the exact text of the sub-expression that made
+   it when it is short (at most ``MAX_EXPRESSION`` characters): in ``z = mt.math.sin(x * x)``
+   the ``Mul`` output is ``x * x`` (Python 3.11's ``co_positions`` gives the columns);
+5. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
+6. otherwise, the result of an op is called by the op and its number in the drawing
+   (``sin #3``), and any other tensor ``t1``, ``t2``, ... counted per drawing.
 
 One line can run several ops (``mt.nn.softmax`` computes an ``exp``, a sum and a division;
 ``model(x)`` runs every layer): only the last op recorded from that instruction made its
-value, so only it takes the assigned name or the sub-expression's text; the others are
-``t1``, ``t2``, ...
+value, so only it takes the assigned name or the sub-expression's text.
 
 ``tensor_labels`` is the one function that decides; drawings, ``explain``, the player and
 ``check_tape`` all use its answer (through ``TapeGraph``'s ``TensorNode.label``).
@@ -27,10 +32,26 @@ from __future__ import annotations
 
 import ast
 import linecache
+import re
 
-from ..recording import source_span
+from .record import created, source_span
 
-MAX_EXPRESSION = 24   # longer sub-expressions are not used as labels
+MAX_EXPRESSION = 12   # longer sub-expressions are not used as labels (``sin #3`` instead)
+
+# Short names of op types for unnamed results (``add #2``); others are lowercased.
+_SHORT_OP = {"AddV2": "add", "RealDiv": "div", "BatchMatMulV2": "matmul", "MatMul": "matmul",
+             "Neg": "neg", "SquaredDifference": "sqdiff"}
+
+
+def is_fallback(label) -> bool:
+    """True for a label the code did not give (``t3``, ``sin #3``, ``split #2[1]``)."""
+    return bool(re.fullmatch(r"t\d+|\S+ #\d+(\[\d+\])?", label))
+
+
+def op_label(op_type, number, k=None) -> str:
+    """``sin #3``: an unnamed result of op ``#number`` (``split #2[1]``: its output ``k``)."""
+    short = _SHORT_OP.get(op_type, op_type.lower())
+    return f"{short} #{number}" if k is None else f"{short} #{number}[{k}]"
 
 
 def float_text(v, digits=4) -> str:
@@ -66,10 +87,11 @@ def _span_matches(node, indent, start, end):
             and node.end_col_offset + indent == end and node.lineno == node.end_lineno == 1)
 
 
-def _assigned_names(op, n_outputs, lines):
-    """The names an assignment on ``op``'s line gives to the last outputs of that line, or
-    None: ``y = ...`` names one, ``a, b = ...`` two (at most ``n_outputs``)."""
-    span = source_span(op)
+def _assigned_names(origin, n_outputs, lines):
+    """The names an assignment at ``origin`` (one ``(code, offset)``) gives to the last
+    outputs of that instruction, or None: ``y = ...`` names one, ``a, b = ...`` two (at most
+    ``n_outputs``)."""
+    span = source_span(origin)
     if span is None:
         return None
     filename, line, start, end = span
@@ -91,10 +113,34 @@ def _assigned_names(op, n_outputs, lines):
     return [ast.unparse(target)]
 
 
-def _expression_text(op, lines):
-    """The exact source text of the instruction that made ``op`` when it is short
-    (``x * x``), else None."""
-    span = source_span(op)
+def _returned(origin, lines):
+    """True when the instruction at ``origin`` computes the whole value of a ``return``."""
+    span = source_span(origin)
+    if span is None:
+        return False
+    filename, line, start, end = span
+    _, indent, stmt = lines.statement(filename, line)
+    return (isinstance(stmt, ast.Return) and stmt.value is not None
+            and _span_matches(stmt.value, indent, start, end))
+
+
+def _names_from_code(frames, n_outputs, lines):
+    """The names the learner's code gives to what the innermost of ``frames`` computed: its
+    assignment, else, when it is a function's ``return``, what the caller assigns the call
+    to (``loss = loss_fn(y, y_hat)``), climbing through callers that return it too."""
+    for k, origin in enumerate(frames):
+        names = _assigned_names(origin, n_outputs, lines)
+        if names is not None:
+            return names
+        if k + 1 == len(frames) or not _returned(origin, lines):
+            return None
+    return None
+
+
+def _expression_text(origin, lines):
+    """The exact source text of the instruction at ``origin`` when it is short (``x * x``),
+    else None."""
+    span = source_span(origin)
     if span is None:
         return None
     filename, line, start, end = span
@@ -107,36 +153,44 @@ def _expression_text(op, lines):
     return None
 
 
-def tensor_labels(ops, tensors, live, names, constants=None):
+def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
     """Decide every tensor's label for one drawing.
 
     Args:
-        ops: the recorded Operations drawn, in execution order.
+        ops: ``(Operation, OpNote or None, number in the drawing)`` of each op drawn, in
+            execution order (the notes come from ``mt.viz``'s record of the tape).
         tensors: the tensor ids drawn, in order of first appearance (for ``t1``, ``t2``).
         live: tensor id -> the Tensor/Variable object when the drawing has it (watched
             tensors, targets, sources): where a constant or Variable was made.
         names: tensor id -> the explicit ``name=`` (None where there is none).
         constants: optional tensor id -> the text of a scalar constant's value (``1.0`` in
             ``w = y + 1.0``), used when the code gives the tensor no name.
+        origins: optional tensor id -> where the learner made a constant or Variable that
+            an op read (``TapeRecord.origins``).
 
     Returns:
         dict tensor id -> label.
     """
     lines = _Lines()
     from_code = {}
+    produced = {}      # output id -> (op type, number, output index or None)
+    for op, _, number in ops:
+        for k, i in enumerate(op.output_ids):
+            produced.setdefault(i, (op.type, number, None if len(op.output_ids) == 1 else k))
     k = 0
-    while k < len(ops):            # one group of consecutive ops per line of code
+    while k < len(ops):            # one group of consecutive ops per instruction of code
+        frames = _frames(ops[k])
         end = k + 1
-        while end < len(ops) and ops[end].origin == ops[k].origin:
+        while end < len(ops) and frames and _frames(ops[end])[:1] == frames[:1]:
             end += 1
-        group = ops[k:end]
+        group = [op for op, _, _ in ops[k:end]]
         k = end
-        if group[0].origin is None:
+        if not frames:
             continue
         outputs = [i for op in group for i in op.output_ids]
         # The statement names the group's last outputs (``a, b = mt.unstack(x)``: two ops,
         # one output each); each op's own sub-expression names the rest, when short.
-        assigned = _assigned_names(group[-1], len(outputs), lines)
+        assigned = _names_from_code(frames, len(outputs), lines)
         if assigned is not None:
             for i, name in zip(outputs[len(outputs) - len(assigned):], assigned):
                 from_code.setdefault(i, name)
@@ -144,13 +198,17 @@ def tensor_labels(ops, tensors, live, names, constants=None):
         # output (``model(x)`` runs many ops; only its result is ``model(x)``).
         last = group[-1]
         if len(last.output_ids) == 1:
-            expression = _expression_text(last, lines)
+            expression = _expression_text(frames[0], lines)
             if expression is not None:
                 from_code.setdefault(last.output_ids[0], expression)
-    for i, obj in live.items():      # ``x = mt.Variable(3.0)``: the Variable is ``x``
-        origin = getattr(obj, "_origin", None)
-        if origin is not None and i not in from_code:
-            assigned = _assigned_names(_Origin(origin), 1, lines)
+    made = dict(origins or {})
+    for i in live:                   # ``x = mt.Variable(3.0)``: the Variable is ``x``
+        origin = created(i)
+        if origin is not None:
+            made[i] = origin
+    for i, origin in made.items():
+        if i not in from_code:
+            assigned = _assigned_names(origin[0], 1, lines)
             if assigned is not None:
                 from_code[i] = assigned[0]
     labels, unnamed = {}, 0
@@ -159,6 +217,8 @@ def tensor_labels(ops, tensors, live, names, constants=None):
         if not isinstance(explicit, str) or explicit == "Variable":  # (the default name)
             explicit = None
         label = explicit or from_code.get(i) or (constants or {}).get(i)
+        if label is None and i in produced:
+            label = op_label(*produced[i])
         if label is None:
             unnamed += 1
             label = f"t{unnamed}"
@@ -166,10 +226,6 @@ def tensor_labels(ops, tensors, live, names, constants=None):
     return labels
 
 
-class _Origin:
-    """Something with an ``.origin``, for ``source_span`` (a constant's or Variable's)."""
-
-    __slots__ = ("origin",)
-
-    def __init__(self, origin):
-        self.origin = origin
+def _frames(entry):
+    note = entry[1]
+    return note.origin if note is not None and note.origin else ()

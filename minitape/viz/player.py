@@ -66,11 +66,12 @@ import numpy as np
 from .. import registry
 from ..backward import backward_steps, gradient_value
 from ..nest import flatten
-from ..recording import state, summarize
+from ..recording import state
 from ..tape import GradientTape
 from ..tensor import Tensor
 from .draw import DARK_THEME_STYLE, draw_tape, format_value
 from .graph import tape_graph
+from .record import summarize
 
 # Forward formulas: infix operators, and ops written as functions.
 INFIX = {"AddV2": "+", "Sub": "-", "Mul": "*", "RealDiv": "/", "Pow": "**", "MatMul": "@",
@@ -150,7 +151,6 @@ class TapePlayer(widgets.VBox):
         self._draw_kwargs = draw_kwargs
         self._graph = tape_graph(tape, target, self.sources)
         self._node = {n.tensor_id: n.id for n in self._graph.tensors}
-        self._op_node = {seq: n for n in self._graph.ops for seq in n.seqs}
         with _not_recording():   # replaying must not add ops to any tape
             self.steps = self._forward_steps(ops) + self._backward_steps(ops)
         self._step = 0
@@ -257,10 +257,10 @@ class TapePlayer(widgets.VBox):
         return self._graph.tensor(tensor_id).label
 
     def _number(self, op):
-        return self._op_node[op.seq].number
+        return self._graph.op_of(op).number
 
     def _op_id(self, op):
-        return self._op_node[op.seq].id
+        return self._graph.op_of(op).id
 
     # -- the forward steps ------------------------------------------------------------------
     def _forward_steps(self, ops):
@@ -272,8 +272,8 @@ class TapePlayer(widgets.VBox):
                 formula = f"{ins[0]} {INFIX[op.type]} {ins[1]}"
             else:
                 formula = f"{op.type}({', '.join(ins)})"
-            value = _value_text(op.output_values[0], op.output_shapes[0]) \
-                if op.output_ids else ""
+            out = self._graph.tensor(op.output_ids[0]) if op.output_ids else None
+            value = _value_text(out.value, out.shape) if out is not None else ""
             text = f"forward through {op.type} (#{self._number(op)}): {outs} = {formula} = {value}"
             steps.append(Step("forward", op, text, self._op_id(op)))
         if not steps:
@@ -309,7 +309,7 @@ class TapePlayer(widgets.VBox):
                                   f"(#{self._number(op)}): no gradient is registered for it, "
                                   "so tape.gradient raises LookupError here", self._op_id(op)))
                 return steps + [self._done_step(grads, received, t_name)]
-            visited.append(op.seq)
+            visited.append(self._graph.op_of(op).seq)
             sent = {}
             for k, (i, g) in enumerate(zip(op.input_ids, in_grads)):
                 if g is not None:

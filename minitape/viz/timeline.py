@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 from ..tape import GradientTape
 from .graph import stop_recording_spans
+from .record import record_of
 
 
 class OpMark(NamedTuple):
@@ -143,9 +144,11 @@ def timeline_data(*tapes, names=None) -> Timeline:
 
 def _row(tape, label_of) -> TimelineRow:
     row = TimelineRow(label_of[tape.number], tape.number, tape.persistent)
-    for op in tape.operations:
-        of = op.backward_of
-        row.ops.append(OpMark(op.seq, op.type,
+    record = record_of(tape)
+    for position, op in enumerate(tape.operations):
+        note = record.note(op)
+        of = note.backward_of if note is not None else None
+        row.ops.append(OpMark(note.seq if note is not None else position, op.type,
                               None if of is None else label_of.get(of, f"tape #{of}")))
     row.paused = stop_recording_spans(tape.events)
     life_start = None        # where the current stretch of remembered ops began

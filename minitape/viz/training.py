@@ -183,8 +183,11 @@ class TrainingView(widgets.VBox):
         if not isinstance(tape, GradientTape):
             raise TypeError(f"TrainingView.record expects the step's GradientTape, got "
                             f"{type(tape).__name__}")
-        if tape.last_pass is None:
-            raise ValueError("TrainingView.record: this tape has not computed any gradient; "
+        from .record import record_of
+        last_pass = record_of(tape).last_pass
+        if last_pass is None:
+            raise ValueError("TrainingView.record: this tape has not computed any gradient "
+                             "(or was made while mt.config.record_source_lines(False)); "
                              "call it after grads = tape.gradient(loss, "
                              "model.trainable_variables) and apply_gradients")
         self.last_tape, self._last_loss = tape, loss
@@ -194,7 +197,7 @@ class TrainingView(widgets.VBox):
             with _paused():
                 val = self._loss(*self.validation_data, training=False)
             self.history["val_loss"].append(float(val.numpy()))
-        gradients = tape.last_pass.gradients
+        gradients = last_pass.gradients
         lr = float(np.asarray(_value(self.optimizer.learning_rate)))
         slots = optimizer_slots(self.optimizer)
         for v in _variables(self.model):
