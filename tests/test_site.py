@@ -84,35 +84,54 @@ def test_lesson_04_offline_navigation_drawings_player_answers_and_math(site, pag
     assert page.url.endswith("lessons/04_inside_the_tape.html")
     # navigation: the sidebar lists every lesson; "next" leads to lesson 05
     sidebar = page.locator(".sphinxsidebar")
-    for number in ("01", "02", "03", "05", "06", "07"):
+    for number in ("01", "02", "03", "05", "06", "07", "08"):
         assert sidebar.get_by_role("link", name=f"{number} ·").count() >= 1, number
     assert "05_training_loop.html" in page.locator('link[rel="next"]').get_attribute("href")
 
     # The stored drawings show (SVG inline, or as an image), and no widget view is empty.
-    assert page.locator(".cell_output svg g.node").count() > 10
+    drawings = page.locator(".cell_output svg g.node, .cell_output img")
+    assert drawings.count() > 10
     assert page.locator(".jupyter-widgets, .widget-area").count() == 0
 
-    # A player, in its static form: one frame shown, the next one shown when stepped to.
-    player = page.locator(".minitape-player-static").first
+    # The player, in its static form (TapePlayer.frames_html): one frame shown at a time,
+    # the slider and back/next move through them, with the page's own inline script only.
+    players = page.locator(".minitape-player")
+    assert players.count() == 2                     # the player, then the quiz
+    player, quiz = players.nth(0), players.nth(1)
     player.scroll_into_view_if_needed()
+    frames = player.locator(".minitape-frame")
+    assert frames.count() > 3
     slider = player.locator('input[type="range"]')
-    frames = player.locator("details")
-    if slider.count():      # a player page with a slider (TapePlayer.to_html's markup)
-        slider.first.fill("1")
-        slider.first.dispatch_event("input")
-        assert player.get_by_text("step 1").first.is_visible()
-    else:                   # one <details> per step: step 0 open, the others folded
-        assert frames.count() > 2
-        second = frames.nth(1)
-        assert second.get_attribute("open") is None
-        assert not second.locator("svg").first.is_visible()
-        second.locator("summary").click()
-        assert second.get_attribute("open") is not None
-        assert second.locator("svg").first.is_visible()
-        assert "step 1:" in second.locator("summary").inner_text()
+    slider.focus()
+    slider.press("ArrowRight")
+    shown = player.locator(".minitape-frame:not([hidden])")
+    assert shown.count() == 1
+    assert shown.locator("code").first.text_content().startswith("step 1 of ")
+    box = shown.locator(".minitape-drawing img").first.bounding_box()
+    assert box and box["width"] > 200
+    player.locator(".minitape-back").click()
+    assert player.locator(".minitape-frame:not([hidden]) code").first.text_content() \
+        .startswith("step 0 of ")
+
+    # The quiz asks before it tells: the question and a box, no answer until one is typed;
+    # then the answer with its chain-rule product.
+    quiz.scroll_into_view_if_needed()
+    asking = quiz.locator(".minitape-frame:not([hidden])")
+    assert asking.locator(".minitape-ask code").text_content().endswith(" = ?")
+    answer = asking.locator(".minitape-answer")
+    assert not answer.is_visible()
+    rule = asking.locator(".minitape-ask").get_attribute("data-rule")
+    assert rule.rsplit(" = ", 1)[1] not in asking.evaluate("e => e.innerText")
+    typed = asking.locator(".minitape-quiz input")
+    typed.fill("1234")
+    typed.press("Enter")
+    assert asking.locator(".minitape-feedback").text_content() == \
+        f"not quite (you said 1234.0): {rule}"
+    assert answer.is_visible() and rule in answer.text_content()
 
     # An exercise: its answer is hidden until asked for.
-    answer = page.locator("details", has=page.locator("summary", has_text="Answer")).first
+    answer = page.locator("details:not(.minitape-answer)",
+                          has=page.locator("summary", has_text="Answer")).first
     answer.scroll_into_view_if_needed()
     body = answer.locator("p").first
     assert not body.is_visible()
