@@ -181,3 +181,21 @@ def test_print_wraps_at_word_boundaries(capsys):
     assert len(lines) > 2 and all(len(line) <= 88 for line in lines)
     assert printed.split() == sentence.split()   # the same words, none broken
     assert "\n" not in sentence                  # the value itself is the one-line sentence
+
+
+def test_an_op_in_a_loop_is_named_with_its_iteration_and_the_drawing_that_unfolds_it():
+    # Issue 33: a loop's iterations are drawn folded, one shown; explain says which iteration
+    # holds the op it names, and how to draw that one.
+    x = mt.Variable(0.0)
+    with mt.GradientTape() as tape:
+        y = x
+        for _ in range(10):
+            y = mt.where(y > 0.0, mt.math.log(y), 0.0) + y
+    with np.errstate(all="ignore"):
+        text = " ".join(str(mt.viz.explain(tape, y, x)).split())
+    assert "log (op #38 in iteration 10 of 10 of a loop " \
+        "[draw_tape(tape, fold=True, iteration=9) draws it]" in text, text
+    with mt.GradientTape() as flat:            # no loop: no iteration named
+        z = mt.where(x > 0.0, mt.math.log(x), 0.0)
+    with np.errstate(all="ignore"):
+        assert "iteration" not in str(mt.viz.explain(flat, z, x))

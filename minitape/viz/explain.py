@@ -236,7 +236,28 @@ def _op_ref(tape, ops, op):
     location, text = source_line(note.origin[0] if note is not None and note.origin else None)
     if location and location.startswith("cell "):   # "cell 59:3": the code says which cell
         location = f"line {location.split(':')[-1]} of its cell"
-    return f"op #{_op_number(ops, op)}" + (f", {location}: {text}" if location else "")
+    return (f"op #{_op_number(ops, op)}" + _loop_place(tape, op)
+            + (f", {location}: {text}" if location else ""))
+
+
+def _loop_place(tape, op):
+    """`` in iteration 16 of 50 of a loop [draw_tape(tape, fold=True, iteration=15) draws
+    it]`` when ``op`` lies in a repeated block of the tape (a Python loop's iterations, as
+    ``draw_tape(fold=True)`` folds them: ``fold.find_folds``), else ``""``: the drawing of
+    a long loop shows one iteration, and this says which one to unfold to see the op."""
+    from .fold import find_folds
+    from .graph import tape_graph
+    try:
+        graph = tape_graph(tape)
+        node = graph.op_of(op)
+    except (KeyError, TypeError, ValueError):
+        return ""
+    for fold in find_folds(graph.ops):
+        for j, iteration in enumerate(fold.iterations):
+            if any(o is node for o in iteration):
+                return (f" in iteration {j + 1} of {fold.count} of a loop "
+                        f"[draw_tape(tape, fold=True, iteration={j}) draws it]")
+    return ""
 
 
 def _not_watched(tape, target, source, src, ops, produced, name):
