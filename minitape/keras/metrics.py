@@ -35,6 +35,7 @@ from .. import dtypes
 from ..module import unique_name
 from ..tensor import Tensor, Variable, constant
 from . import losses as _losses
+from ._serialization import deserialize_object, serialize_object
 
 __all__ = [
     "Metric", "Mean", "Sum", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy",
@@ -643,26 +644,13 @@ _BY_NAME = {**_FUNCTIONS, **{_snake(n): c for n, c in _CLASSES.items()
 
 def serialize(metric):
     """``{"class_name", "config"}`` of a metric, or a function's name, as Keras."""
-    if isinstance(metric, Metric):
-        return {"class_name": type(metric).__name__, "config": metric.get_config()}
-    name = getattr(metric, "__name__", None)
-    if name is None:
-        raise TypeError(f"metrics.serialize: expected a Metric or a named function, got "
-                        f"{metric!r:.60}")
-    return name
+    return serialize_object(metric, Metric, "metrics")
 
 
 def deserialize(config, custom_objects=None):
     """The metric (or function) that ``serialize`` described; ``custom_objects`` by name."""
-    custom_objects = custom_objects or {}
-    if isinstance(config, str):
-        return custom_objects.get(config) or get(config)
-    name = config.get("class_name")
-    cls = custom_objects.get(name) or _CLASSES.get(name)
-    if cls is None:
-        raise ValueError(f"metrics.deserialize: unknown metric class {name!r}; pass "
-                         f"custom_objects={{{name!r}: {name}}}")
-    return cls.from_config(dict(config.get("config", {})))
+    return deserialize_object(config, custom_objects, _CLASSES, get, "metrics",
+                              "metric class")
 
 
 def get(identifier):

@@ -32,6 +32,7 @@ import math
 
 from ..ops import math_ops, reduction_ops
 from ..tensor import Tensor, Variable
+from ._serialization import deserialize_object, serialize_object
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
            "deserialize"]
@@ -157,26 +158,13 @@ _BY_NAME = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2,
 
 def serialize(regularizer):
     """``{"class_name", "config"}``, as ``keras.regularizers.serialize``."""
-    if isinstance(regularizer, Regularizer):
-        return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
-    name = getattr(regularizer, "__name__", None)
-    if name is None:
-        raise TypeError(f"regularizers.serialize: expected a Regularizer or a named function, "
-                        f"got {regularizer!r:.60}")
-    return name
+    return serialize_object(regularizer, Regularizer, "regularizers")
 
 
 def deserialize(config, custom_objects=None):
     """The regularizer that ``serialize`` described; ``custom_objects`` by class name."""
-    custom_objects = custom_objects or {}
-    if isinstance(config, str):
-        return custom_objects.get(config) or get(config)
-    name = config.get("class_name")
-    cls = custom_objects.get(name) or _BY_NAME.get(name)
-    if cls is None:
-        raise ValueError(f"regularizers.deserialize: unknown regularizer {name!r}; pass "
-                         f"custom_objects={{{name!r}: {name}}}")
-    return cls.from_config(dict(config.get("config", {})))
+    return deserialize_object(config, custom_objects, _BY_NAME, get, "regularizers",
+                              "regularizer")
 
 
 def get(identifier):
