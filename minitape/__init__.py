@@ -7,18 +7,18 @@
 >>> tape.gradient(y, x)
 <mt.Tensor: shape=(), dtype=float32, numpy=6.0>
 
-Where to read: ``tensor.py`` (values), ``tape.py`` (recording and the backward pass),
-``registry.py`` (gradients by op type), ``ops/`` (every op next to its gradient),
-``forward.py`` (forward mode), ``functional.py`` (gradient functions and transforms).
+Where to read: ``engine/`` (the tape and the backward walk, in the order its docstring
+gives), ``ops/`` (every op next to its gradient), ``functional.py`` (gradient functions and
+transforms).
 The renderers in ``minitape.viz`` load graphviz, matplotlib and ipywidgets only when used.
 """
 
 from . import dtypes
 from .dtypes import float16, float32, float64, int32, int64, complex64, complex128
 from .dtypes import bool_ as bool  # noqa: A001 (TensorFlow's name: mt.bool)
-from .tensor import Tensor, Variable, constant, convert_to_tensor
-from .tape import GradientTape, UnconnectedGradients
-from .registry import RegisterGradient, no_gradient
+from .engine.tensor import Tensor, Variable, constant, convert_to_tensor
+from .engine.tape import GradientTape, UnconnectedGradients
+from .engine.registry import RegisterGradient, no_gradient
 from .custom import custom_gradient, primitive
 from .ops.math_ops import (
     add, subtract, multiply, divide, pow, negative, abs, sign, exp, log, sqrt, square,
@@ -55,7 +55,7 @@ from .ops.grid_ops import meshgrid
 
 # -- issue 32 (kerasB): tensor basics, initializers, control flow ------------------------------
 from .dtypes import int8, int16, uint8, uint16, uint32, uint64
-from .tensor import TensorShape
+from .engine.tensor import TensorShape
 from .ops.array_ops import rank
 from . import initializers
 from .initializers import (
@@ -89,9 +89,18 @@ def _draw_tape(tape, include, exclude):
         return {"text/plain": f"{tape!r} (cannot draw it: {e}; see the README's set-up)"}
 
 
-from . import tape as _tape  # noqa: E402
+from .engine import tape as _tape  # noqa: E402
 
 _tape.display_hook = _draw_tape
+
+# The engine's modules kept their old import paths: ``minitape.tape`` is ``minitape.engine.tape``
+# (the same module object, so ``from minitape.tape import TapeObserver`` keeps working).
+import sys as _sys  # noqa: E402
+from .engine import tensor, recording, registry, tape, backward, forward, jacobians  # noqa: E402
+
+for _module in (tensor, recording, registry, tape, backward, forward, jacobians):
+    _sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[1]}"] = _module
+del _module
 
 
 # Submodules loaded on first use, so that ``import minitape`` stays light: ``mt.viz`` ...

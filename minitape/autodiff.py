@@ -1,6 +1,6 @@
 """``mt.autodiff``: forward mode (as ``tf.autodiff``)."""
 
-from .forward import ForwardAccumulator  # noqa: F401
+from .engine.forward import ForwardAccumulator  # noqa: F401
 
 
 def __getattr__(name):

@@ -136,7 +136,7 @@ def record_source_lines(enabled=True):
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"record_source_lines expects True or False, got {enabled!r}")
-    from . import tape, tensor
+    from .engine import tape, tensor
     if enabled and _attach_record not in tape.observer_factories:
         tape.observer_factories.append(_attach_record)
     elif not enabled and _attach_record in tape.observer_factories:
@@ -146,7 +146,7 @@ def record_source_lines(enabled=True):
 
 def source_lines_recorded():
     """True if new tapes get ``mt.viz``'s record (see ``record_source_lines``)."""
-    from . import tape
+    from .engine import tape
     return _attach_record in tape.observer_factories
 
 

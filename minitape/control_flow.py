@@ -24,7 +24,7 @@ import numpy as np
 
 from . import dtypes, errors, nest
 from .ops import array_ops, math_ops
-from .tensor import Tensor, TensorShape, convert_to_tensor
+from .engine.tensor import Tensor, TensorShape, convert_to_tensor
 
 __all__ = ["TensorArray", "while_loop", "IndexedSlices"]
 

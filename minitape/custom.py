@@ -15,9 +15,9 @@ import inspect
 import numpy as np
 
 from .nest import flatten
-from .recording import record
-from .tape import GradientTape
-from .tensor import Tensor, Variable, _owned, _read_only_view, convert_to_tensor
+from .engine.recording import record
+from .engine.tape import GradientTape
+from .engine.tensor import Tensor, Variable, convert_to_tensor
 
 
 def custom_gradient(f):
@@ -143,10 +143,9 @@ def primitive(op_type):
             inputs = [convert_to_tensor(a, what=op_type) for a in args]
             # ``fn`` sees read-only views (writing into one would change a Tensor), and
             # the Tensors made from its results own their arrays (``fn`` may keep them).
-            result = fn(*[_read_only_view(t._value) if type(t._value) is np.ndarray
-                          else t._value for t in inputs], **attrs)
+            result = fn(*[t.numpy() for t in inputs], **attrs)
             single = not isinstance(result, tuple)
-            outputs = [Tensor(_owned(r) if type(r) is np.ndarray else np.array(r))
+            outputs = [Tensor(np.array(r))
                        for r in ((result,) if single else result)]
             record(op_type, inputs, outputs, attrs=attrs, keep_inputs=True, keep_outputs=True,
                    forward=fn)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import random_ops
-from .tensor import Tensor, constant
+from .engine.tensor import Tensor, constant
 
 __all__ = ["Dataset", "AUTOTUNE"]
 

@@ -42,7 +42,8 @@ import warnings
 
 import numpy as np
 
-from . import errors, recording
+from . import errors
+from .engine import recording
 
 __all__ = ["enable_check_numerics", "disable_check_numerics"]
 
@@ -151,7 +152,7 @@ def _recorded_at(op):
     """The learner's line that recorded ``op`` (a ``(code, instruction offset)`` pair), as the
     record of the tape whose backward pass is running noted it (``mt.viz.record``), or None
     (no record: ``mt.config.record_source_lines(False)``)."""
-    from .tape import GradientTape
+    from .engine.tape import GradientTape
     from .viz.record import note_of
     frame = sys._getframe(1)
     while frame is not None:       # the tape: ``self`` of the frame that runs the walk
@@ -167,7 +168,7 @@ def _op_of_backward_step():
     """The recorded op whose gradient the innermost running backward walk is computing, or
     None outside a backward pass: read from the walk's own frame (its local ``op``), so the
     walk pays nothing for it."""
-    from .backward import backward_steps
+    from .engine.backward import backward_steps
     code = backward_steps.__code__
     frame = sys._getframe(1)
     while frame is not None:

@@ -25,7 +25,7 @@ import inspect
 import numpy as np
 
 from . import dtypes
-from .tensor import Tensor, convert_to_tensor
+from .engine.tensor import Tensor, convert_to_tensor
 
 __all__ = ["function", "Function", "TensorSpec"]
 

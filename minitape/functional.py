@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .forward import ForwardAccumulator
-from .tape import GradientTape, flatten
-from .tensor import Tensor, convert_to_tensor
+from .engine.forward import ForwardAccumulator
+from .engine.tape import GradientTape, flatten
+from .engine.tensor import Tensor, convert_to_tensor
 
 
 def _as_source(value, what):

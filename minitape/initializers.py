@@ -41,7 +41,7 @@ import numpy as np
 
 from . import dtypes
 from .ops import random_ops
-from .tensor import Tensor
+from .engine.tensor import Tensor
 
 __all__ = [
     "Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",

@@ -10,7 +10,7 @@ import numpy as np
 from . import dtypes
 from .module import Module
 from .ops import array_ops, math_ops, nn_ops, random_ops, reduction_ops
-from .tensor import Tensor, Variable, convert_to_tensor
+from .engine.tensor import Tensor, Variable, convert_to_tensor
 
 _ACTIVATIONS = {
     "relu": nn_ops.relu, "elu": nn_ops.elu, "sigmoid": math_ops.sigmoid, "tanh": math_ops.tanh,

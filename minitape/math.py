@@ -19,9 +19,9 @@ from .ops.nn_ops import softmax, log_softmax  # noqa: F401 (tf.math has them too
 
 def _elementwise_test(op_type, fn, what):
     from .ops.math_ops import floating
-    from .recording import record
-    from .registry import no_gradient
-    from .tensor import Tensor
+    from .engine.recording import record
+    from .engine.registry import no_gradient
+    from .engine.tensor import Tensor
 
     def test(x, name=None):
         x = floating(x, op_type)

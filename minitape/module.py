@@ -20,8 +20,8 @@ import zipfile
 
 import numpy as np
 
-from .recording import next_seq
-from .tensor import Variable
+from .engine.recording import next_seq
+from .engine.tensor import Variable
 
 _name_counts: dict = {}
 # Modules may be built on several threads at once (a data loader, a test runner): the

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from .module import Module
-from .tensor import Tensor, Variable
+from .engine.tensor import Tensor, Variable
 
 __all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Nadam", "Adagrad", "Adamax", "AdamW", "get"]
 

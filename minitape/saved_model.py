@@ -29,7 +29,7 @@ import numpy as np
 from . import errors
 from .function import Function, TensorSpec
 from .module import Module, load_variables, save_variables, variable_key
-from .tensor import Variable
+from .engine.tensor import Variable
 
 __all__ = ["save", "load", "SaveOptions", "LoadOptions"]
 

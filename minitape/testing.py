@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .forward import ForwardAccumulator
-from .tape import GradientTape, UnconnectedGradients
-from .tensor import Tensor, constant
+from .engine.forward import ForwardAccumulator
+from .engine.tape import GradientTape, UnconnectedGradients
+from .engine.tensor import Tensor, constant
 
 __all__ = ["central_difference", "check_grads"]
 

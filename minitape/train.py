@@ -23,7 +23,7 @@ import numpy as np
 
 from . import errors
 from .module import Module, read_headers, weights_path
-from .tensor import Variable
+from .engine.tensor import Variable
 
 __all__ = ["Checkpoint", "CheckpointLoadStatus", "CheckpointManager", "list_variables",
            "load_variable", "latest_checkpoint"]

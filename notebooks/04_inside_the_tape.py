@@ -149,8 +149,9 @@ mt.viz.draw_tape(tape, z, x, contributions=True, source=True)
 
 # %% [markdown]
 # Underneath, the tape is just a list, `tape.operations`, of `Operation`s in the order they ran;
-# `gradient` walks it in reverse (read `backward` in `minitape/backward.py`). Each operation knows
-# its inputs and outputs by the tensors' numbers, `_id`: every tensor gets one when it is made,
+# `gradient` walks it in reverse (read `backward` in `minitape/engine/backward.py`). Each
+# operation knows its inputs and outputs by the tensors' numbers, `_id`: every tensor gets one
+# when it is made,
 # unique in the whole program (the graph's `t1`, `t2`, ... number only one tape's tensors).
 
 # %%

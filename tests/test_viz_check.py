@@ -422,8 +422,9 @@ def test_no_gradient_ops_are_skipped_not_failed(op_type):
 # -- nothing imports another module's private names ----------------------------------------------
 
 
-ENGINE = {"minitape.tape": "minitape/tape.py", "minitape.recording": "minitape/recording.py",
-          "minitape.backward": "minitape/backward.py"}
+ENGINE = {f"minitape.engine.{m}": f"minitape/engine/{m}.py"
+          for m in ("tensor", "recording", "registry", "tape", "backward", "forward", "jacobians")}
+ENGINE.update({f"minitape.{m[len('minitape.engine.'):]}": path for m, path in ENGINE.items()})
 
 
 def _python_files():

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes, module
-from ..tensor import Tensor, constant
+from ..engine.tensor import Tensor, constant
 from .layers import Layer, accepts
 from .models import Model, unrecorded
 

@@ -17,7 +17,7 @@ from .. import initializers as _initializers
 from .. import layers as _mt_layers
 from ..module import Module
 from ..ops import random_ops
-from ..tensor import Tensor, Variable
+from ..engine.tensor import Tensor, Variable
 
 # Everything mt.layers has, under the same names (one implementation).
 __all__ = ["Layer", "Lambda"] + [name for name, value in vars(_mt_layers).items()

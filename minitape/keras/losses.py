@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import array_ops, math_ops, nn_ops, reduction_ops
-from ..tensor import Tensor, convert_to_tensor
+from ..engine.tensor import Tensor, convert_to_tensor
 from . import backend
 
 EPSILON = 1e-7

@@ -23,11 +23,11 @@ import contextlib
 import numpy as np
 
 from .. import optimizers as _optimizers
-from .. import recording
+from ..engine import recording
 from ..module import Module
 from ..ops import random_ops, reduction_ops
-from ..tape import GradientTape
-from ..tensor import Tensor, constant
+from ..engine.tape import GradientTape
+from ..engine.tensor import Tensor, constant
 from . import losses as _losses
 from . import metrics as _metrics
 from .layers import Layer, accepts

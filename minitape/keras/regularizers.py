@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 
 from ..ops import math_ops, reduction_ops
-from ..tensor import Tensor, Variable
+from ..engine.tensor import Tensor, Variable
 from ._serialization import deserialize_object, serialize_object
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",

@@ -7,7 +7,7 @@ import random
 import numpy as np
 
 from ..ops import random_ops
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 
 __all__ = ["set_random_seed", "to_categorical"]
 

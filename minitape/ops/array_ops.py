@@ -13,9 +13,9 @@ import string
 import numpy as np
 
 from .. import dtypes
-from ..registry import RegisterGradient, no_gradient, register_forward
-from ..recording import record
-from ..tensor import Tensor, check_name, convert_to_tensor
+from ..engine.registry import RegisterGradient, no_gradient, register_forward
+from ..engine.recording import record
+from ..engine.tensor import Tensor, check_name, convert_to_tensor
 from .axes import check_axes, check_axis, check_perm, invalid_argument
 
 

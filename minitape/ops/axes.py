@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 
 
 def invalid_argument(message):

@@ -33,9 +33,9 @@ import math as _pymath
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..recording import record
-from ..registry import RegisterGradient, register_forward
-from ..tensor import Tensor
+from ..engine.recording import record
+from ..engine.registry import RegisterGradient, register_forward
+from ..engine.tensor import Tensor
 from . import array_ops
 from .math_ops import floating, wanted
 

@@ -6,7 +6,7 @@ its gradient (summing over the broadcast axes) comes from those ops' registered 
 
 from __future__ import annotations
 
-from ..tensor import convert_to_tensor
+from ..engine.tensor import convert_to_tensor
 from .array_ops import broadcast_to, reshape
 
 

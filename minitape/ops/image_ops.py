@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..recording import record
-from ..tensor import Tensor, convert_like
+from ..engine.recording import record
+from ..engine.tensor import Tensor, convert_like
 from .math_ops import floating
 
 

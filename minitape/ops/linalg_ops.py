@@ -10,9 +10,9 @@ import string
 
 import numpy as np
 
-from ..registry import RegisterGradient, register_forward
-from ..recording import record
-from ..tensor import Tensor
+from ..engine.registry import RegisterGradient, register_forward
+from ..engine.recording import record
+from ..engine.tensor import Tensor
 from . import array_ops, math_ops
 from .axes import check_axis, invalid_argument
 from .math_ops import binary_operands, floating, unbroadcast

@@ -18,10 +18,10 @@ import math as _pymath
 import numpy as np
 
 from .. import dtypes, errors
-from ..registry import (RegisterGradient, no_gradient, register_forward,
+from ..engine.registry import (RegisterGradient, no_gradient, register_forward,
                         register_numpy_gradient)
-from ..recording import record
-from ..tensor import Tensor, Variable, convert_like, convert_to_tensor
+from ..engine.recording import record
+from ..engine.tensor import Tensor, Variable, convert_like, convert_to_tensor
 from . import array_ops, reduction_ops
 from .axes import check_axes
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import RegisterGradient, register_forward, register_numpy_gradient
-from .. import recording
-from ..recording import record
-from ..tensor import Tensor, convert_like, convert_to_tensor
+from ..engine.registry import RegisterGradient, register_forward, register_numpy_gradient
+from ..engine import recording
+from ..engine.recording import record
+from ..engine.tensor import Tensor, convert_like, convert_to_tensor
 from . import array_ops, math_ops, reduction_ops
 from .axes import check_axis
 from .math_ops import floating

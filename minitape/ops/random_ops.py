@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 from .array_ops import as_dims
 
 # Made on first use: ``np.random`` loads its own modules, which would slow ``import minitape``.

@@ -10,9 +10,10 @@ import math as _pymath
 
 import numpy as np
 
-from ..registry import RegisterGradient, no_gradient, register_forward, register_numpy_gradient
-from ..recording import record
-from ..tensor import Tensor, convert_to_tensor
+from ..engine.registry import (RegisterGradient, no_gradient, register_forward,
+                               register_numpy_gradient)
+from ..engine.recording import record
+from ..engine.tensor import Tensor, convert_to_tensor
 from . import array_ops, math_ops
 from .axes import check_axes, check_axis
 

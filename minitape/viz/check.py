@@ -54,12 +54,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import registry
-from ..backward import call_gradient
+from ..engine import registry
+from ..engine.backward import call_gradient
 from ..nest import flatten
-from ..recording import Operation, state
-from ..tape import GradientTape
-from ..tensor import Tensor
+from ..engine.recording import Operation, state
+from ..engine.tape import GradientTape
+from ..engine.tensor import Tensor
 from .graph import tape_graph
 from .labels import is_fallback
 from .record import record_of, summarize

@@ -49,8 +49,8 @@ import re
 import numpy as np
 
 from ..nest import flatten
-from ..tape import GradientTape
-from ..tensor import Tensor, Variable
+from ..engine.tape import GradientTape
+from ..engine.tensor import Tensor, Variable
 from .graph import gradient_kind, stop_recording_spans
 from .labels import is_fallback, tensor_labels
 from .record import note_of
@@ -524,8 +524,8 @@ def _walk(tape, target, source, ops):
     gradients)`` of ``backward_steps`` (arrays; None where there is none), run again on the
     tape's ops when they still hold what their gradients need; else read from the record of
     the tape's last backward pass, if it was for this target and source. None if neither."""
-    from .. import recording
-    from ..backward import backward_steps, gradient_value
+    from ..engine import recording
+    from ..engine.backward import backward_steps, gradient_value
     targets = [t for t in flatten(target) if isinstance(t, Tensor) and t.dtype.kind == "f"]
     if not targets:
         return None
@@ -607,15 +607,15 @@ def _local_derivative(tape, op, k, index):
     """The derivative of an elementwise ``op``'s output with respect to input ``k`` at
     ``index``, computed again from the op's forward at its recorded inputs (None if it
     cannot be)."""
-    from ..registry import lookup_forward
-    from ..tape import GradientTape
+    from ..engine.registry import lookup_forward
+    from ..engine.tape import GradientTape
     forward = lookup_forward(op.type)
     if forward is None or len(op.output_ids) != 1 or op.input_shapes[k] != op.output_shapes[0]:
         return None
     values = [_input_value(tape, op, j) for j in range(len(op.input_ids))]
     if any(v is None for v in values):
         return None
-    from .. import recording
+    from ..engine import recording
     checking, recording.check_numerics = recording.check_numerics, False
     try:
         with np.errstate(all="ignore"):

@@ -42,7 +42,7 @@ import numpy as np
 
 import minitape as mt
 
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 from .draw import DARK_THEME_STYLE
 
 MODES = ("reverse", "forward", "vectorized")

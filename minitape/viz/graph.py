@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import registry
+from ..engine import registry
 from ..nest import flatten
-from ..tape import GradientTape
+from ..engine.tape import GradientTape
 from .labels import float_text, tensor_labels
 from .record import record_of, source_line, summarize
-from ..tensor import Tensor, Variable
+from ..engine.tensor import Tensor, Variable
 
 
 # TensorFlow's names for the inputs of ops whose argument order matters (its op definitions);

@@ -63,12 +63,12 @@ from dataclasses import dataclass, field
 import ipywidgets as widgets
 import numpy as np
 
-from .. import registry
-from ..backward import backward_steps, gradient_value
+from ..engine import registry
+from ..engine.backward import backward_steps, gradient_value
 from ..nest import flatten
-from ..recording import state
-from ..tape import GradientTape
-from ..tensor import Tensor
+from ..engine.recording import state
+from ..engine.tape import GradientTape
+from ..engine.tensor import Tensor
 from .draw import DARK_THEME_STYLE, draw_tape, format_value
 from .graph import tape_graph
 from .record import summarize

@@ -32,7 +32,7 @@ def _axes(ax):
 
 
 def _array(value, what):
-    from ..tensor import Tensor
+    from ..engine.tensor import Tensor
     if isinstance(value, Tensor):
         return np.asarray(value._value)
     try:

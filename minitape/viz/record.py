@@ -2,7 +2,7 @@
 
 The engine keeps what the gradient needs. Everything a picture needs besides is noted here,
 by a ``TapeRecord`` that watches the tape as one of its observers (``GradientTape``'s
-``add_observer``, see ``minitape/tape.py``):
+``add_observer``, see ``minitape/engine/tape.py``):
 
 - for every recorded op (``op_recorded``): a stamp of the global sequence (to order ops and
   events of several tapes), where the learner's code made it (``origin``: references to the
@@ -31,9 +31,9 @@ import threading
 import numpy as np
 
 from ..module import calls_running, module_calls
-from ..recording import next_seq
-from ..tape import TapeObserver
-from ..tensor import Tensor
+from ..engine.recording import next_seq
+from ..engine.tape import TapeObserver
+from ..engine.tensor import Tensor
 
 SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the renderers
 

@@ -1,7 +1,7 @@
 """``timeline(*tapes)``: several tapes on one time axis: which tape saw which op, and when.
 
 Every op and every tape event (entered, exited, paused, resumed, reset, gradient, released)
-takes a stamp from one global sequence (``minitape/recording.py``), so the lives of several
+takes a stamp from one global sequence (``minitape/engine/recording.py``), so the lives of several
 tapes can be laid side by side. The timeline draws one row per tape, the x axis being that
 sequence:
 
@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..tape import GradientTape
+from ..engine.tape import GradientTape
 from .graph import stop_recording_spans
 from .record import record_of
 

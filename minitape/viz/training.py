@@ -55,8 +55,8 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 import numpy as np
 
-from ..tape import GradientTape
-from ..tensor import Tensor, Variable, constant
+from ..engine.tape import GradientTape
+from ..engine.tensor import Tensor, Variable, constant
 
 GRID = 60     # points per side of the decision-boundary grid
 
@@ -602,10 +602,10 @@ class _paused:
     """Pause every tape of this thread (the view's own forward passes are not the learner's)."""
 
     def __enter__(self):
-        from ..recording import state
+        from ..engine.recording import state
         self._saved = list(state.tapes)
         state.tapes[:] = []
 
     def __exit__(self, *exc):
-        from ..recording import state
+        from ..engine.recording import state
         state.tapes[:] = self._saved

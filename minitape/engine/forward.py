@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry
-from .dtypes import complex_gradient_error
-from .nest import flatten, pack_like
+from ..dtypes import complex_gradient_error
+from ..nest import flatten, pack_like
 from .recording import Operation, accumulators_recording
 from .recording import state as _state
 from .tape import GradientTape, UnconnectedGradients

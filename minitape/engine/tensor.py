@@ -25,7 +25,7 @@ import numbers
 
 import numpy as np
 
-from . import dtypes
+from .. import dtypes
 
 _next_id = itertools.count(1).__next__
 
@@ -658,7 +658,7 @@ def _kind_error(value, what):
                f"array, got {type(value).__name__} {value!r:.80}")
     if isinstance(value, (str, bytes)) or getattr(value, "dtype", None) is not None and \
             value.dtype.kind in "SU" or _holds_text(value):
-        from ._tf_names import out_of_scope_message
+        from .._tf_names import out_of_scope_message
         message += ". " + out_of_scope_message("A text Tensor (tf.string)", "text")
     return TypeError(message)
 
@@ -673,7 +673,7 @@ def _holds_text(value):
 def _from_python(value, dtype, what):
     """Python number or (nested) list -> ndarray, with TensorFlow's default dtypes."""
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
-        from .ops import array_ops  # a list holding Tensors is stacked, so gradients flow
+        from ..ops import array_ops  # a list holding Tensors is stacked, so gradients flow
         return array_ops.stack([convert_to_tensor(v, dtype=dtype, what=what) for v in value])._value
     try:
         array = np.array(value)
@@ -786,7 +786,7 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         return Tensor(_owned(array) if array is value else array, name=name)
     if isinstance(value, (numbers.Number, list, tuple)):
         return Tensor(_from_python(value, dtype, what), name=name)
-    from .control_flow import IndexedSlices
+    from ..control_flow import IndexedSlices
     if isinstance(value, IndexedSlices):   # the dense Tensor it stands for, as TensorFlow
         dense = value._dense()
         return dense if dtype is None else convert_to_tensor(dense, dtype=dtype, what=what)
@@ -839,5 +839,5 @@ def convert_like(value, dtype, what) -> Tensor:
 
 
 from . import recording as _recording  # noqa: E402  (circular: it and ops need Tensor)
-from .ops import array_ops as _array  # noqa: E402
-from .ops import math_ops as _math  # noqa: E402
+from ..ops import array_ops as _array  # noqa: E402
+from ..ops import math_ops as _math  # noqa: E402

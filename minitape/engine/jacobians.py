@@ -92,7 +92,7 @@ def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iteratio
         grads = tape._run_backward({target._id: Tensor(seeds(0, n))}, flat_sources,
                                    batch_ndim=1)
         return {s._id: grads[s._id] for s in flat_sources if grads.get(s._id) is not None}
-    from .ops import array_ops
+    from ..ops import array_ops
     rows = {}
     for start in range(0, n, parallel_iterations):
         chunk = Tensor(seeds(start, min(start + parallel_iterations, n)))
@@ -227,13 +227,13 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
         return Tensor(np.zeros((b,) + rest + source.shape[1:], source.dtype))
     if g is None:
         return unconnected_result(source, unconnected_gradients, (b,) + rest)
-    from .ops import array_ops  # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)
+    from ..ops import array_ops  # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)
     g = array_ops.transpose(g, (1, 0) + tuple(range(2, g.ndim)))
     return reshape_gradient(g, (b,) + rest + source.shape[1:])
 
 def _loop_backward(tape, target, flat_sources, seeds):
     """One backward pass per seed (``experimental_use_pfor=False``); stacks the results."""
-    from .ops import array_ops
+    from ..ops import array_ops
     per_source = {s._id: [] for s in flat_sources}
     connected = set()
     for seed in seeds:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backward import add_gradients, backward
-from .dtypes import complex_gradient_error
-from .nest import flatten, pack_like
+from ..dtypes import complex_gradient_error
+from ..nest import flatten, pack_like
 from .recording import Operation, next_seq, record, state, tapes_recording  # noqa: F401
 
 
@@ -326,7 +326,7 @@ class GradientTape:
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):
         """Jacobian of ``target`` with respect to each source, as ``tf.GradientTape.jacobian``
-        (see ``minitape/jacobians.py``, which computes it).
+        (see ``minitape/engine/jacobians.py``, which computes it).
 
         ``parallel_iterations``: None (one backward pass over all of the target's elements)
         or a positive int (passes of at most that many): the same numbers with temporaries
@@ -340,7 +340,7 @@ class GradientTape:
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
         """Per-example Jacobians, as ``tf.GradientTape.batch_jacobian`` (see
-        ``minitape/jacobians.py``, which computes it); ``parallel_iterations`` as in
+        ``minitape/engine/jacobians.py``, which computes it); ``parallel_iterations`` as in
         ``jacobian``."""
         from .jacobians import batch_jacobian
         return batch_jacobian(self, target, source, unconnected_gradients,
@@ -538,4 +538,4 @@ def unconnected_result(source, unconnected, batch_shape):
 
 
 from .tensor import Tensor, Variable, convert_to_tensor, new_tensor_id  # noqa: E402,F401
-from .ops import array_ops  # noqa: E402  (seeds, reshaped gradients; its module imports Tensor)
+from ..ops import array_ops  # noqa: E402  (seeds, reshaped gradients; its module imports Tensor)

@@ -260,7 +260,7 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
         residuals: see ``Operation.saved``.
     """
     if check_numerics:   # (mt.debugging.enable_check_numerics: raises at a NaN or inf)
-        from .debugging import check_outputs
+        from ..debugging import check_outputs
         check_outputs(op_type, inputs, outputs)
     if tapes_recording:  # (else the fast path: no tape is recording, in any thread)
         for tape in state.tapes:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import recording, registry
-from .dtypes import complex_gradient_error
+from ..dtypes import complex_gradient_error
 from .recording import accumulators_recording, tapes_recording
 
 
@@ -172,7 +172,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
             else:
                 grads[i] = g
         if recording.check_numerics:   # (mt.debugging.enable_check_numerics)
-            from .debugging import check_gradients
+            from ..debugging import check_gradients
             check_gradients(op, in_grads, gradient_value)
         if release:
             op.release()
@@ -242,7 +242,7 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
 
 def _call_per_row(op, fn, out_grads, batch_ndim):
     """Vectorized Jacobian through a gradient that only knows unbatched shapes: loop rows."""
-    from .ops import array_ops
+    from ..ops import array_ops
     batch_shape = out_grads[0].shape[:batch_ndim]
     flat = [array_ops.reshape(g, (-1,) + g.shape[batch_ndim:]) for g in out_grads]
     op.batch_ndim = 0
@@ -292,4 +292,4 @@ def add_gradients(a, b):
 
 
 from .tensor import Tensor  # noqa: E402  (circular: Tensor's module imports the tape)
-from .ops import math_ops as _math_ops  # noqa: E402  (contributions are added with it)
+from ..ops import math_ops as _math_ops  # noqa: E402  (contributions are added with it)
