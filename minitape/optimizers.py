@@ -111,9 +111,9 @@ class Optimizer(Module):
                  for grad, var in pairs if grad is not None]
         self._prepare_step()
         for g, var in grads:
-            index = self._slot_index.get(var._id)
+            index = self._slot_index.get(var.id)
             if index is None:
-                index = self._slot_index[var._id] = len(self._slot_index)
+                index = self._slot_index[var.id] = len(self._slot_index)
                 self._build_slots(index, var)
             w = var._value
             if self.weight_decay:

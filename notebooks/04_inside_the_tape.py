@@ -150,12 +150,12 @@ mt.viz.draw_tape(tape, z, x, contributions=True, source=True)
 # %% [markdown]
 # Underneath, the tape is just a list, `tape.operations`, of `Operation`s in the order they ran;
 # `gradient` walks it in reverse (read `backward` in `minitape/engine/backward.py`). Each
-# operation knows its inputs and outputs by the tensors' numbers, `_id`: every tensor gets one
+# operation knows its inputs and outputs by the tensors' numbers, `id`: every tensor gets one
 # when it is made,
 # unique in the whole program (the graph's `t1`, `t2`, ... number only one tape's tensors).
 
 # %%
-ids = {x._id: 'x', y._id: 'y', z._id: 'z'}
+ids = {x.id: 'x', y.id: 'y', z.id: 'z'}
 for op in reversed(tape.operations):
     print(op.type, 'reads', [ids[i] for i in op.input_ids],
           'writes', [ids[i] for i in op.output_ids])

@@ -121,7 +121,7 @@ def _gradients(op_type, a0, b0, watch_b, general):
                             .astype(y.dtype))
             loss = mt.reduce_sum(y * w)
         # (the op under test is the one that reads a; the loss's own Mul does not)
-        return tape.gradient(loss, [a, b]), sum(a._id in ids for ids in calls)
+        return tape.gradient(loss, [a, b]), sum(a.id in ids for ids in calls)
     finally:
         registry.numpy_gradients.clear()
         registry.numpy_gradients.update(saved)
@@ -404,11 +404,11 @@ def test_tracked_set_gives_the_same_pass_as_the_forward_sweep(name):
     shortcut = tape.gradient(y, [x, w])
     first = record_of(tape).last_pass
     swept = []
-    grads = backward.backward(list(tape.operations), {y._id: mt.ones_like(y)},
-                              {x._id, w._id},
+    grads = backward.backward(list(tape.operations), {y.id: mt.ones_like(y)},
+                              {x.id, w.id},
                               on_step=lambda op, out, sent: swept.append((op, sent)))
     for g, t in zip(shortcut, (x, w)):
-        np.testing.assert_array_equal(g.numpy(), grads[t._id].numpy())
+        np.testing.assert_array_equal(g.numpy(), grads[t.id].numpy())
     seq = {id(op): record_of(tape).note(op).seq for op in tape.operations}
     assert first.visited == [seq[id(op)] for op, _ in swept]
     assert set(first.contributions) == {(seq[id(op)], k) for op, sent in swept

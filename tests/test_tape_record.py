@@ -79,16 +79,16 @@ def test_backward_steps_is_the_walk_gradient_takes():
         a = x * 2.0
         b = x * 3.0
         s = a + b
-    grads = {s._id: mt.ones_like(s)}
-    steps = list(backward_steps(list(tape.operations), grads, {x._id}))
+    grads = {s.id: mt.ones_like(s)}
+    steps = list(backward_steps(list(tape.operations), grads, {x.id}))
     assert [op.type for op, _, _ in steps] == ["AddV2", "Mul", "Mul"]
     # (Nothing records here, so the walk holds the gradients as arrays.)
     contributions = [float(gradient_value(in_grads[0])) for op, _, in_grads in steps[1:]]
     assert contributions == [3.0, 2.0]                       # two paths, in reverse order
-    assert float(gradient_value(grads[x._id])) == 5.0 == float(tape.gradient(s, x).numpy())
+    assert float(gradient_value(grads[x.id])) == 5.0 == float(tape.gradient(s, x).numpy())
     last = record_of(tape).last_pass
     assert last.visited == [note(tape, op).seq for op, _, _ in steps]
-    assert float(last.gradients[x._id].numpy()) == 5.0
+    assert float(last.gradients[x.id].numpy()) == 5.0
 
 
 def test_a_non_persistent_tape_releases_custom_gradient_closures():
@@ -222,10 +222,10 @@ def test_ops_describe_each_input_and_output_after_release(persistent):
 
     def check(op_type, inputs, outputs):
         (op,) = [op for op in tape.operations if op.type == op_type]
-        assert op.input_ids == tuple(t._id for t in inputs)
+        assert op.input_ids == tuple(t.id for t in inputs)
         assert op.input_shapes == tuple(t.shape for t in inputs)
         assert op.input_dtypes == tuple(t.dtype for t in inputs)
-        assert op.output_ids == tuple(t._id for t in outputs)
+        assert op.output_ids == tuple(t.id for t in outputs)
         assert op.output_shapes == tuple(t.shape for t in outputs)
         assert op.output_dtypes == tuple(t.dtype for t in outputs)
         for kept, t in zip(note(tape, op).values, list(inputs) + list(outputs)):
@@ -237,7 +237,7 @@ def test_ops_describe_each_input_and_output_after_release(persistent):
     check("Sin", [x], [s])                              # one input, one output
     assert constant_half.input_shapes == ((3,), ())     # two inputs (0.5 became a Tensor)
     values = note(tape, constant_half).values
-    assert values[1] == 0.5 and constant_half.output_ids == (half._id,)
+    assert values[1] == 0.5 and constant_half.output_ids == (half.id,)
     np.testing.assert_array_equal(values[2], [0.0, 0.5, 1.0])
     check("ConcatV2", [x, s, half], [joined])           # three inputs
     check("Split", [big], parts)                        # two outputs; large values not kept
@@ -252,8 +252,8 @@ def test_backward_steps_yields_arrays_or_tensors_as_the_walk_holds_them():
         y = mt.reduce_sum(mt.nn.softplus(x * 2.0))
 
     def walk():
-        grads = {y._id: mt.ones_like(y)}
-        return list(backward_steps(list(tape.operations), grads, {x._id})), grads
+        grads = {y.id: mt.ones_like(y)}
+        return list(backward_steps(list(tape.operations), grads, {x.id})), grads
 
     steps, grads = walk()
     assert [op.type for op, _, _ in steps] == ["Sum", "Softplus", "Mul"]
@@ -270,4 +270,4 @@ def test_backward_steps_yields_arrays_or_tensors_as_the_walk_holds_them():
             assert (ga is None) == (gt is None)
             if ga is not None:
                 np.testing.assert_array_equal(gradient_value(ga), gt.numpy())
-    np.testing.assert_array_equal(gradient_value(grads[x._id]), grads_t[x._id].numpy())
+    np.testing.assert_array_equal(gradient_value(grads[x.id]), grads_t[x.id].numpy())

@@ -319,7 +319,7 @@ def test_a_persistent_tape_marks_only_what_the_rules_need_as_saved():
             r = mt.nn.relu(s)        # Relu keeps its output
         g = tape_graph(tape, r, x)
         saved = {n.tensor_id for n in g.tensors if n.saved}
-        assert saved == {e._id, r._id}, persistent
+        assert saved == {e.id, r.id}, persistent
         assert len(tape.operations[1].inputs) == 2 or not persistent  # (it keeps them all)
 
 

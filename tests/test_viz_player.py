@@ -48,12 +48,12 @@ def test_backward_values_match_the_tape_gradients():
     p = TapePlayer(tape, loss, [x, w])
     last = p.steps[-1].grads
     for v in (x, w, h, u):
-        np.testing.assert_allclose(np.asarray(last[v._id]), tape.gradient(loss, v).numpy(),
+        np.testing.assert_allclose(np.asarray(last[v.id]), tape.gradient(loss, v).numpy(),
                                    rtol=1e-6)
     # Independent check of dloss/dx: closed form with NumPy in float64.
     xs, ws = np.array([1.0, 2.0]), np.array([0.5, -1.0])
     s = np.sin(3 * xs) @ ws
-    np.testing.assert_allclose(np.asarray(last[x._id]), 2 * s * ws * 3 * np.cos(3 * xs),
+    np.testing.assert_allclose(np.asarray(last[x.id]), 2 * s * ws * 3 * np.cos(3 * xs),
                                rtol=1e-5)
     assert p.steps[-1].text.startswith("done: dloss/dx = ")    # the names the code used
 

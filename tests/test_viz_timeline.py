@@ -34,7 +34,7 @@ def nested_program():
 
 def seq_of(tape, tensor):
     """The global seq of the op of ``tape`` that produced ``tensor``."""
-    (op,) = [op for op in tape.operations if tensor._id in op.output_ids]
+    (op,) = [op for op in tape.operations if tensor.id in op.output_ids]
     return record_of(tape).note(op).seq
 
 

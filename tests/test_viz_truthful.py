@@ -234,7 +234,7 @@ def test_player_values_match_gradient_on_a_random_program():
         loss = mt.reduce_sum(h * h)
     player = mt.viz.TapePlayer(tape, loss, w)
     assert player.steps[-1].text.startswith("done: dloss/dw = ")
-    final = player.steps[-1].grads[w._id]
+    final = player.steps[-1].grads[w.id]
     np.testing.assert_allclose(np.asarray(final), tape.gradient(loss, w).numpy(), rtol=1e-6)
 
 

@@ -59,7 +59,7 @@ class ForwardAccumulator:
             if t.shape != p.shape:
                 raise ValueError(f"ForwardAccumulator: a tangent of shape {t.shape} for a primal "
                                  f"of shape {p.shape}; they must match")
-            self._tangents[p._id] = t
+            self._tangents[p.id] = t
 
     def __enter__(self):
         _state.accumulators.append(self)
@@ -85,7 +85,7 @@ class ForwardAccumulator:
             if not isinstance(p, Tensor):
                 raise TypeError(f"ForwardAccumulator.jvp expects minitape Tensors, got "
                                 f"{type(p).__name__}")
-            t = self._tangents.get(p._id)
+            t = self._tangents.get(p.id)
             if t is None and zero:
                 t = Tensor(np.zeros(p.shape, p.dtype))
             results.append(t)
@@ -97,7 +97,7 @@ class ForwardAccumulator:
 def propagate_tangents(op_type, inputs, outputs, attrs, grad_fn):
     """Called by ``record`` for every op while an accumulator is active."""
     for acc in list(_state.accumulators):
-        tangents_in = [acc._tangents.get(t._id) for t in inputs]
+        tangents_in = [acc._tangents.get(t.id) for t in inputs]
         if all(t is None for t in tangents_in):
             continue
         tangents_out = _jvp(acc, op_type, inputs, outputs, attrs, grad_fn, tangents_in)
@@ -106,7 +106,7 @@ def propagate_tangents(op_type, inputs, outputs, attrs, grad_fn):
             # depend on the tangent) gets none, as in TensorFlow: ``jvp`` then gives None,
             # or zeros with ``unconnected_gradients=ZERO``.
             if tangent is not None and out.dtype.kind == "f":
-                acc._tangents[out._id] = tangent
+                acc._tangents[out.id] = tangent
 
 
 def _jvp(acc, op_type, inputs, outputs, attrs, grad_fn, tangents_in):

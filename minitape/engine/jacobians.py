@@ -89,18 +89,18 @@ def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iteratio
     if parallel_iterations is None:
         parallel_iterations = auto_chunk(tape, n, np.dtype(target.dtype).itemsize)
     if parallel_iterations >= n:
-        grads = tape._run_backward({target._id: Tensor(seeds(0, n))}, flat_sources,
+        grads = tape._run_backward({target.id: Tensor(seeds(0, n))}, flat_sources,
                                    batch_ndim=1)
-        return {s._id: grads[s._id] for s in flat_sources if grads.get(s._id) is not None}
+        return {s.id: grads[s.id] for s in flat_sources if grads.get(s.id) is not None}
     from ..ops import array_ops
     rows = {}
     for start in range(0, n, parallel_iterations):
         chunk = Tensor(seeds(start, min(start + parallel_iterations, n)))
-        grads = tape._run_backward({target._id: chunk}, flat_sources, batch_ndim=1,
+        grads = tape._run_backward({target.id: chunk}, flat_sources, batch_ndim=1,
                                    release=False)
         for s in flat_sources:
-            if grads.get(s._id) is not None:
-                rows.setdefault(s._id, []).append(grads[s._id])
+            if grads.get(s.id) is not None:
+                rows.setdefault(s.id, []).append(grads[s.id])
     if not tape._persistent:
         tape._release()
     return {i: array_ops.concat(parts, axis=0) for i, parts in rows.items()}
@@ -160,13 +160,13 @@ def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.N
                                (_one_hot(k, target.shape, target.dtype) for k in range(n)))
     results = []
     for s in flat_sources:
-        g = grads.get(s._id)
+        g = grads.get(s.id)
         if g is not None:
             g = reshape_gradient(g, target.shape + s.shape)
         elif n == 0 and target.dtype.kind == "f" and s.dtype.kind == "f":
             g = Tensor(np.zeros(target.shape + s.shape, s.dtype))   # an empty Jacobian
         results.append(g)
-    return pack_results(sources, flat_sources, dict(zip([s._id for s in flat_sources],
+    return pack_results(sources, flat_sources, dict(zip([s.id for s in flat_sources],
                                                            results)),
                          unconnected_gradients, target.shape)
 
@@ -217,9 +217,9 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
         g = None
     elif experimental_use_pfor:
         g = _vectorized_backward(tape, target, n, lambda start, stop: one_hots[start:stop],
-                                 [source], parallel_iterations).get(source._id)
+                                 [source], parallel_iterations).get(source.id)
     else:
-        g = _loop_backward(tape, target, [source], iter(one_hots)).get(source._id)
+        g = _loop_backward(tape, target, [source], iter(one_hots)).get(source.id)
     if g is None and (n == 0 or b == 0) and target.dtype.kind == "f" \
             and source.dtype.kind == "f":
         # An empty target: no backward pass ran (none was needed), and the Jacobian is
@@ -234,16 +234,16 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
 def _loop_backward(tape, target, flat_sources, seeds):
     """One backward pass per seed (``experimental_use_pfor=False``); stacks the results."""
     from ..ops import array_ops
-    per_source = {s._id: [] for s in flat_sources}
+    per_source = {s.id: [] for s in flat_sources}
     connected = set()
     for seed in seeds:
-        grads = tape._run_backward({target._id: Tensor(np.array(seed))}, flat_sources,
+        grads = tape._run_backward({target.id: Tensor(np.array(seed))}, flat_sources,
                                    batch_ndim=0, release=False)
         for s in flat_sources:
-            g = grads.get(s._id)
+            g = grads.get(s.id)
             if g is not None:
-                connected.add(s._id)
-            per_source[s._id].append(g if g is not None else
+                connected.add(s.id)
+            per_source[s.id].append(g if g is not None else
                                      Tensor(np.zeros(s.shape, s.dtype)))
     if not tape._persistent:
         tape._release()

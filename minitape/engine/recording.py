@@ -128,21 +128,21 @@ class Operation:
         # common cases, one or two inputs and one output, are written out: no call, no loop.
         if len(outputs) == 1 and 0 < len(inputs) <= 2:
             z = outputs[0]
-            self.output_ids = (z._id,)
+            self.output_ids = (z.id,)
             if len(inputs) == 1:
                 a = inputs[0]
                 self.input_ids, self.shapes, self.dtypes = \
-                    (a._id,), (a._shape, z._shape), (a._dtype, z._dtype)
+                    (a.id,), (a._shape, z._shape), (a._dtype, z._dtype)
             else:
                 a, b = inputs
                 self.input_ids, self.shapes, self.dtypes = \
-                    (a._id, b._id), (a._shape, b._shape, z._shape), (a._dtype, b._dtype, z._dtype)
+                    (a.id, b.id), (a._shape, b._shape, z._shape), (a._dtype, b._dtype, z._dtype)
             # (Keeping nothing is the common case for outputs, everything for inputs.)
             kept_outputs = ((None,) if keep_outputs is False else tuple(outputs)
                             if keep_outputs is True else _keep(outputs, keep_outputs))
         else:
-            self.input_ids = tuple(t._id for t in inputs)
-            self.output_ids = tuple(t._id for t in outputs)
+            self.input_ids = tuple(t.id for t in inputs)
+            self.output_ids = tuple(t.id for t in outputs)
             both = tuple(inputs) + tuple(outputs)
             self.shapes = tuple(t._shape for t in both)
             self.dtypes = tuple(t._dtype for t in both)
@@ -266,7 +266,7 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
         for tape in state.tapes:
             tracked = tape._tracked
             for t in inputs:
-                if t._id in tracked:
+                if t.id in tracked:
                     break
             else:
                 continue
@@ -279,11 +279,11 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
             for t in outputs:
                 kind = t._dtype.kind
                 if kind == "f":
-                    tracked.add(t._id)
+                    tracked.add(t.id)
                 elif kind == "c":
                     # Tracked too, so that a gradient asked through it raises a clear error in
                     # the backward pass instead of a silent None (the tape then checks for it).
-                    tracked.add(t._id)
+                    tracked.add(t.id)
                     tape._has_complex = True
             if tape._observers:    # (see GradientTape.add_observer)
                 for observer in tape._observers:
@@ -301,7 +301,7 @@ def variable_accessed(variable):
         for tape in state.tapes:
             # (A Variable the tape tracks is already watched: its id enters ``_tracked`` only
             # by ``_watch_one``, as a Variable is no op's output.)
-            if tape._watch_accessed_variables and variable._id not in tape._tracked:
+            if tape._watch_accessed_variables and variable.id not in tape._tracked:
                 tape._watch_one(variable, warn=False)
 
 
@@ -309,9 +309,9 @@ def variable_assigned(variable, value, method):
     """Called by ``Variable.assign``/``assign_add``/``assign_sub`` while a tape records: a
     tape that tracks ``value`` notes the update as an ``"assigned"`` event. The update is not
     an op (it has no gradient); the note lets ``mt.viz.explain`` name it."""
-    value_id = getattr(value, "_id", None)
+    value_id = getattr(value, "id", None)
     if value_id is None:
         return
     for tape in state.tapes:
         if value_id in tape._tracked:
-            tape._event("assigned", (method, variable.name, value_id, variable._id))
+            tape._event("assigned", (method, variable.name, value_id, variable.id))

@@ -269,9 +269,9 @@ class GradientTape:
                 warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float32), "
                               f"got {t.dtype.name}{extra}", UserWarning, stacklevel=3)
             return
-        if t._id not in self._watched:
-            self._watched[t._id] = t
-        self._tracked.add(t._id)
+        if t.id not in self._watched:
+            self._watched[t.id] = t
+        self._tracked.add(t.id)
 
     def watched_variables(self):
         """The Variables this tape watched, in first-use order (a tuple)."""
@@ -370,7 +370,7 @@ class GradientTape:
     def _run_backward(self, seeds, flat_sources, batch_ndim, release=None):
         """One backward pass over this tape (``gradient``, ``jacobians.py``)."""
         tracked = self._tracked
-        source_ids = {s._id for s in flat_sources if s._id in tracked or s._id in seeds}
+        source_ids = {s.id for s in flat_sources if s.id in tracked or s.id in seeds}
         if release is None:
             release = not self._persistent
         # Which tensors lie downstream of a source? When every watched tensor is a source
@@ -488,7 +488,7 @@ def _seed_gradients(targets, output_gradients):
             if g.shape != t.shape:
                 raise ValueError(f"output_gradients entry has shape {g.shape} but its target "
                                  f"has shape {t.shape}; they must match")
-        seeds[t._id] = g if t._id not in seeds else add_gradients(seeds[t._id], g)
+        seeds[t.id] = g if t.id not in seeds else add_gradients(seeds[t.id], g)
     return seeds
 
 
@@ -518,7 +518,7 @@ def pack_results(sources, flat_sources, grads, unconnected, batch_shape):
                              f".ZERO, got {unconnected!r}") from None
     results = []
     for s in flat_sources:
-        g = grads.get(s._id) if s._dtype.kind == "f" else None
+        g = grads.get(s.id) if s._dtype.kind == "f" else None
         if g is None and unconnected is UnconnectedGradients.ZERO:
             g = Tensor(np.zeros(batch_shape + s.shape, s.dtype))
         results.append(g)

@@ -100,6 +100,8 @@ class Tensor:
         dtype: a NumPy dtype (``mt.float32`` is ``np.dtype("float32")``).
         ndim: number of dimensions.
         name: optional name (shown by the renderers).
+        id: the tensor's number, an int unique in the program, which is how a tape refers to
+            it (``Operation.input_ids``); a Variable and every read of it share one.
         device: ``"/job:localhost/replica:0/task:0/device:CPU:0"`` (minitape runs on the
             CPU), as ``tf.Tensor.device``.
 
@@ -115,11 +117,11 @@ class Tensor:
     # ``_shape``, ``_dtype``: the array's, read once when the Tensor is made. They never change
     # (a Variable's ``assign`` keeps both), and every op and the backward pass read them
     # several times: reading a slot costs a tenth of reading NumPy's attribute.
-    __slots__ = ("_value", "_shape", "_dtype", "_id", "name", "__weakref__")
+    __slots__ = ("_value", "_shape", "_dtype", "id", "name", "__weakref__")
     # Make ``ndarray + tensor`` and ``[[1., 2.]] @ tensor`` call our reflected operators.
     __array_priority__ = 1000
 
-    def __init__(self, value, name=None, _id=None):
+    def __init__(self, value, name=None, tensor_id=None):
         # ``value`` is an ndarray or a NumPy scalar that no one else holds (the Tensor owns
         # it and never writes into it); use mt.constant to build from Python data or arrays.
         if name is not None and type(name) is not str:
@@ -127,7 +129,7 @@ class Tensor:
         self._value = value
         self._shape = value.shape
         self._dtype = value.dtype
-        self._id = _next_id() if _id is None else _id
+        self.id = _next_id() if tensor_id is None else tensor_id
         self.name = name
 
     # -- what a Tensor is ------------------------------------------------------------------
@@ -407,7 +409,7 @@ class Variable(Tensor):
         # new array (``_store``) and leaves the snapshot's value as it was.
         if _recording.tapes_recording:
             _recording.variable_accessed(self)
-        return Tensor(self._value, self.name, self._id)
+        return Tensor(self._value, self.name, self.id)
 
     def numpy(self):
         """The value as NumPy: a NumPy scalar for a 0-d Variable, else a **writable copy**
@@ -560,7 +562,7 @@ class _VariableSlice(Tensor):
     __slots__ = ("_variable", "_key")
 
     def __init__(self, read, variable, key):
-        super().__init__(read._value, name=read.name, _id=read._id)
+        super().__init__(read._value, name=read.name, tensor_id=read.id)
         self._variable = variable
         self._key = key
 

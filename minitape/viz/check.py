@@ -344,15 +344,15 @@ def check_tape(tape, target, sources=None, *, rtol=1e-5, atol=1e-7, max_elements
                                 f"got {type(s).__name__}")
     record = record_of(tape)
     ops = [_Recorded(op, record.note(op)) for op in tape.operations]
-    chosen, reaches = _between(ops, [t._id for t in targets],
-                               None if source_list is None else [s._id for s in source_list])
+    chosen, reaches = _between(ops, [t.id for t in targets],
+                               None if source_list is None else [s.id for s in source_list])
     rng = np.random.default_rng(seed)
     saved_tapes, saved_acc = state.tapes, state.accumulators
     state.tapes, state.accumulators = [], []   # the checks' own ops are not recorded anywhere
     try:
         with np.errstate(all="ignore"):   # finite differences may step outside a domain
             values = _Values(ops, tape.watched)
-            watched = {t._id: t for t in tape.watched}
+            watched = {t.id: t for t in tape.watched}
             rows = []
             for position, op in enumerate(ops):
                 if position in chosen:
@@ -419,7 +419,7 @@ class _Values:
     def __init__(self, ops, watched):
         self.known = {}
         for t in watched:
-            self.known[t._id] = t._value
+            self.known[t.id] = t._value
         for op in ops:   # saved tensors win over a Variable's current value
             for ids, values, saved in ((op.input_ids, op.input_values, _saved(op, "inputs")),
                                        (op.output_ids, op.output_values, _saved(op, "outputs"))):

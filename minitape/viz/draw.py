@@ -837,7 +837,7 @@ def _draw_why(dot, tape, graph, target, sources, visible):
         sources = list(tape.watched)
     for s in flatten(sources):
         code, sentence = diagnose(tape, target, s)
-        if code in ("connected", "missing_gradient") or not hasattr(s, "_id"):
+        if code in ("connected", "missing_gradient") or not hasattr(s, "id"):
             continue
         try:
             node = graph.tensor(s).id

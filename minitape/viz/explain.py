@@ -146,21 +146,21 @@ def diagnose(tape, target, source) -> tuple:
         return ("integer_target",
                 f"the target has the integer dtype {target.dtype.name}, which has no gradient: "
                 "keep the computation in floating point (mt.cast to float32 earlier)")
-    if target._id == source._id:
+    if target.id == source.id:
         return ("connected", f"{src} is the target itself: its gradient is ones, not None")
 
     ops = list(tape.operations)
-    watched = {w._id for w in tape.watched}
+    watched = {w.id for w in tape.watched}
     produced = {i: op for op in ops for i in op.output_ids}
-    tracked = source._id in watched or source._id in produced
+    tracked = source.id in watched or source.id in produced
     if not tracked:
         return _not_watched(tape, target, source, src, ops, produced, name)
-    if target._id not in produced and target._id not in watched:
+    if target.id not in produced and target.id not in watched:
         return _target_not_recorded(tape, target, source, src, ops, produced)
 
-    upstream = _upstream(ops, target._id)           # everything the target depends on
-    if source._id in upstream:
-        answer = _blocked_path(tape, ops, target._id, source, src, upstream)
+    upstream = _upstream(ops, target.id)           # everything the target depends on
+    if source.id in upstream:
+        answer = _blocked_path(tape, ops, target.id, source, src, upstream)
         if answer[0] == "connected":
             return _non_finite(tape, target, source, src, ops) or _where_note(
                 ops, source, src, upstream, answer)
@@ -177,7 +177,7 @@ def diagnose(tape, target, source) -> tuple:
                 f"operations instead (y = f({_combined(method, variable, _code(name, 'x'))})"
                 " rather than "
                 f"{variable}.{method}({_code(name, 'x')}) then y = f({variable}))")
-    if isinstance(source, Variable) and not any(source._id in op.input_ids for op in ops):
+    if isinstance(source, Variable) and not any(source.id in op.input_ids for op in ops):
         return ("assign",
                 f"{src} was read inside the tape, but no recorded operation used it: it was "
                 "read without being used (read_value()) or only by a Variable update (such as "
@@ -207,11 +207,11 @@ def _name_of(tape, target, source):
         return tape_graph(tape, targets or None, source).tensor(source).label
     except KeyError:       # a source the tape never saw: label it on its own
         ops = list(tape.operations)
-        ids = [i for op in ops for i in op.input_ids + op.output_ids] + [source._id]
+        ids = [i for op in ops for i in op.input_ids + op.output_ids] + [source.id]
         labels = tensor_labels([(op, note_of(tape, op), n) for n, op in enumerate(ops, 1)],
-                               list(dict.fromkeys(ids)), {source._id: source},
-                               {source._id: source.name})
-        return labels[source._id]
+                               list(dict.fromkeys(ids)), {source.id: source},
+                               {source.id: source.name})
+        return labels[source.id]
 
 
 def _describe(t, role, name):
@@ -280,7 +280,7 @@ def _not_watched(tape, target, source, src, ops, produced, name):
                 f"the tape was created with watch_accessed_variables=False, so it watches only "
                 f"what you pass to tape.watch, and {src} was not: call "
                 f"tape.watch({_code(name, 'v')}) inside the tape")
-    pause = _broken_by_pause(tape, ops, produced, _upstream(ops, target._id))
+    pause = _broken_by_pause(tape, ops, produced, _upstream(ops, target.id))
     if pause:
         return pause
     if any(e.kind == "reset" for e in tape.events):
@@ -297,11 +297,11 @@ def _target_not_recorded(tape, target, source, src, ops, produced):
         return ("unconnected",
                 f"the target is a Variable itself, not something computed from {src}: its "
                 "gradient with respect to the source is None")
-    pause = _pause_around(tape, ops, target._id, None)
+    pause = _pause_around(tape, ops, target.id, None)
     if pause:
         return pause
     exits = [e for e in tape.events if e.kind == "exited" and isinstance(e.detail, int)]
-    if exits and not tape.recording and target._id > exits[-1].detail:
+    if exits and not tape.recording and target.id > exits[-1].detail:
         return ("target_after_tape",
                 "the target was computed after the `with` block had ended, when the tape no "
                 "longer recorded, so no recorded operation produced it and nothing connects "
@@ -322,7 +322,7 @@ def _blocked_path(tape, ops, target_id, source, src, upstream):
     that carry one (into an op with a gradient, out of its float outputs); a comparison, an
     ``argmax`` or ``stop_gradient`` on one path does not matter when another path carries
     the gradient (``mt.where(x > 0, x, 0.0)``: the comparison only chooses)."""
-    carry = {source._id}
+    carry = {source.id}
     blockers, missing = [], None
     for op in ops:
         if not any(i in carry for i in op.input_ids):
@@ -386,7 +386,7 @@ _COMPARISONS = ("Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqu
 def _integer_output_op(ops, source):
     """The first recorded op downstream of ``source`` whose outputs are all integers or
     bools (ArgMax, a comparison, a cast to int): the break in a path, or None."""
-    down = {source._id}
+    down = {source.id}
     for op in ops:
         if any(i in down for i in op.input_ids):
             if all(dt.kind in "biu" for dt in op.output_dtypes):
@@ -421,7 +421,7 @@ def _integer_sentence(tape, ops, op, src, recorded):
 def _where_note(ops, source, src, upstream, answer):
     """A connected path through ``where`` whose condition depends on the source: say that
     the comparison only chooses (its missing gradient does not matter)."""
-    down = {source._id}
+    down = {source.id}
     for op in ops:
         if any(i in down for i in op.input_ids):
             down.update(op.output_ids)
@@ -446,7 +446,7 @@ def _assigned(tape, source):
     """``(method, (Variable name, Variable id))`` if a Variable update inside the tape took
     ``source``, else None."""
     for e in tape.events:
-        if e.kind == "assigned" and e.detail[2] == source._id:
+        if e.kind == "assigned" and e.detail[2] == source.id:
             return e.detail[0], (e.detail[1], e.detail[3])
     return None
 
@@ -533,7 +533,7 @@ def _walk(tape, target, source, ops):
         grads = {}
         for t in targets:
             ones = Tensor(np.ones(t.shape, t.dtype))
-            grads[t._id] = ones if t._id not in grads else grads[t._id] + ones
+            grads[t.id] = ones if t.id not in grads else grads[t.id] + ones
         steps = []
         checking, recording.check_numerics = recording.check_numerics, False
 
@@ -541,19 +541,19 @@ def _walk(tape, target, source, ops):
             return [None if g is None else np.asarray(gradient_value(g)) for g in gs]
         try:
             with np.errstate(all="ignore"):
-                for op, out_grads, in_grads in backward_steps(ops, grads, {source._id}):
+                for op, out_grads, in_grads in backward_steps(ops, grads, {source.id}):
                     steps.append((op, arrays(out_grads), arrays(in_grads)))
         except (LookupError, TypeError, ValueError, RuntimeError):
             return None
         finally:
             recording.check_numerics = checking
-        final = grads.get(source._id)
+        final = grads.get(source.id)
         return (None if final is None else np.asarray(gradient_value(final))), steps
     from .record import record_of
     record = record_of(tape)
     last = record.last_pass
-    if (last is None or source._id not in last.gradients
-            or any(t._id not in last.seeds for t in targets)):
+    if (last is None or source.id not in last.gradients
+            or any(t.id not in last.seeds for t in targets)):
         return None
     notes = [(record.note(op), op) for op in ops]
     by_seq = {note.seq: op for note, op in notes if note is not None}
@@ -561,7 +561,7 @@ def _walk(tape, target, source, ops):
     steps = [(by_seq[seq], [reached.get(i) for i in by_seq[seq].output_ids],
               [last.contributions.get((seq, k)) for k in range(len(by_seq[seq].input_ids))])
              for seq in last.visited if seq in by_seq]
-    final = last.gradients[source._id]
+    final = last.gradients[source.id]
     return (None if final is None else final._value), steps
 
 
@@ -654,7 +654,7 @@ def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
     # Who sent the upstream gradient: the one visited op that uses the output, or the target.
     visited = [s[0] for s in steps[:n]]
     users = [o for o in visited if op.output_ids[0] in o.input_ids]
-    target_ids = {t._id for t in targets}
+    target_ids = {t.id for t in targets}
     if op.output_ids[0] in target_ids and not users:
         sender = "the target's own gradient (its seed)"
     elif len(users) == 1:
@@ -698,7 +698,7 @@ def _upstream(ops, target_id) -> set:
 
 def _broken_by_pause(tape, ops, produced, upstream):
     """If a leaf the target depends on was made in a stop_recording block or before a reset."""
-    watched = {w._id for w in tape.watched}
+    watched = {w.id for w in tape.watched}
     for op in ops:
         for i in op.input_ids:
             if i in upstream and i not in produced and i not in watched:

@@ -135,7 +135,7 @@ class TensorNode:
 
     Attributes:
         id: ``"t<k>"``, the node id (k counts tensors in order of first appearance).
-        tensor_id: the Tensor's ``_id`` (a Variable and every read of it share one id).
+        tensor_id: the Tensor's ``id`` (a Variable and every read of it share one id).
         name: the Tensor's name, or None.
         shape, dtype: as recorded (dtype as a string, e.g. ``"float32"``).
         value: the value (ndarray) if it has at most 16 elements, else None.
@@ -236,8 +236,8 @@ class TapeGraph:
         return self._index()[node_id]
 
     def tensor(self, t):
-        """The TensorNode of a Tensor/Variable (or of a tensor's ``_id``)."""
-        tid = t._id if isinstance(t, Tensor) else int(t)
+        """The TensorNode of a Tensor/Variable (or of a tensor's ``id``)."""
+        tid = t.id if isinstance(t, Tensor) else int(t)
         for node in self.tensors:
             if node.tensor_id == tid:
                 return node
@@ -357,9 +357,9 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
 
     live = _live_tensors(tapes, targets, source_list)
     for t in live.values():   # given or watched tensors the ops never touched still appear
-        if t._id not in node_of:
-            node_of[t._id] = f"t{len(node_of) + 1}"
-            tensors[node_of[t._id]] = _new_tensor_node(node_of[t._id], t._id, t.shape, t.dtype)
+        if t.id not in node_of:
+            node_of[t.id] = f"t{len(node_of) + 1}"
+            tensors[node_of[t.id]] = _new_tensor_node(node_of[t.id], t.id, t.shape, t.dtype)
     for node in tensors.values():
         _describe(node, live.get(node.tensor_id), tapes, passes)
     graph.tensors = list(tensors.values())
@@ -373,9 +373,9 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
                            {i: o for r in records for i, o in r.origins.items()})
     for node in graph.tensors:
         node.label = labels[node.tensor_id]
-    graph.target_ids = tuple(dict.fromkeys(node_of[t._id] for t in targets if t._id in node_of))
-    graph.source_ids = tuple(dict.fromkeys(node_of[s._id] for s in source_list
-                                           if s._id in node_of))
+    graph.target_ids = tuple(dict.fromkeys(node_of[t.id] for t in targets if t.id in node_of))
+    graph.source_ids = tuple(dict.fromkeys(node_of[s.id] for s in source_list
+                                           if s.id in node_of))
     for nid in graph.target_ids:
         tensors[nid].is_target = True
     for nid in graph.source_ids:
@@ -499,11 +499,11 @@ def _live_tensors(tapes, targets, sources) -> dict:
     live = {}
     for t in tapes:
         for w in t.watched:
-            live.setdefault(w._id, w)
+            live.setdefault(w.id, w)
     for t in list(targets) + list(sources):
         # A Variable beats a snapshot Tensor with the same id.
-        if t._id not in live or isinstance(t, Variable):
-            live[t._id] = t
+        if t.id not in live or isinstance(t, Variable):
+            live[t.id] = t
     return live
 
 
@@ -515,7 +515,7 @@ def _describe(node, obj, tapes, passes):
             node.variable, node.trainable = True, obj.trainable
         if node.value is None and node.summary is None:
             _fill_value(node, None, obj)
-    node.watched = any(w._id == node.tensor_id for t in tapes for w in t.watched)
+    node.watched = any(w.id == node.tensor_id for t in tapes for w in t.watched)
     for p in passes:
         g = p.gradients.get(node.tensor_id)
         if g is not None:

@@ -147,7 +147,7 @@ class TapePlayer(widgets.VBox):
         self.target = target
         self.sources = list(tape.watched) if sources is None else flatten(sources)
         self.quiz = bool(quiz)
-        self._names = {t._id: n for n, t in (names or {}).items()}
+        self._names = {t.id: n for n, t in (names or {}).items()}
         self._draw_kwargs = draw_kwargs
         self._graph = tape_graph(tape, target, self.sources)
         self._node = {n.tensor_id: n.id for n in self._graph.tensors}
@@ -285,12 +285,12 @@ class TapePlayer(widgets.VBox):
         """Walk ``backward_steps`` (the walk ``gradient`` runs) and describe each step."""
         from ..ops import array_ops
         ops = list(ops)
-        source_ids = {s._id for s in self.sources if isinstance(s, Tensor)}
+        source_ids = {s.id for s in self.sources if isinstance(s, Tensor)}
         grads = {}
         if self.target.dtype.kind == "f":
-            grads[self.target._id] = array_ops.ones_like(self.target)
+            grads[self.target.id] = array_ops.ones_like(self.target)
         self._seeds = seeds = {i: summarize(gradient_value(g)) for i, g in grads.items()}
-        t_name = self.name(self.target._id)
+        t_name = self.name(self.target.id)
         received = {}     # tensor id -> the contributions it received so far (values)
         fan_in = _fan_in(ops, source_ids)
         steps, visited, edges = [], [], {}
@@ -334,7 +334,7 @@ class TapePlayer(widgets.VBox):
     def _blocked_steps(self, ops, source_ids):
         """A step for each op the walk passed without a gradient (``stop_gradient``)."""
         steps = []
-        upstream = {self.target._id}
+        upstream = {self.target.id}
         for op in reversed(ops):
             if upstream.isdisjoint(op.output_ids):
                 continue
@@ -351,7 +351,7 @@ class TapePlayer(widgets.VBox):
 
     def _backward_parts(self, op, sent, received, fan_in, t_name):
         out = op.output_ids[0]
-        upstream = "" if out == self.target._id else f"d{t_name}/d{self.name(out)} * "
+        upstream = "" if out == self.target.id else f"d{t_name}/d{self.name(out)} * "
         rules = local_rules(op.type, [self.name(i) for i in op.input_ids], self.name(out))
         parts = []
         for i, value in sent.items():
@@ -368,14 +368,14 @@ class TapePlayer(widgets.VBox):
     def _done_step(self, grads, received, t_name, visited=frozenset(), edges=None):
         parts = []
         for s in self.sources:
-            g = grads.get(s._id)
+            g = grads.get(s.id)
             value = "None" if g is None else _value_text(gradient_value(g), g.shape)
-            contributions = received.get(s._id, [])
+            contributions = received.get(s.id, [])
             if len(contributions) > 1:
                 value = " + ".join(format_value(c) for c in contributions) + " = " + value
-            parts.append(f"d{t_name}/d{self.name(s._id)} = {value}")
+            parts.append(f"d{t_name}/d{self.name(s.id)} = {value}")
         first = next(iter(self.sources), None)
-        highlight = self._node.get(first._id) if first is not None else None
+        highlight = self._node.get(first.id) if first is not None else None
         return Step("done", None, "done: " + "; ".join(parts), highlight,
                     _summaries(grads, received, self._seeds), visited, dict(edges or {}))
 

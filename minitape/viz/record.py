@@ -88,7 +88,7 @@ def note_creation(tensor):
     """``minitape.tensor.on_creation``: note where the learner made a constant or Variable."""
     origin = learner_frames(3)
     if origin is not None:
-        _created[tensor._id] = origin
+        _created[tensor.id] = origin
         if len(_created) > MAX_CREATED:
             del _created[next(iter(_created))]
 
@@ -255,9 +255,9 @@ class TapeRecord(TapeObserver):
         if _created:
             origins = self.origins
             for t in inputs:
-                origin = _created.get(t._id)   # (a constant or Variable the learner made)
+                origin = _created.get(t.id)   # (a constant or Variable the learner made)
                 if origin is not None:
-                    origins[t._id] = origin
+                    origins[t.id] = origin
         self._notes[id(op)] = (
             next_seq(), learner_frames(2), module_calls() if calls_running else (),
             _passes.running[-1] if _passes_running and _passes.running else None,

@@ -201,7 +201,7 @@ class TrainingView(widgets.VBox):
         lr = float(np.asarray(_value(self.optimizer.learning_rate)))
         slots = optimizer_slots(self.optimizer)
         for v in _variables(self.model):
-            g = gradients.get(v._id)
+            g = gradients.get(v.id)
             g = None if g is None else np.asarray(g.numpy(), dtype=np.float64)
             gnorm = float(np.linalg.norm(g)) if g is not None else float("nan")
             self.history["grad_norm"].setdefault(v.path, []).append(gnorm)
