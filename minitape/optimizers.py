@@ -106,7 +106,7 @@ class Optimizer(Module):
         if missing:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the "
                           "loss; they are left unchanged. Did the loss use them?", stacklevel=2)
-        lr = float(self._learning_rate._value)
+        lr = float(self._learning_rate)
         grads = [(_gradient_array(grad, var, type(self).__name__), var)
                  for grad, var in pairs if grad is not None]
         self._prepare_step()
@@ -115,12 +115,11 @@ class Optimizer(Module):
             if index is None:
                 index = self._slot_index[var.id] = len(self._slot_index)
                 self._build_slots(index, var)
-            w = var._value
+            w = var.value   # (the array itself: read, never written)
             if self.weight_decay:
                 w = w - w * (self.weight_decay * lr)
-            # (``_update`` returns a new array: stored as it is, with no copy, as the slots)
-            var._store(self._update(index, w, g, lr).astype(var.dtype, copy=False))
-        self.iterations.assign(self.iterations._value + 1)
+            var.assign(_handed_over(self._update(index, w, g, lr), var))
+        self.iterations.assign_add(1)
         return self.iterations
 
     def _prepare_step(self):
@@ -133,7 +132,7 @@ class Optimizer(Module):
 
     def get_config(self):
         """The constructor's arguments, as Keras's ``Optimizer.get_config``."""
-        config = {"name": self.name, "learning_rate": float(self._learning_rate._value)}
+        config = {"name": self.name, "learning_rate": float(self._learning_rate)}
         if self.weight_decay is not None:
             config["weight_decay"] = self.weight_decay
         return config
@@ -180,8 +179,8 @@ class SGD(Optimizer):
         if not self.momentum:
             return w - lr * g
         slot = self._momentums[index]
-        v = self.momentum * slot._value - lr * g
-        slot._store(v.astype(slot.dtype, copy=False))
+        v = self.momentum * slot.value - lr * g
+        slot.assign(_handed_over(v, slot))
         return w + self.momentum * v - lr * g if self.nesterov else w + v
 
     def get_config(self):
@@ -226,11 +225,12 @@ class Adam(Optimizer):
 
     def _update(self, index, w, g, lr):
         m_slot, v_slot = self._momentums[index], self._velocities[index]
-        t = float(self.iterations._value) + 1.0
-        m = m_slot._value + (g - m_slot._value) * (1.0 - self.beta_1)
-        v = v_slot._value + (g * g - v_slot._value) * (1.0 - self.beta_2)
-        m_slot._store(m.astype(m_slot.dtype, copy=False))
-        v_slot._store(v.astype(v_slot.dtype, copy=False))
+        t = float(self.iterations) + 1.0
+        m, v = m_slot.value, v_slot.value
+        m = m + (g - m) * (1.0 - self.beta_1)
+        v = v + (g * g - v) * (1.0 - self.beta_2)
+        m_slot.assign(_handed_over(m, m_slot))
+        v_slot.assign(_handed_over(v, v_slot))
         alpha = lr * np.sqrt(1.0 - self.beta_2 ** t) / (1.0 - self.beta_1 ** t)
         return w - alpha * m / (np.sqrt(v) + self.epsilon)
 
@@ -287,20 +287,20 @@ class RMSprop(Optimizer):
     def _update(self, index, w, g, lr):
         rho = self.rho
         v_slot = self._velocities[index]
-        v = rho * v_slot._value + (1.0 - rho) * (g * g)
-        v_slot._store(v.astype(v_slot.dtype, copy=False))
+        v = rho * v_slot.value + (1.0 - rho) * (g * g)
+        v_slot.assign(_handed_over(v, v_slot))
         if self.centered:
             a_slot = self._average_gradients[index]
-            a = rho * a_slot._value + (1.0 - rho) * g
-            a_slot._store(a.astype(a_slot.dtype, copy=False))
+            a = rho * a_slot.value + (1.0 - rho) * g
+            a_slot.assign(_handed_over(a, a_slot))
             denominator = v - a * a + self.epsilon
         else:
             denominator = v + self.epsilon
         increment = lr * g / np.sqrt(denominator)
         if self.momentum > 0:
             m_slot = self._momentums[index]
-            m = self.momentum * m_slot._value + increment
-            m_slot._store(m.astype(m_slot.dtype, copy=False))
+            m = self.momentum * m_slot.value + increment
+            m_slot.assign(_handed_over(m, m_slot))
             return w - m
         return w - increment
 
@@ -348,9 +348,9 @@ class Nadam(Optimizer):
         self._momentums, self._velocities = [], []
 
     def _prepare_step(self):
-        t = float(self.iterations._value) + 1.0
+        t = float(self.iterations) + 1.0
         u_t = self.beta_1 * (1.0 - 0.5 * 0.96 ** t)
-        self._u_product.assign(np.float64(float(self._u_product._value) * u_t))
+        self._u_product.assign(np.float64(float(self._u_product) * u_t))
 
     def _build_slots(self, index, variable):
         self._momentums.append(self._slot(variable, "momentum"))
@@ -358,15 +358,16 @@ class Nadam(Optimizer):
 
     def _update(self, index, w, g, lr):
         b1, b2 = self.beta_1, self.beta_2
-        t = float(self.iterations._value) + 1.0
+        t = float(self.iterations) + 1.0
         u_t = b1 * (1.0 - 0.5 * 0.96 ** t)
         u_next = b1 * (1.0 - 0.5 * 0.96 ** (t + 1.0))
-        u_product = float(self._u_product._value)
+        u_product = float(self._u_product)
         m_slot, v_slot = self._momentums[index], self._velocities[index]
-        m = m_slot._value + (g - m_slot._value) * (1.0 - b1)
-        v = v_slot._value + (g * g - v_slot._value) * (1.0 - b2)
-        m_slot._store(m.astype(m_slot.dtype, copy=False))
-        v_slot._store(v.astype(v_slot.dtype, copy=False))
+        m, v = m_slot.value, v_slot.value
+        m = m + (g - m) * (1.0 - b1)
+        v = v + (g * g - v) * (1.0 - b2)
+        m_slot.assign(_handed_over(m, m_slot))
+        v_slot.assign(_handed_over(v, v_slot))
         m_hat = u_next * m / (1.0 - u_product * u_next) + (1.0 - u_t) * g / (1.0 - u_product)
         v_hat = v / (1.0 - b2 ** t)
         return w - lr * m_hat / (np.sqrt(v_hat) + self.epsilon)
@@ -416,8 +417,8 @@ class Adagrad(Optimizer):
 
     def _update(self, index, w, g, lr):
         slot = self._accumulators[index]
-        s = slot._value + g * g
-        slot._store(s.astype(slot.dtype, copy=False))
+        s = slot.value + g * g
+        slot.assign(_handed_over(s, slot))
         return w - lr * g / np.sqrt(s + self.epsilon)
 
     def get_config(self):
@@ -462,12 +463,13 @@ class Adamax(Optimizer):
         self._u.append(self._slot(variable, "norm"))
 
     def _update(self, index, w, g, lr):
-        t = float(self.iterations._value) + 1.0
+        t = float(self.iterations) + 1.0
         m_slot, u_slot = self._m[index], self._u[index]
-        m = m_slot._value + (g - m_slot._value) * (1.0 - self.beta_1)
-        u = np.maximum(self.beta_2 * u_slot._value, np.abs(g))
-        m_slot._store(m.astype(m_slot.dtype, copy=False))
-        u_slot._store(u.astype(u_slot.dtype, copy=False))
+        m = m_slot.value
+        m = m + (g - m) * (1.0 - self.beta_1)
+        u = np.maximum(self.beta_2 * u_slot.value, np.abs(g))
+        m_slot.assign(_handed_over(m, m_slot))
+        u_slot.assign(_handed_over(u, u_slot))
         return w - lr * m / ((1.0 - self.beta_1 ** t) * (u + self.epsilon))
 
     def get_config(self):
@@ -560,6 +562,16 @@ def _fraction(value, what, who):
     return value
 
 
+def _handed_over(array, variable):
+    """``array``, a new value the optimizer computed for ``variable``, cast to its dtype and
+    made ready for ``Variable.assign`` to keep without a copy: made read-only and passed as a
+    read-only view of itself (``convert_to_tensor``'s rule for ``t.numpy()``). The optimizer
+    keeps no other reference to it."""
+    array = np.asarray(array).astype(variable.dtype, copy=False)
+    array.setflags(write=False)
+    return array.view()
+
+
 def _number(value, what):
     if isinstance(value, Tensor):
         value = value.numpy()
@@ -573,7 +585,7 @@ def _gradient_array(grad, var, who):
         raise TypeError(f"{who}.apply_gradients: Variable '{var.path}' has dtype "
                         f"{var.dtype.name}; only floating Variables can be trained")
     if isinstance(grad, Tensor):
-        g = grad._value
+        g = np.asarray(grad)
     else:
         try:
             g = np.asarray(grad)

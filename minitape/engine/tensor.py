@@ -402,6 +402,16 @@ class Variable(Tensor):
         """The current value as a Tensor (a read: a tape watches it like any other read)."""
         return self._read()
 
+    @property
+    def value(self) -> np.ndarray:
+        """The current value: the NumPy array itself, no copy (as Keras 3's
+        ``Variable.value`` gives the backend's array). Read it, never write into it: the
+        arrays a tape saved may be this one. ``assign`` replaces the array instead of writing
+        into it, so an array read earlier keeps its numbers. Not a read a tape sees (use
+        ``read_value`` inside a tape). For code that reads Variables every step, such as the
+        optimizers; ``numpy()`` gives a copy you may change."""
+        return self._value
+
     def _read(self):
         # Every read of a Variable by an op comes here (``convert_to_tensor``, and
         # ``binary_operands`` directly: ``h @ w``, ``z + b``). The snapshot carries the
@@ -418,6 +428,8 @@ class Variable(Tensor):
         return value[()] if value.ndim == 0 else value.copy()
 
     def _assign_value(self, value, method):
+        if type(value) is np.ndarray and value.dtype == self._dtype and value.shape == self._shape:
+            return self._store(_owned(value))   # (an optimizer's new array: no conversion)
         new = convert_to_tensor(value, dtype=self.dtype, what=f"Variable.{method}")._value
         self._check_shape(new.shape, method)
         # (convert_to_tensor copied a caller's ndarray; a Tensor's array is never written.)
