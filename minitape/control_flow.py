@@ -101,7 +101,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if maximum_iterations is not None:
         m = maximum_iterations
         if isinstance(m, Tensor):
-            if m._dtype.kind not in "iu" or m.ndim != 0:
+            if m.dtype.kind not in "iu" or m.ndim != 0:
                 raise TypeError(f"while_loop: maximum_iterations must be a 0-d integer Tensor "
                                 f"or an int, got {m!r}")
             m = int(m)
@@ -133,7 +133,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         new = _convert_all(new)
         for before, after in zip(flat_before, nest.flatten(new)):
             if isinstance(before, Tensor) and isinstance(after, Tensor) and \
-                    before._dtype != after._dtype:
+                    before.dtype != after.dtype:
                 raise ValueError(f"while_loop: a loop variable of dtype {before.dtype.name} "
                                  f"became {after.dtype.name} in body; a loop variable keeps "
                                  "its dtype (mt.cast the value body returns)")
@@ -145,8 +145,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 def _truth(value):
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    if isinstance(value, Tensor) and value._dtype.kind == "b" and value._value.size == 1:
-        return bool(value._value)
+    if isinstance(value, Tensor) and value.dtype.kind == "b" and value.size == 1:
+        return bool(value.numpy())
     raise TypeError(f"while_loop: cond must return a boolean (a Python bool or a one-element "
                     f"bool Tensor such as i < 10), got {value!r:.80}")
 
@@ -253,17 +253,17 @@ class TensorArray:
         return int(index)
 
     def _check_value(self, value, what):
-        if isinstance(value, Tensor) and value._dtype != self._dtype:
+        if isinstance(value, Tensor) and value.dtype != self._dtype:
             raise errors.InvalidArgumentError(
                 None, None, f"TensorArray dtype is {self._dtype.name} but Op is trying to "
                 f"write dtype {value.dtype.name} (TensorArray.{what}); mt.cast the value first")
         value = convert_to_tensor(value, dtype=self._dtype, what=f"TensorArray.{what}")
-        if self._element_shape is not None and value._shape != self._element_shape and \
+        if self._element_shape is not None and value.shape != self._element_shape and \
                 (self._infer_shape or what != "write"):
             raise ValueError(f"TensorArray.{what}: Incompatible shape for value "
                              f"{value.shape}, expected {self._element_shape}")
         if self._infer_shape and self._element_shape is None:
-            self._element_shape = value._shape
+            self._element_shape = tuple(value.shape)
         return value
 
     def write(self, index, value, name=None) -> "TensorArray":
@@ -295,7 +295,7 @@ class TensorArray:
         if value.ndim == 0:
             raise ValueError("TensorArray.unstack: value must have at least one axis, got a "
                              "0-d Tensor")
-        rows = array_ops.unstack(value) if value._shape[0] else []
+        rows = array_ops.unstack(value) if value.shape[0] else []
         return self.scatter(list(range(len(rows))), rows) if rows else self
 
     def scatter(self, indices, value, name=None) -> "TensorArray":
@@ -396,19 +396,19 @@ class IndexedSlices:
     def __init__(self, values, indices, dense_shape=None):
         values = convert_to_tensor(values, what="IndexedSlices")
         indices = convert_to_tensor(indices, what="IndexedSlices")
-        if indices._dtype.kind not in "iu" or indices.ndim != 1:
+        if indices.dtype.kind not in "iu" or indices.ndim != 1:
             raise TypeError(f"IndexedSlices: indices must be a 1-D list or Tensor of ints, "
                             f"got {indices!r:.80}")
-        if values.ndim == 0 or values._shape[0] != indices._shape[0]:
+        if values.ndim == 0 or values.shape[0] != indices.shape[0]:
             raise ValueError(f"IndexedSlices: values {values.shape} must have one row per "
-                             f"index ({indices._shape[0]} indices)")
-        idx = indices._value
+                             f"index ({indices.shape[0]} indices)")
+        idx = indices.numpy()
         if dense_shape is None:
-            dense_shape = (int(idx.max()) + 1 if idx.size else 0,) + values._shape[1:]
+            dense_shape = (int(idx.max()) + 1 if idx.size else 0,) + tuple(values.shape[1:])
         elif isinstance(dense_shape, Tensor):
             dense_shape = dense_shape.numpy().tolist()
         dense_shape = tuple(int(d) for d in dense_shape)
-        if dense_shape[1:] != values._shape[1:]:
+        if dense_shape[1:] != tuple(values.shape[1:]):
             raise ValueError(f"IndexedSlices: dense_shape {dense_shape} does not fit values of "
                              f"shape {values.shape} (the rows' shapes must agree)")
         if idx.size and (idx.min() < 0 or idx.max() >= dense_shape[0]):
@@ -424,21 +424,20 @@ class IndexedSlices:
     @property
     def shape(self) -> TensorShape:
         """The dense Tensor's shape."""
-        return TensorShape(int(d) for d in self.dense_shape._value)
+        return TensorShape(int(d) for d in self.dense_shape.numpy())
 
     def _dense(self) -> Tensor:
         # dense = one_hot(indices)^T @ values (rows flattened): differentiable in ``values``,
         # and repeated indices add, as tf.convert_to_tensor does.
-        n = int(self.dense_shape._value[0])
-        k = self.values._shape[0]
+        n = int(self.dense_shape.numpy()[0])
+        k = self.values.shape[0]
         rows = array_ops.reshape(self.values, (k, -1))
         scatter = array_ops.one_hot(self.indices, n, dtype=self.values.dtype)   # (k, n)
         dense = math_ops.matmul(scatter, rows, transpose_a=True)                # (n, row)
-        return array_ops.reshape(dense, tuple(int(d) for d in self.dense_shape._value))
+        return array_ops.reshape(dense, tuple(int(d) for d in self.dense_shape.numpy()))
 
     def __array__(self, dtype=None, copy=None):
-        array = self._dense()._value
-        return array if dtype is None else array.astype(dtype)
+        return self._dense().__array__(dtype, copy)   # (as the dense Tensor's: a read-only view)
 
     def __repr__(self):
         return (f"IndexedSlices(indices={self.indices!r}, values={self.values!r}, "
