@@ -71,7 +71,7 @@ def custom_gradient(f):
             )
         flat_out = flatten(outputs)
         # New ids for the outputs: f may return an input unchanged (an identity).
-        new_out = [Tensor(convert_to_tensor(o)._value) for o in flat_out]
+        new_out = [Tensor(np.asarray(convert_to_tensor(o))) for o in flat_out]
         tensor_inputs = [a for a in inputs if isinstance(a, Tensor)]
         var_reads = [convert_to_tensor(v) for v in variables]
         n_in = len(tensor_inputs)

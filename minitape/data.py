@@ -65,8 +65,8 @@ class Dataset:
         Raises:
             ValueError: the components differ in their first dimension, or one is a scalar.
         """
-        arrays = _structure_map(lambda t: np.asarray(constant(t)._value if not isinstance(t, Tensor)
-                                                     else t._value), tensors)
+        arrays = _structure_map(lambda t: np.asarray(t if isinstance(t, Tensor)
+                                                     else constant(t)), tensors)
         sizes = {a.shape[0] if a.ndim else None for a in _leaves(arrays)}
         if None in sizes:
             raise ValueError("from_tensor_slices: every component needs a first axis to slice, "
@@ -224,7 +224,7 @@ def _stack(elements):
         return tuple(_stack([e[i] for e in elements]) for i in range(len(first)))
     if isinstance(first, dict):
         return {k: _stack([e[k] for e in elements]) for k in first}
-    return Tensor(np.stack([np.asarray(e._value) for e in elements]))
+    return Tensor(np.stack([np.asarray(e) for e in elements]))
 
 
 def __getattr__(name):

@@ -95,8 +95,8 @@ class TensorSpec:
         return dtype == self._dtype and _shapes_compatible(self._shape, shape)
 
     def __eq__(self, other):
-        return (isinstance(other, TensorSpec) and self._shape == other._shape
-                and self._dtype == other._dtype and self._name == other._name)
+        return (isinstance(other, TensorSpec) and self.shape == other.shape
+                and self.dtype == other.dtype and self.name == other.name)
 
     def __hash__(self):
         return hash((self._shape, self._dtype, self._name))

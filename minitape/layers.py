@@ -244,7 +244,8 @@ def _initial_kernel(initializer, shape, dtype, glorot_limit, layer, arg="kernel_
         if initializer == "glorot_uniform":
             if glorot_limit is None:   # a bias: Keras's fans of a 1-D shape
                 glorot_limit = np.sqrt(6.0 / (2 * shape[0])) if shape[0] else 0.0
-            return random_ops.uniform(shape, -glorot_limit, glorot_limit, dtype=dtype)._value
+            return np.asarray(random_ops.uniform(shape, -glorot_limit, glorot_limit,
+                                                 dtype=dtype))
         return np.full(shape, 0.0 if initializer == "zeros" else 1.0, dtype)
     try:
         value = initializer(shape, dtype=dtype)
@@ -254,7 +255,7 @@ def _initial_kernel(initializer, shape, dtype, glorot_limit, layer, arg="kernel_
                         f"shape={shape}, dtype={dtype.name}: {e}") from e
     what = f"{layer}: the value of {arg}({shape}, dtype={dtype.name})"
     try:
-        array = np.asarray(value._value if isinstance(value, Tensor) else value)
+        array = np.asarray(value)
     except (TypeError, ValueError):
         array = np.asarray(None)
     if array.dtype.kind not in "iuf":

@@ -365,7 +365,7 @@ def save_variables(path, items, what="save_weights") -> str:
                                                        allowZip64=True) as zf:
             for key, var in variables.items():
                 with zf.open(key + ".npy", "w", force_zip64=True) as entry:
-                    np.lib.format.write_array(entry, np.asarray(var._value), allow_pickle=False)
+                    np.lib.format.write_array(entry, np.asarray(var), allow_pickle=False)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

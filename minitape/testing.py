@@ -41,7 +41,7 @@ def _as_float64(args):
     """Every argument as a fresh float64 Tensor (Tensors and Variables are copied by value)."""
     out = []
     for a in args:
-        value = a._value if isinstance(a, Tensor) else a
+        value = np.asarray(a) if isinstance(a, Tensor) else a
         out.append(constant(np.array(value, dtype=np.float64)))
     return out
 
@@ -59,14 +59,14 @@ def _outputs(result, what="f"):
 
 def _shifted(args, direction, step):
     """``args + step * direction`` as new float64 Tensors (``None`` in direction: unchanged)."""
-    return [a if d is None else constant(a._value + step * d) for a, d in zip(args, direction)]
+    return [a if d is None else constant(np.asarray(a) + step * d) for a, d in zip(args, direction)]
 
 
 def _difference(f, args, direction, eps):
     """Central differences of each output of ``f`` along ``direction`` (float64 arrays)."""
     plus, _ = _outputs(f(*_shifted(args, direction, eps)))
     minus, _ = _outputs(f(*_shifted(args, direction, -eps)))
-    return [(np.asarray(p._value, dtype=np.float64) - np.asarray(m._value, dtype=np.float64))
+    return [(np.asarray(p, dtype=np.float64) - np.asarray(m, dtype=np.float64))
             / (2 * eps) for p, m in zip(plus, minus)]
 
 
@@ -206,7 +206,7 @@ def _check(f, args, order, modes, eps, rtol, atol, rng, level):
     if "rev" in modes:
         grads = vjp(*args)
         expected = sum(float(np.sum(u * n)) for u, n in zip(cotangents, numeric))
-        got = sum(float(np.sum(g._value * d)) for g, d in zip(grads, direction))
+        got = sum(float(np.sum(np.asarray(g) * d)) for g, d in zip(grads, direction))
         if not abs(expected - got) <= atol + rtol * abs(expected):
             raise AssertionError(
                 f"check_grads, reverse mode, {where}: <u, J v> by central differences is "
@@ -218,7 +218,7 @@ def _check(f, args, order, modes, eps, rtol, atol, rng, level):
         tangents = acc.jvp([outs[k] for k in keep],
                            unconnected_gradients=UnconnectedGradients.ZERO)
         for k, (t, n) in enumerate(zip(tangents, numeric)):
-            t = np.asarray(t._value, dtype=np.float64)
+            t = np.asarray(t, dtype=np.float64)
             if t.shape != n.shape or not np.allclose(t, n, rtol=rtol, atol=atol):
                 raise AssertionError(
                     f"check_grads, forward mode, {where}: output {keep[k]}: J v by central "

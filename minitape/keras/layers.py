@@ -31,7 +31,7 @@ def _initial_value(initializer, shape, dtype, who):
         initializer = initializer()
     if callable(initializer):
         value = initializer(shape, dtype=dtype)
-        return np.asarray(value._value if isinstance(value, Tensor) else value, dtype=dtype)
+        return np.asarray(value, dtype=dtype)
     if initializer == "zeros":
         return np.zeros(shape, dtype)
     if initializer == "ones":
@@ -41,11 +41,11 @@ def _initial_value(initializer, shape, dtype, who):
         fan_out = shape[-1] if shape else 1
         receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
         limit = np.sqrt(6.0 / max(1, (fan_in + fan_out) * receptive))
-        return random_ops.uniform(shape, -limit, limit, dtype=dtype)._value
+        return np.asarray(random_ops.uniform(shape, -limit, limit, dtype=dtype))
     if initializer == "random_normal":
-        return random_ops.normal(shape, 0.0, 0.05, dtype=dtype)._value
+        return np.asarray(random_ops.normal(shape, 0.0, 0.05, dtype=dtype))
     if initializer == "random_uniform":
-        return random_ops.uniform(shape, -0.05, 0.05, dtype=dtype)._value
+        return np.asarray(random_ops.uniform(shape, -0.05, 0.05, dtype=dtype))
     try:   # any other Keras name ("he_normal", "orthogonal", ...), or an initializer class
         init = _initializers.get(initializer)
     except (ValueError, TypeError):

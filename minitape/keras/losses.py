@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import array_ops, math_ops, nn_ops, reduction_ops
-from ..engine.tensor import Tensor, convert_to_tensor
+from ..engine.tensor import convert_to_tensor
 from . import backend
 
 EPSILON = 1e-7
@@ -117,7 +117,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
         ValueError: a label outside ``[0, classes)``.
     """
     y_pred = math_ops.floating(y_pred, "sparse_categorical_crossentropy")
-    labels = np.asarray(y_true._value if isinstance(y_true, Tensor) else y_true)
+    labels = np.asarray(y_true)
     if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
         labels = labels[..., 0]
     classes = y_pred.shape[axis]

@@ -72,7 +72,7 @@ def _format(value):
 def _as_array(data, what):
     """Data for fit/evaluate/predict as a NumPy array; float NumPy data becomes float32."""
     if isinstance(data, Tensor):
-        return np.asarray(data._value)
+        return np.asarray(data)
     array = np.asarray(data)
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{what} must be numbers (a Tensor, an ndarray or a list), got "

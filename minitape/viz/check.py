@@ -419,13 +419,13 @@ class _Values:
     def __init__(self, ops, watched):
         self.known = {}
         for t in watched:
-            self.known[t.id] = t._value
+            self.known[t.id] = np.asarray(t)
         for op in ops:   # saved tensors win over a Variable's current value
             for ids, values, saved in ((op.input_ids, op.input_values, _saved(op, "inputs")),
                                        (op.output_ids, op.output_values, _saved(op, "outputs"))):
                 for i, small, t in zip(ids, values, saved):
                     if t is not None:
-                        self.known[i] = t._value
+                        self.known[i] = np.asarray(t)
                     elif small is not None:
                         self.known[i] = small
 
@@ -492,14 +492,14 @@ def _run_forward(op, inputs, view):
             return None
         result = op.forward(*inputs[:_function_inputs(op)])[0]
     elif op.forward is not None:   # mt.primitive: a NumPy function of arrays and attributes
-        result = op.forward(*[t._value for t in inputs], **(view.attrs or {}))
+        result = op.forward(*[np.asarray(t) for t in inputs], **(view.attrs or {}))
         return [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
     else:
         forward = registry.lookup_forward(op.type)
         if forward is None:
             return None
         result = forward(view, *inputs)
-    return [np.asarray(t._value if isinstance(t, Tensor) else t) for t in flatten(result)]
+    return [np.asarray(t) for t in flatten(result)]
 
 
 def _function_inputs(op):
@@ -712,7 +712,7 @@ def _rule(op, grad, x_tensors, outs, us, view, checked, variables=()):
             raise TypeError(f"it returned {type(g).__name__} for input {k}; gradients must be "
                             "minitape Tensors (so that they can be differentiated again): "
                             "build them with minitape operations")
-    return [None if g is None else g._value for g in in_grads]
+    return [None if g is None else np.asarray(g) for g in in_grads]
 
 
 def _raise_arity(op, got, expected):

@@ -562,7 +562,7 @@ def _walk(tape, target, source, ops):
               [last.contributions.get((seq, k)) for k in range(len(by_seq[seq].input_ids))])
              for seq in last.visited if seq in by_seq]
     final = last.gradients[source.id]
-    return (None if final is None else final._value), steps
+    return (None if final is None else np.asarray(final)), steps
 
 
 def _value_text(value):
@@ -595,7 +595,7 @@ def _input_value(tape, op, k):
     """The value of input ``k`` of ``op``: its saved Tensor, else the small value the tape's
     record kept (None if neither)."""
     try:
-        return np.asarray(op.inputs[k]._value)
+        return np.asarray(op.inputs[k])
     except (RuntimeError, ValueError, IndexError, AttributeError):
         pass
     from .record import note_of
@@ -628,7 +628,7 @@ def _local_derivative(tape, op, k, index):
         return None
     finally:
         recording.check_numerics = checking
-    return None if d is None else _at(d._value, index)
+    return None if d is None else _at(np.asarray(d), index)
 
 
 def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):

@@ -449,7 +449,7 @@ def _add_tensors(tensors, op, node, copies, note):
     names = note.names if note is not None and note.names else (None,) * len(op.shapes)
     for k in range(n_in):
         tn = tensors[node.inputs[k]]
-        saved = [c._inputs[k] for c in copies if c._inputs is not None]
+        saved = [c.saved[0][k] for c in copies if c.saved is not None]
         kept = next((t for t in saved if t is not None), None)
         tn.saved = tn.saved or (kept is not None and _needed(note, 0, k))
         tn.name = tn.name or names[k]
@@ -457,7 +457,7 @@ def _add_tensors(tensors, op, node, copies, note):
     for k in range(len(op.output_ids)):
         tn = tensors[node.outputs[k]]
         tn.produced_by = tn.produced_by or node.id
-        saved = [c._outputs[k] for c in copies if c._outputs is not None]
+        saved = [c.saved[1][k] for c in copies if c.saved is not None]
         kept = next((t for t in saved if t is not None), None)
         tn.saved = tn.saved or (kept is not None and _needed(note, 1, k))
         tn.name = tn.name or names[n_in + k]
@@ -487,7 +487,7 @@ def _fill_value(tn, small_value, saved_tensor):
     if small_value is not None:
         tn.value = np.asarray(small_value)
     elif saved_tensor is not None:
-        s = summarize(saved_tensor._value)
+        s = summarize(np.asarray(saved_tensor))
         if isinstance(s, tuple):
             tn.summary = s
         elif s is not None:
@@ -519,7 +519,7 @@ def _describe(node, obj, tapes, passes):
     for p in passes:
         g = p.gradients.get(node.tensor_id)
         if g is not None:
-            node.gradient = summarize(g._value)
+            node.gradient = summarize(np.asarray(g))
             break
         if node.tensor_id in p.reached:
             node.gradient = p.reached[node.tensor_id]

@@ -138,7 +138,7 @@ class TapePlayer(widgets.VBox):
             raise TypeError(f"TapePlayer target must be a minitape Tensor, got "
                             f"{type(target).__name__}")
         ops = tape.operations
-        if tape.released or any(op._inputs is None for op in ops):
+        if tape.released or any(op.saved is None for op in ops):
             raise RuntimeError(
                 "TapePlayer needs the tensors the tape saved for its backward pass, and this "
                 "non-persistent tape released them when gradient() ran: record with "

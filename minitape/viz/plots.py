@@ -34,7 +34,7 @@ def _axes(ax):
 def _array(value, what):
     from ..engine.tensor import Tensor
     if isinstance(value, Tensor):
-        return np.asarray(value._value)
+        return np.asarray(value)
     try:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError):
