@@ -107,11 +107,16 @@ def _builtin_functions():
     for name, fn in _mt_layers._ACTIVATIONS.items():
         if fn is not None:
             out.setdefault(name, fn)
-    import minitape
-    for module in (minitape.nn, minitape.math, minitape):   # mt.nn.relu, mt.concat, ...
+    # mt.nn.relu, mt.math.sin, then the ops behind mt's top level (mt.concat, ...): imported
+    # from the modules that define them, not from the package, which imports keras.
+    from .. import math as mt_math, nn as mt_nn
+    from ..ops import array_ops, grid_ops, linalg_ops, math_ops, reduction_ops
+    for module in (mt_nn, mt_math, math_ops, array_ops, reduction_ops, linalg_ops, grid_ops):
+        namespace = module in (mt_nn, mt_math)   # (of an ops module: what it defines)
         for name in dir(module):
             value = getattr(module, name)
-            if not name.startswith("_") and callable(value) and not isinstance(value, type):
+            if not name.startswith("_") and callable(value) and not isinstance(value, type) \
+                    and (namespace or getattr(value, "__module__", None) == module.__name__):
                 out.setdefault(name, value)
     return out
 

@@ -40,9 +40,10 @@ import time
 import ipywidgets as widgets
 import numpy as np
 
-import minitape as mt
-
-from ..engine.tensor import Tensor
+from ..engine.forward import ForwardAccumulator
+from ..engine.tape import GradientTape
+from ..engine.tensor import Tensor, constant, convert_to_tensor
+from ..functional import hessian
 from .draw import DARK_THEME_STYLE
 
 MODES = ("reverse", "forward", "vectorized")
@@ -139,7 +140,7 @@ def _floating_tensor(value, what):
         t = value
     else:
         try:
-            t = mt.convert_to_tensor(value)
+            t = convert_to_tensor(value)
         except (TypeError, ValueError) as e:
             raise TypeError(f"{what} must be a floating Tensor or an array of numbers, got "
                             f"{type(value).__name__} ({e})") from None
@@ -251,11 +252,11 @@ class JacobianExplorer(_Explorer):
     def _basis(self, k, size, shape, dtype):
         e = np.zeros(size, dtype=dtype)
         e[k] = 1
-        return mt.constant(e.reshape(shape))
+        return constant(e.reshape(shape))
 
     def _reverse_rows(self):
         """One VJP per output element: the rows of the Jacobian, from one recorded tape."""
-        with mt.GradientTape(persistent=True) as tape:
+        with GradientTape(persistent=True) as tape:
             tape.watch(self.x)
             y = self.f(self.x)
         rows = []
@@ -270,7 +271,7 @@ class JacobianExplorer(_Explorer):
         columns = []
         for j in range(self.n):
             tangent = self._basis(j, self.n, self.x.shape, self.x.dtype)
-            with mt.autodiff.ForwardAccumulator(self.x, tangent) as acc:
+            with ForwardAccumulator(self.x, tangent) as acc:
                 y = self.f(self.x)
             col = acc.jvp(y, unconnected_gradients="zero")
             columns.append(np.asarray(col.numpy(), dtype=float).reshape(-1))
@@ -278,7 +279,7 @@ class JacobianExplorer(_Explorer):
 
     def _vectorized(self):
         """The whole Jacobian in one batched backward pass (``tape.jacobian``)."""
-        with mt.GradientTape() as tape:
+        with GradientTape() as tape:
             tape.watch(self.x)
             y = self.f(self.x)
         j = tape.jacobian(y, self.x, unconnected_gradients="zero")
@@ -481,7 +482,7 @@ class DescentExplorer(_Explorer):
         - gradient descent: ``x <- x - learning_rate * g``;
         - momentum (as Keras ``SGD(momentum=...)``): ``v <- momentum * v - learning_rate * g``,
           ``x <- x + v``, with ``v = 0`` at first;
-        - newton: ``x <- x - H^-1 g`` with ``H = mt.hessian(f)(x)`` (the guide's Newton step;
+        - newton: ``x <- x - H^-1 g`` with ``H = hessian(f)(x)`` (the guide's Newton step;
           the learning rate is not used). Newton's method heads for the nearest *stationary*
           point, which on a non-convex surface may be a saddle or a maximum.
 
@@ -546,11 +547,11 @@ class DescentExplorer(_Explorer):
 
     # -- f, its gradient and Hessian at one point ------------------------------------------
     def _point(self, p):
-        return mt.constant(np.asarray(p, dtype=self.dtype))
+        return constant(np.asarray(p, dtype=self.dtype))
 
     def _value_and_grad(self, p):
         x = self._point(p)
-        with mt.GradientTape() as tape, np.errstate(over="ignore", invalid="ignore"):
+        with GradientTape() as tape, np.errstate(over="ignore", invalid="ignore"):
             tape.watch(x)
             y = self.f(x)
         if not isinstance(y, Tensor) or y.dtype.kind != "f":
@@ -569,7 +570,7 @@ class DescentExplorer(_Explorer):
 
     def _hessian(self, p):
         with np.errstate(over="ignore", invalid="ignore"):
-            return np.asarray(mt.hessian(self.f)(self._point(p)).numpy(), dtype=float)
+            return np.asarray(hessian(self.f)(self._point(p)).numpy(), dtype=float)
 
     # -- the grid ----------------------------------------------------------------------------
     def _on_grid(self, xs, ys, with_grad):
@@ -580,8 +581,8 @@ class DescentExplorer(_Explorer):
         pts = np.stack([X.ravel(), Y.ravel()])
         z = g = None
         try:
-            t = mt.constant(pts.astype(self.dtype))
-            with mt.GradientTape() as tape:
+            t = constant(pts.astype(self.dtype))
+            with GradientTape() as tape:
                 tape.watch(t)
                 out = self.f(t)
             if isinstance(out, Tensor) and out.shape == (pts.shape[1],):

@@ -23,6 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
+from ..engine.tape import GradientTape
+from ..engine.tensor import Tensor, convert_to_tensor
+from ..ops.math_ops import cast
+
 
 def _axes(ax):
     import matplotlib.pyplot as plt
@@ -32,7 +37,6 @@ def _axes(ax):
 
 
 def _array(value, what):
-    from ..engine.tensor import Tensor
     if isinstance(value, Tensor):
         return np.asarray(value)
     try:
@@ -58,13 +62,12 @@ def plot_gradient(f, x, ax=None, label="y", title=None):
     The derivative is ``tape.gradient(y, x)``: the gradient of the sum of ``y``, which for an
     elementwise ``f`` is the derivative at each point.
     """
-    import minitape as mt
-    x = mt.convert_to_tensor(x, what="plot_gradient x")
+    x = convert_to_tensor(x, what="plot_gradient x")
     if x.dtype.kind != "f":
-        x = mt.cast(x, mt.float32)
+        x = cast(x, dtypes.float32)
     if x.ndim != 1:
         raise ValueError(f"plot_gradient expects a 1-D x of shape (n,), got shape {x.shape}")
-    with mt.GradientTape() as tape:
+    with GradientTape() as tape:
         tape.watch(x)
         y = f(x)
     dy_dx = tape.gradient(y, x)
