@@ -115,7 +115,7 @@ class Optimizer(Module):
             if index is None:
                 index = self._slot_index[var.id] = len(self._slot_index)
                 self._build_slots(index, var)
-            w = var.value   # (the array itself: read, never written)
+            w = var.value   # (the read-only array itself: no copy)
             if self.weight_decay:
                 w = w - w * (self.weight_decay * lr)
             var.assign(_handed_over(self._update(index, w, g, lr), var))

@@ -393,6 +393,7 @@ class Variable(Tensor):
         value = convert_to_tensor(initial_value, dtype=dtype, what="Variable")._value
         super().__init__(value if type(value) is np.ndarray else np.array(value),
                          name="Variable" if name is None else name)
+        self._value.setflags(write=False)   # (``value`` hands it out: see ``_store``)
         self.trainable = bool(trainable)
         self.path = self.name  # layers set e.g. "dense/kernel"
         if on_creation is not None:
@@ -404,12 +405,19 @@ class Variable(Tensor):
 
     @property
     def value(self) -> np.ndarray:
-        """The current value: the NumPy array itself, no copy (as Keras 3's
-        ``Variable.value`` gives the backend's array). Read it, never write into it: the
-        arrays a tape saved may be this one. ``assign`` replaces the array instead of writing
-        into it, so an array read earlier keeps its numbers. Not a read a tape sees (use
-        ``read_value`` inside a tape). For code that reads Variables every step, such as the
-        optimizers; ``numpy()`` gives a copy you may change."""
+        """The current value as a read-only NumPy array, with no copy (as Keras 3's
+        ``Variable.value`` gives the backend's array). ``assign`` replaces the array rather
+        than writing into it, so an array read earlier keeps its numbers. Not a read a tape
+        sees (use ``read_value`` inside a tape). For code that reads Variables every step,
+        such as the optimizers; ``numpy()`` gives a copy you may change.
+
+        >>> import minitape as mt
+        >>> v = mt.Variable([1.0, 2.0])
+        >>> v.value
+        array([1., 2.], dtype=float32)
+        >>> v.value.flags.writeable
+        False
+        """
         return self._value
 
     def _read(self):
@@ -437,8 +445,11 @@ class Variable(Tensor):
 
     def _store(self, new):
         # A new array, never an in-place write: what earlier operations saved stays valid.
-        # ``new`` has the Variable's shape and dtype, and no one else holds it.
-        self._value = new if type(new) is np.ndarray else np.array(new, dtype=self._dtype)
+        # ``new`` has the Variable's shape and dtype, and no one else holds it. It is made
+        # read-only, so ``value`` can hand out the array itself.
+        new = new if type(new) is np.ndarray else np.array(new, dtype=self._dtype)
+        new.setflags(write=False)
+        self._value = new
         return self
 
     def _check_shape(self, shape, method, broadcast=False):
