@@ -567,7 +567,8 @@ def _handed_over(array, variable):
     made ready for ``Variable.assign`` to keep without a copy: made read-only and passed as a
     read-only view of itself (``convert_to_tensor``'s rule for ``t.numpy()``). The optimizer
     keeps no other reference to it."""
-    array = np.asarray(array).astype(variable.dtype, copy=False)
+    if type(array) is not np.ndarray or array.dtype != variable.dtype:
+        array = np.asarray(array).astype(variable.dtype)   # (a NumPy scalar, a float64 step)
     array.setflags(write=False)
     return array.view()
 
@@ -585,7 +586,7 @@ def _gradient_array(grad, var, who):
         raise TypeError(f"{who}.apply_gradients: Variable '{var.path}' has dtype "
                         f"{var.dtype.name}; only floating Variables can be trained")
     if isinstance(grad, Tensor):
-        g = np.asarray(grad)
+        g = grad.numpy()   # (a read-only view; a NumPy scalar for a 0-d gradient)
     else:
         try:
             g = np.asarray(grad)
