@@ -82,7 +82,7 @@ def check_outputs(op_type, inputs, outputs):
     """Called by ``record`` for every op while checking is on: raise if an output is not
     finite."""
     for k, out in enumerate(outputs):
-        if _non_finite(np.asarray(out)):
+        if _non_finite(out.numpy()):
             raise _error(f'output {k} of op "{op_type}" (# of outputs: {len(outputs)})', out,
                          inputs)
 
@@ -106,7 +106,7 @@ def _error(what, tensor, inputs, backward_op=None):
              f"  dtype: {value.dtype.name}", f"  shape: {value.shape}",
              f"  value: {_short(value)}"]
     for k, t in enumerate(inputs):
-        lines.append(f"  input {k}: {_short(np.asarray(t))}")
+        lines.append(f"  input {k}: {_short(t.numpy())}")
     where = _where(backward_op)
     if where:
         lines.append(f"  {where}")

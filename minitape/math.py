@@ -25,7 +25,7 @@ def _elementwise_test(op_type, fn, what):
 
     def test(x, name=None):
         x = floating(x, op_type)
-        z = Tensor(fn(np.asarray(x)), name=name)
+        z = Tensor(fn(x.numpy()), name=name)
         record(op_type, (x,), (z,), keep_inputs=False)
         return z
 
