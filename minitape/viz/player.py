@@ -53,7 +53,6 @@ frames as one self-contained page.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import html
@@ -69,7 +68,7 @@ from ..nest import flatten
 from ..recording import state
 from ..tape import GradientTape
 from ..tensor import Tensor
-from .draw import DARK_THEME_STYLE, draw_tape, format_value
+from .draw import DARK_THEME_STYLE, PAGE_SCHEME_STYLE, draw_tape, format_value, svg_image
 from .graph import tape_graph
 from .record import summarize
 
@@ -431,12 +430,10 @@ class TapePlayer(widgets.VBox):
         """
         def drawing(k, reveal, sentence):
             svg = self.svg(k, reveal=reveal)
-            if not inline_svg:
-                data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-                # (natural size: a page's "img {max-width: 100%}" would shrink the labels)
-                svg = (f'<img src="data:image/svg+xml;base64,{data}" style="max-width:none" '
-                       f'alt="{html.escape(sentence)}">')
-            return f'<div class="minitape-drawing" style="overflow-x:auto">{svg}</div>'
+            if not inline_svg:     # (a dark card in a dark theme, at its natural size)
+                svg = svg_image(svg, sentence)
+            return (f'<div class="minitape-drawing minitape-graph" style="overflow-x:auto">'
+                    f"{svg}</div>")
 
         frames = []
         for k, s in enumerate(self.steps):
@@ -459,7 +456,8 @@ class TapePlayer(widgets.VBox):
                               f"{drawing(k, True, said + s.text)}</section>")
         digest = hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
         dom_id = f"minitape-player-{digest}"
-        return (f'<div class="minitape-player" id="{dom_id}" data-start="{self._step}">'
+        return (f'{PAGE_SCHEME_STYLE if not inline_svg else ""}'
+                f'<div class="minitape-player" id="{dom_id}" data-start="{self._step}">'
                 f'{"".join(frames)}</div>'
                 f"<script>{_PLAYER_JS.replace('PLAYER_ID', dom_id)}</script>")
 
