@@ -42,6 +42,7 @@ import numpy as np
 
 import minitape as mt
 
+from ..lessons import fallback_metadata
 from ..tensor import Tensor
 from .draw import DARK_THEME_STYLE
 
@@ -115,7 +116,7 @@ class _Explorer(widgets.VBox):
         data = super()._repr_mimebundle_(**kwargs) or {"text/plain": repr(self)}
         data["text/plain"] = repr(self)
         data["image/png"] = base64.b64encode(self._image.value or self.png()).decode("ascii")
-        return data
+        return data, fallback_metadata("image/png")    # (see minitape.lessons.pre_save_hook)
 
 
 def _rounded_by(slider, new, current) -> bool:

@@ -64,6 +64,7 @@ import numpy as np
 
 from .. import registry
 from ..backward import backward_steps, gradient_value
+from ..lessons import fallback_metadata
 from ..nest import flatten
 from ..recording import state
 from ..tape import GradientTape
@@ -512,10 +513,11 @@ class TapePlayer(widgets.VBox):
         # The widget view for a running kernel, and the frames as static HTML beside it for
         # every reader without one (see frames_html; scripts/run_notebooks.py stores lessons
         # with this fallback only).
+        # Marked, so that minitape.lessons.pre_save_hook saves it as the fallback alone.
         bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs) or {}
         bundle["text/plain"] = repr(self)
         bundle["text/html"] = self.frames_html()
-        return bundle
+        return bundle, fallback_metadata("text/html")
 
     def __repr__(self):
         return f"<TapePlayer step {self._step}/{len(self.steps) - 1}: {self.text}>"

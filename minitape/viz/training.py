@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 import numpy as np
 
+from ..lessons import fallback_metadata
 from ..tape import GradientTape
 from ..tensor import Tensor, Variable, constant
 
@@ -526,7 +527,7 @@ s.hidden = false; label.hidden = false; s.oninput = show; show();
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs) or {}
         bundle["text/html"] = self._static_html()
-        return bundle
+        return bundle, fallback_metadata("text/html")   # (see minitape.lessons.pre_save_hook)
 
     def __repr__(self):
         return f"<TrainingView {self._status_text()}>"
