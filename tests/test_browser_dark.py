@@ -95,7 +95,9 @@ def set_theme(server, theme: str) -> None:
 def open_notebook(server, chromium, name, **options):
     page = chromium.new_page(viewport={"width": 1300, "height": 1000}, **options)
     page.set_default_timeout(PAGE_TIMEOUT)
-    page.goto(server.url(f"lab/tree/{name}"))
+    # ?reset: a fresh workspace, so no notebook opened before sits in a hidden tab (whose
+    # cells and drawings the locators below would find first).
+    page.goto(server.url(f"lab/tree/{name}?reset"))
     page.locator(".jp-Notebook .jp-Cell").first.wait_for()
     page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
     return page
