@@ -104,3 +104,21 @@ def test_the_hook_ignores_models_that_are_not_notebooks():
     model = {"type": "file", "format": "text", "content": "{}"}
     lessons.pre_save_hook(model, path="x.json")
     assert model == {"type": "file", "format": "text", "content": "{}"}
+
+
+def test_make_lab_and_binder_turn_the_hook_on():
+    """``jupyter-config/`` enables the extension (read here as the Jupyter server reads it);
+    ``make lab`` puts it on ``JUPYTER_CONFIG_PATH``, Binder's postBuild copies it into the
+    environment's Jupyter config (the browser test starts a server configured so)."""
+    from pathlib import Path
+
+    from jupyter_server.extension.config import ExtensionConfigManager
+
+    root = Path(__file__).resolve().parent.parent
+    config = ExtensionConfigManager(read_config_path=[str(root / "jupyter-config")])
+    assert config.get_jpserver_extensions() == {"minitape.lessons": True}
+    run_sh = (root / "scripts" / "run.sh").read_text()
+    assert 'export JUPYTER_CONFIG_PATH="$PWD/jupyter-config' in run_sh
+    post_build = (root / "postBuild").read_text()
+    assert "cp jupyter-config/jupyter_server_config.d/minitape.json" in post_build
+    assert "etc/jupyter/jupyter_server_config.d" in post_build
