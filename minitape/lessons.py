@@ -11,6 +11,24 @@ exercise copies without solutions, their CC BY 4.0 licence). This copies them in
 Files already in ``DIR`` are kept unless ``--force`` is given, so a learner's edits survive a
 second run. In a source checkout (an editable install) the lessons are read from
 ``notebooks/`` instead.
+
+**Saved lessons reopen without "model not found".** A notebook that shows a widget stores, by
+default, its view (``application/vnd.jupyter.widget-view+json``) and not the widget's state;
+reopened without the kernel, JupyterLab then says "Error displaying widget: model not found"
+(ipywidgets' behaviour). minitape's widgets (``TapePlayer``, the explorers, ``TrainingView``)
+carry a static fallback next to their view (``text/html`` or ``image/png``) and mark their
+output (metadata ``{"minitape": {"static_fallback": mime type}}``). ``pre_save_hook``, run by
+the Jupyter server on every save, drops the view of such outputs whose widget state the
+notebook does not store, so the reopened lesson shows the static player or picture; running
+the cell again gives the live widget. Outputs of other libraries are left alone. Give it to
+the server::
+
+    jupyter lab my-lessons --ContentsManager.pre_save_hook=minitape.lessons.pre_save_hook
+
+or, without replacing a ``pre_save_hook`` of your own, enable this module as a Jupyter server
+extension (it registers the hook): ``{"ServerApp": {"jpserver_extensions":
+{"minitape.lessons": true}}}`` in a ``jupyter_server_config.d/`` folder, as the repository's
+``jupyter-config/`` does for ``make lab`` (``JUPYTER_CONFIG_PATH``) and Binder (``postBuild``).
 """
 
 from __future__ import annotations
@@ -23,6 +41,67 @@ from pathlib import Path
 DEFAULT_DIR = "minitape-lessons"
 # As setup.py's LESSON_FILES: what the wheel carries.
 PATTERNS = ("[0-9][0-9]_*.ipynb", "exercises/[0-9][0-9]_*.ipynb", "LICENSE", "sanitize.cfg")
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+MARK = "minitape"          # the output metadata key of minitape's widget outputs
+HOOK = "minitape.lessons.pre_save_hook"
+
+
+def fallback_metadata(mime: str) -> dict:
+    """The output metadata of a minitape widget whose bundle holds the static fallback
+    ``mime`` (``"text/html"`` or ``"image/png"``): what ``pre_save_hook`` looks for."""
+    return {MARK: {"static_fallback": mime}}
+
+
+def drop_widget_views(notebook: dict) -> int:
+    """Drop, in place, the widget view of every output minitape marked (``fallback_metadata``)
+    that holds its static fallback, unless the notebook stores that widget's state.
+
+    ``notebook`` is a notebook as a dict (nbformat 4, e.g. a contents model's ``content``).
+    Returns how many views were dropped. Other outputs, and the widget state, are untouched.
+    """
+    widgets = notebook.get("metadata", {}).get("widgets") or {}
+    stored = (widgets.get(WIDGET_STATE) or {}).get("state") or {}
+    dropped = 0
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        for output in cell.get("outputs", []):
+            data = output.get("data") or {}
+            mark = (output.get("metadata") or {}).get(MARK)
+            if WIDGET_VIEW not in data or not isinstance(mark, dict) \
+                    or mark.get("static_fallback") not in data:
+                continue
+            view = data[WIDGET_VIEW]
+            if isinstance(view, dict) and view.get("model_id") in stored:
+                continue           # the widget can be rebuilt from its stored state
+            del data[WIDGET_VIEW]
+            dropped += 1
+    return dropped
+
+
+def pre_save_hook(model, path=None, contents_manager=None, **kwargs):
+    """A Jupyter server ``ContentsManager.pre_save_hook``: ``drop_widget_views`` on a notebook
+    about to be saved (a saved minitape widget reopens as its static fallback, not as "model
+    not found"). Other files are left alone."""
+    if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
+        dropped = drop_widget_views(model["content"])
+        if dropped and contents_manager is not None:
+            contents_manager.log.debug("minitape: %d widget view(s) of %s saved as their "
+                                       "static fallback", dropped, path)
+
+
+def _jupyter_server_extension_points():
+    """``jupyter server extension enable minitape.lessons``: this module is the extension."""
+    return [{"module": "minitape.lessons"}]
+
+
+def _load_jupyter_server_extension(serverapp):
+    """Register ``pre_save_hook`` with the server's contents manager (after any configured
+    ``pre_save_hook``, which it does not replace)."""
+    serverapp.contents_manager.register_pre_save_hook(pre_save_hook)
 
 
 def lessons_folder() -> Path:
@@ -92,9 +171,10 @@ def main(argv=None) -> int:
         print(f"  {name}")
     print(f"  exercises/: the exercise copies, without solutions\n"
           f"Open them in JupyterLab:\n"
-          f"  jupyter lab {dest}\n"
-          f"(JupyterLab comes with pip install \"minitape[lab]\". The stored drawings show once "
-          f"the notebook is trusted: run its cells, or jupyter trust {dest}/*.ipynb)")
+          f"  jupyter lab {dest} --ContentsManager.pre_save_hook={HOOK}\n"
+          f"(JupyterLab comes with pip install \"minitape[lab]\". The option makes a lesson you "
+          f"have run and saved\nreopen with its players as pictures instead of \"model not "
+          f"found\"; plain jupyter lab {dest} works too.)")
     return 0
 
 

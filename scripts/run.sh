@@ -18,6 +18,9 @@ case "$task" in
     lab)
         # The lessons' stored drawings (SVG) show only in a trusted notebook; these are ours.
         .venv/bin/jupyter trust notebooks/[0-9][0-9]_*.ipynb
+        # jupyter-config/ turns on minitape.lessons' save hook: a lesson run and saved reopens
+        # with its widgets' static fallbacks, not "model not found" (Binder's postBuild too).
+        export JUPYTER_CONFIG_PATH="$PWD/jupyter-config${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
         # Jupyter refuses to start as root without --allow-root (containers often run as root).
         if [ "$(id -u)" -eq 0 ]; then
             exec .venv/bin/jupyter lab notebooks/ --allow-root "$@"

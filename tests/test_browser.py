@@ -4,13 +4,13 @@ The test starts JupyterLab on 127.0.0.1 (a free port, a token, temporary config/
 folders and HOME, so nothing touches the user's folders), opens a copy of
 ``notebooks/04_inside_the_tape.ipynb``, runs all cells, and checks in the page that
 
-- the tape graphs rendered (``image/svg+xml`` outputs, shown by JupyterLab as ``<img>``);
+- the tape graphs rendered (each an ``<img>`` of its SVG in the output's ``text/html``);
 - the ``TapePlayer`` widget rendered its graph inline, and moving its slider changes both the
   highlighted node (the one drawn in the highlight colour) and the sentence.
 
 A second test opens lesson 01 as a clone has it (stored outputs, untrusted, not re-run) and
 checks that every stored drawing and figure shows as an image (an untrusted notebook shows no
-SVG, so the drawings carry a PNG too).
+``image/svg+xml``; the drawings show their sanitized ``text/html``, or their PNG).
 
 The first test saves a screenshot under the test's ``tmp_path`` (and also at
 ``$MINITAPE_SCREENSHOT`` if that is set: ``scripts/screenshot.py`` uses this for the README).
@@ -49,6 +49,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 HIGHLIGHT = "#1f5fbf"        # minitape.viz.draw's HIGHLIGHT colour (checked below)
+DRAWINGS = ".jp-OutputArea-output > .minitape-graph > img"   # draw_tape's outputs
 SERVER_START_TIMEOUT = 60    # seconds
 PAGE_TIMEOUT = 60_000        # milliseconds: generous, the machine may be busy
 
@@ -303,12 +304,12 @@ def test_lesson_04_runs_and_the_player_moves(lab, browser, tmp_path):
     # No cell raised.
     assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
 
-    # The tape graphs: graphviz SVG outputs, which JupyterLab shows as <img>; check they loaded.
-    graphs = page.locator(".jp-RenderedSVG img, .jp-RenderedSVG svg")
+    # The tape graphs: an <img> of the SVG in each drawing's text/html; check they loaded.
+    graphs = page.locator(DRAWINGS)
     graphs.first.wait_for()
     assert graphs.count() >= 5
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.jp-RenderedSVG img')]"
+        f"() => [...document.querySelectorAll('{DRAWINGS}')]"
         ".every(i => i.complete && i.naturalWidth > 0)", timeout=PAGE_TIMEOUT)
 
     # The player: its graph is inline SVG inside the widget's HTML.
@@ -390,7 +391,8 @@ def test_lesson_as_cloned_shows_its_drawings(lab, browser):
     page.goto(lab.url(f"lab/tree/{name}"))
     page.locator(".jp-Notebook .jp-Cell").first.wait_for()
     page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
-    # Not trusted, so JupyterLab rendered no SVG: what shows is the PNGs.
+    # Not trusted, so JupyterLab rendered no image/svg+xml output: what shows is each
+    # drawing's (sanitized) text/html <img>, or its PNG.
     assert page.locator(".jp-RenderedSVG").count() == 0
     shown = page.locator(".jp-OutputArea-output img")
     page.wait_for_function(
@@ -459,8 +461,8 @@ def test_quiz_dark_theme_and_explorer(lab, browser):
     fill = page.evaluate("() => document.querySelector('.widget-html svg g.graph > polygon')"
                          ".getAttribute('fill')")
     assert fill == "white"
-    dark = page.evaluate("() => getComputedStyle(document.querySelector('.minitape-drawing'))"
-                         ".filter")
+    dark = page.evaluate("() => getComputedStyle(document.querySelector("
+                         "'.widget-html .minitape-drawing > svg')).filter")
     assert "invert" in dark, dark
 
     # The explorer: one step of the pass slider redraws the picture (a new blob URL).
@@ -653,10 +655,13 @@ INLINE_LABELS_JS = """(svg) => {
             width: svg.getBoundingClientRect().width};
 }"""
 
-# The same for every drawing JupyterLab shows as <img> (an SVG output): the SVG is copied inline
-# at the size the <img> has on the page, measured, and removed.
-IMG_LABELS_JS = """() => [...document.querySelectorAll('.jp-RenderedSVG img')].map(img => {
-    const source = decodeURIComponent(img.src.slice(img.src.indexOf(',') + 1));
+# The same for every drawing shown as <img> (draw_tape's output): the SVG is copied inline at
+# the size the <img> has on the page, measured, and removed.
+IMG_LABELS_JS = """() => [...document.querySelectorAll('%s')].map(img => {
+    const body = img.src.slice(img.src.indexOf(',') + 1);
+    const source = img.src.includes(';base64,')
+        ? new TextDecoder().decode(Uint8Array.from(atob(body), c => c.charCodeAt(0)))
+        : decodeURIComponent(body);
     const box = img.getBoundingClientRect();
     const holder = document.createElement('div');
     holder.style.cssText = 'position:absolute;left:0;top:0';
@@ -670,7 +675,7 @@ IMG_LABELS_JS = """() => [...document.querySelectorAll('.jp-RenderedSVG img')].m
     holder.remove();
     return {n: sizes.length, min: Math.min(...sizes), width: box.width,
             natural: img.naturalWidth};
-})"""
+})""" % DRAWINGS
 
 
 def column_of_950_px(page) -> None:
@@ -737,15 +742,15 @@ def test_lesson_05_drawings_have_labels_of_11_px_or_more(lab, browser, tmp_path)
     page.goto(lab.url(f"lab/tree/{name}"))
     page.locator(".jp-Notebook .jp-Cell").first.wait_for()
     page.get_by_text(re.compile(r"\(ipykernel\) \| Idle")).first.wait_for()
-    page.locator(".jp-RenderedSVG img").first.wait_for()
+    page.locator(DRAWINGS).first.wait_for()
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.jp-RenderedSVG img')]"
+        f"() => [...document.querySelectorAll('{DRAWINGS}')]"
         ".every(i => i.complete && i.naturalWidth > 0)", timeout=PAGE_TIMEOUT)
     column_of_950_px(page)
     drawings = page.evaluate(IMG_LABELS_JS)
     assert len(drawings) >= 2, drawings
     target = os.environ.get("MINITAPE_LEGIBLE_SCREENSHOTS")
-    for k, img in enumerate(page.locator(".jp-RenderedSVG img").all()):
+    for k, img in enumerate(page.locator(DRAWINGS).all()):
         img.scroll_into_view_if_needed()
         shot = tmp_path / f"lesson05-drawing{k}.png"
         page.screenshot(path=str(shot))

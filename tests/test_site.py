@@ -145,3 +145,26 @@ def test_lesson_04_offline_navigation_drawings_player_answers_and_math(site, pag
     if shot:
         page.screenshot(path=shot)
     assert page.blocked == [], f"the page asked for something outside the site: {page.blocked}"
+
+
+def test_drawings_stay_light_on_the_light_site_on_a_dark_desktop(site, page):
+    """The site's theme is light: a drawing (an SVG image that follows the colour scheme, see
+    minitape.viz.draw) stays a light card even where the desktop asks for dark."""
+    from test_browser_dark import assert_light, card
+
+    context = page.context.browser.new_context(viewport={"width": 1200, "height": 900},
+                                               color_scheme="dark")
+    try:
+        context.route(lambda url: url.startswith(("http:", "https:", "ws:", "wss:")),
+                      lambda route: route.abort())
+        dark = context.new_page()
+        dark.set_default_timeout(PAGE_TIMEOUT)
+        dark.goto((site.parent / "lessons" / "04_inside_the_tape.html").as_uri())
+        assert dark.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
+        drawing = dark.locator(".cell_output .minitape-graph > img").first
+        dark.wait_for_function("() => { const i = document.querySelector("
+                               "'.cell_output .minitape-graph > img');"
+                               " return i && i.complete && i.naturalWidth > 0; }")
+        assert_light(card(drawing))
+    finally:
+        context.close()

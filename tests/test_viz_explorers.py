@@ -205,8 +205,9 @@ def test_jacobian_widget_mirrors_the_state(explorer):
 
 
 def test_explorers_carry_a_png_for_static_viewers(explorer):
-    bundle = explorer._repr_mimebundle_()
+    bundle, metadata = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert metadata == {"minitape": {"static_fallback": "image/png"}}   # (pre_save_hook)
     assert bundle["text/plain"] == repr(explorer)
     import base64
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
@@ -375,7 +376,7 @@ def test_descent_widget_mirrors_the_state():
     d.momentum = 0.5
     assert c["momentum"].value == 0.5
     assert "momentum 0.5, learning rate 0.1" in d._label.value
-    bundle = d._repr_mimebundle_()
+    bundle, _ = d._repr_mimebundle_()
     assert {"image/png", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
 
 

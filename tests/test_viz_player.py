@@ -115,8 +115,9 @@ def test_widget_slider_drives_the_state_and_the_svg():
     assert "<svg" in svg and "#1f5fbf" in svg           # the highlighted op
     p.step = 3
     assert slider.value == 3 and "108.0" in box.children[1].value
-    bundle = p._repr_mimebundle_()
+    bundle, metadata = p._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert metadata == {"minitape": {"static_fallback": "text/html"}}   # (pre_save_hook)
 
 
 # -- the quiz asks before it tells ---------------------------------------------------------------

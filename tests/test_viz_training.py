@@ -171,8 +171,9 @@ def test_to_html_is_one_self_contained_page_with_a_frame_per_step(tmp_path):
 def test_the_notebook_output_is_the_widget_and_its_static_html():
     view = TrainingView(linear(), X, Y, loss="mse", optimizer=mt.optimizers.SGD(0.1))
     view.step(2)
-    bundle = view._repr_mimebundle_()
+    bundle, metadata = view._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert metadata == {"minitape": {"static_fallback": "text/html"}}   # (pre_save_hook)
     static = bundle["text/html"]
     assert "step 2" in static and "data:image/png;base64," in static and "<svg" in static
     assert "<script" not in static

@@ -193,7 +193,7 @@ def test_the_player_is_a_widget_that_fits_in_a_box():
     player = mt.viz.TapePlayer(tape, s, x)
     box = widgets.VBox([player, widgets.Label("under the player")])
     assert box.children[0] is player and isinstance(player, widgets.VBox)
-    bundle = player._repr_mimebundle_()
+    bundle, _ = player._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     frames = bundle["text/html"].count('<img src="data:image/svg+xml;base64,')
     assert frames == len(player.steps)                                # the static fallback

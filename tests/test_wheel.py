@@ -9,6 +9,11 @@ then, in that venv with PATH holding only its own ``bin``: draws a tape to SVG a
 byte for byte the ones nbval checks in notebooks/. The wheel's metadata names JupyterLab and
 nbval only under extras.
 
+Then nbval passes on the copies, in that venv (nbval and ipykernel added to it, the kernel
+importing the installed minitape, no ``dot``): lessons 01 and 04 by default (about 30 s), the
+ones named by ``MINITAPE_WHEEL_LESSONS`` (``01,04,06``; ``all`` for every lesson, which also
+installs what lessons 07 and 08 need from the ``lab`` extra: scikit-learn, tqdm).
+
 Takes 1-3 minutes with a warm pip cache (installing numpy, matplotlib, ipywidgets). Needs the
 package index (the build backend and the runtime dependencies), as ``make test``'s set-up
 does. MINITAPE_WHEEL_TEST=0 skips it.
@@ -17,6 +22,7 @@ does. MINITAPE_WHEEL_TEST=0 skips it.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -119,3 +125,48 @@ def test_fresh_venv_without_dot_draws_and_copies_the_lessons(venv, tmp_path):
     for name in lesson_files():
         assert (copied / name).read_bytes() == (ROOT / "notebooks" / name).read_bytes(), name
     assert "Attribution 4.0 International" in (copied / "LICENSE").read_text()
+
+
+# The kernel imports the wheel's minitape (site-packages of the fresh venv), not this checkout:
+# nbval compares this cell's output with the stored "True".
+WHERE_CELL = ("import sys, minitape\n"
+              "print(minitape.__file__.startswith(sys.prefix) and 'site-packages' in "
+              "minitape.__file__)")
+
+
+def wheel_lessons() -> list:
+    chosen = os.environ.get("MINITAPE_WHEEL_LESSONS", "01,04").strip()
+    names = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if chosen == "all":
+        return names
+    wanted = [n.strip() for n in chosen.split(",") if n.strip()]
+    picked = [n for n in names if n[:2] in wanted]
+    assert len(picked) == len(wanted), f"MINITAPE_WHEEL_LESSONS={chosen!r}: lessons {names}"
+    return picked
+
+
+def test_nbval_passes_on_the_lessons_copied_from_the_wheel(venv, tmp_path):
+    """``python -m minitape.lessons DIR`` in the fresh venv, then nbval on the copies there,
+    as ``make test`` runs it on notebooks/ (the copies' own sanitize.cfg)."""
+    import nbformat
+
+    env = dict(CLEAN_ENV)
+    env["PATH"] = str(venv)          # no /usr/bin: no `dot`; the drawings use pygraphviz
+    env["MPLCONFIGDIR"] = str(tmp_path / "mpl")
+    lessons = wheel_lessons()
+    extra = ["scikit-learn", "tqdm"] if any(n[:2] in ("07", "08") for n in lessons) else []
+    run([sys.executable, "-m", "pip", "--python", venv / "python", "install", "-q",
+         "nbval", "ipykernel", *extra])
+    run([venv / "python", "-m", "minitape.lessons", "copies"], cwd=tmp_path, env=env)
+    copies = tmp_path / "copies"
+    where = nbformat.v4.new_code_cell(WHERE_CELL, execution_count=1)
+    where.outputs = [nbformat.v4.new_output("stream", name="stdout", text="True\n")]
+    nb = nbformat.v4.new_notebook(cells=[where])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, copies / "where.ipynb")
+    out = run([venv / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
+               "--nbval-current-env", "--nbval-sanitize-with", copies / "sanitize.cfg",
+               copies / "where.ipynb", *(copies / n for n in lessons)],
+              cwd=tmp_path, env=env, timeout=900)
+    assert re.search(r"\b\d+ passed", out) and "failed" not in out, out

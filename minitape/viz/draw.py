@@ -25,9 +25,12 @@ The picture is made from ``tape_graph``'s plain data in three steps:
 
 Node names in the DOT source are the graph's ids, counted per drawing (``op1``, ``t1``), so
 the same program drawn twice gives the same text, and tests compare it instead of pixels.
-The drawing has an opaque white background (it reads on a dark theme too) and shows in a
-notebook as SVG with a PNG copy next to it (shown where SVG is not, e.g. in an untrusted
-notebook). It is laid out, when rendered, to be read in a 950 px notebook column with no text
+The drawing has an opaque white background and shows in a notebook as an ``<img>`` of its
+SVG in ``text/html`` (what JupyterLab, trusted or not, nbconvert and Sphinx/myst-nb show),
+with the SVG and a PNG copy next to it for other viewers. In a dark theme (JupyterLab's,
+``nbconvert --theme dark``) it is a dark card: the SVG inverts its own lightness, keeping the
+hues, where the page's CSS ``color-scheme`` is dark (``themed_svg``, ``drawing_html``). It is
+laid out, when rendered, to be read in a 950 px notebook column with no text
 under 11 px (``fit_to_column``): shrunk a little, turned from top-to-bottom to left-to-right
 (or back), or left wide, so that the output scrolls sideways; never shrunk further.
 
@@ -43,6 +46,7 @@ True
 
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import re
@@ -68,10 +72,23 @@ GRADIENT_COLOUR = "#c0392b"
 SAVED_FILL = "#fdd9a8"       # tensors the tape holds for the backward pass (torchviz's orange)
 # In JupyterLab's dark theme, a drawing or picture inside a widget (the player's, the
 # explorers') shows as a dark card: its white background and dark ink inverted, the hues kept.
-# (A drawing shown as a notebook output is an <img> that the page's CSS cannot recolour.)
-DARK_THEME_STYLE = ("<style>[data-jp-theme-light='false'] .minitape-drawing,"
+# (Only an inline <svg>: a drawing shown as an <img> darkens itself, see DARK_SVG_STYLE.)
+DARK_FILTER = "invert(0.88) hue-rotate(180deg)"
+DARK_THEME_STYLE = ("<style>[data-jp-theme-light='false'] .minitape-drawing > svg,"
                     "[data-jp-theme-light='false'] .minitape-explorer-image"
-                    "{filter:invert(0.88) hue-rotate(180deg)}</style>")
+                    f"{{filter:{DARK_FILTER}}}</style>")
+# A drawing shown as an image (<img src="data:image/svg+xml...">: a notebook output, the static
+# player's frames) carries its own dark card: an SVG image follows the colour scheme of the
+# element that shows it (CSS `color-scheme`; JupyterLab sets it on the page from its theme).
+DARK_SVG_STYLE = ("<style>@media (prefers-color-scheme: dark)"
+                  f"{{svg:root{{filter:{DARK_FILTER}}}}}</style>")
+# ...and the page says which scheme: light unless the page is dark (JupyterLab's and nbconvert's
+# `data-jp-theme-light`, pydata-sphinx-theme's `data-theme`), so that a light page stays light
+# on a dark desktop. (A notebook that is not trusted drops this <style>: JupyterLab's own
+# `color-scheme` then holds.)
+PAGE_SCHEME_STYLE = ("<style>.minitape-graph img{color-scheme:light}"
+                     "[data-jp-theme-light='false'] .minitape-graph img,"
+                     "[data-theme='dark'] .minitape-graph img{color-scheme:dark}</style>")
 MAX_WIDTH_INCHES = 9.5       # a JupyterLab notebook column is about 950 px wide
 LABEL_WIDTH = 34             # characters per line in a tensor's label
 PX_PER_INCH = 96             # graphviz's inch (72 pt) is 96 CSS px in a browser
@@ -481,10 +498,14 @@ def _drawing_class():
             return self._fitted_cache[1]
 
         def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
-            # SVG for a live notebook, and a PNG copy: JupyterLab shows no SVG in an
-            # untrusted notebook (a fresh clone), and static viewers may not either.
+            # The SVG as an <img> in text/html, which JupyterLab (trusted or not), nbconvert
+            # and myst-nb all show first: a dark card in a dark theme (drawing_html). The
+            # SVG itself, and a PNG copy for viewers that show neither (GitHub may not).
             bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
             metadata = {}
+            if "image/svg+xml" in bundle and (exclude is None or "text/html" not in exclude) \
+                    and (include is None or "text/html" in include):
+                bundle["text/html"] = drawing_html(bundle["image/svg+xml"], repr(self))
             if "image/svg+xml" in bundle and (exclude is None or "image/png" not in exclude):
                 try:
                     bundle["image/png"] = self.pipe(format="png")
@@ -547,6 +568,35 @@ def _drawing_class():
             return str(rendered)
 
     return TapeDrawing
+
+
+def themed_svg(svg: str) -> str:
+    """``svg`` (graphviz's SVG text) with ``DARK_SVG_STYLE`` in it: shown as an image, it is a
+    dark card where the page's colour scheme is dark, as it is (white) elsewhere. Inline in a
+    page the style does nothing (``svg:root`` is not the root there)."""
+    start = svg.find("<svg")
+    if start < 0:
+        raise ValueError(f"themed_svg: no <svg> element in {svg[:80]!r}")
+    end = svg.index(">", start) + 1
+    return svg[:end] + DARK_SVG_STYLE + svg[end:]
+
+
+def svg_image(svg: str, alt: str) -> str:
+    """An ``<img>`` of ``themed_svg(svg)`` at its natural size (never shrunk to the page, so
+    its labels keep their legible size), in a box that scrolls sideways when the page is
+    narrower: what a notebook output and the static player show. An ``<img>`` with a
+    ``data:`` URL is what HTML sanitizers keep (JupyterLab's for an untrusted notebook, and
+    static viewers'); an inline ``<svg>`` would be dropped."""
+    data = base64.b64encode(themed_svg(svg).encode("utf-8")).decode("ascii")
+    return (f'<img src="data:image/svg+xml;base64,{data}" style="max-width:none" '
+            f'alt="{html.escape(alt)}">')
+
+
+def drawing_html(svg: str, alt: str) -> str:
+    """The ``text/html`` of a drawing's notebook output: ``svg_image`` with
+    ``PAGE_SCHEME_STYLE`` (light on a light page, a dark card on a dark one)."""
+    return (PAGE_SCHEME_STYLE + '<div class="minitape-graph" style="overflow-x:auto">'
+            + svg_image(svg, alt) + "</div>")
 
 
 def _svg_width_px(svg) -> float:

@@ -44,6 +44,7 @@ from ..engine.forward import ForwardAccumulator
 from ..engine.tape import GradientTape
 from ..engine.tensor import Tensor, constant, convert_to_tensor
 from ..functional import hessian
+from ..lessons import fallback_metadata
 from .draw import DARK_THEME_STYLE
 
 MODES = ("reverse", "forward", "vectorized")
@@ -116,7 +117,7 @@ class _Explorer(widgets.VBox):
         data = super()._repr_mimebundle_(**kwargs) or {"text/plain": repr(self)}
         data["text/plain"] = repr(self)
         data["image/png"] = base64.b64encode(self._image.value or self.png()).decode("ascii")
-        return data
+        return data, fallback_metadata("image/png")    # (see minitape.lessons.pre_save_hook)
 
 
 def _rounded_by(slider, new, current) -> bool:

@@ -53,7 +53,6 @@ frames as one self-contained page.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import html
@@ -65,11 +64,12 @@ import numpy as np
 
 from ..engine import registry
 from ..engine.backward import backward_steps, gradient_value
+from ..lessons import fallback_metadata
 from ..nest import flatten
 from ..engine.recording import state
 from ..engine.tape import GradientTape
 from ..engine.tensor import Tensor
-from .draw import DARK_THEME_STYLE, draw_tape, format_value
+from .draw import DARK_THEME_STYLE, PAGE_SCHEME_STYLE, draw_tape, format_value, svg_image
 from .graph import tape_graph
 from .record import summarize
 
@@ -431,12 +431,10 @@ class TapePlayer(widgets.VBox):
         """
         def drawing(k, reveal, sentence):
             svg = self.svg(k, reveal=reveal)
-            if not inline_svg:
-                data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-                # (natural size: a page's "img {max-width: 100%}" would shrink the labels)
-                svg = (f'<img src="data:image/svg+xml;base64,{data}" style="max-width:none" '
-                       f'alt="{html.escape(sentence)}">')
-            return f'<div class="minitape-drawing" style="overflow-x:auto">{svg}</div>'
+            if not inline_svg:     # (a dark card in a dark theme, at its natural size)
+                svg = svg_image(svg, sentence)
+            return (f'<div class="minitape-drawing minitape-graph" style="overflow-x:auto">'
+                    f"{svg}</div>")
 
         frames = []
         for k, s in enumerate(self.steps):
@@ -459,7 +457,8 @@ class TapePlayer(widgets.VBox):
                               f"{drawing(k, True, said + s.text)}</section>")
         digest = hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
         dom_id = f"minitape-player-{digest}"
-        return (f'<div class="minitape-player" id="{dom_id}" data-start="{self._step}">'
+        return (f'{PAGE_SCHEME_STYLE if not inline_svg else ""}'
+                f'<div class="minitape-player" id="{dom_id}" data-start="{self._step}">'
                 f'{"".join(frames)}</div>'
                 f"<script>{_PLAYER_JS.replace('PLAYER_ID', dom_id)}</script>")
 
@@ -514,10 +513,11 @@ class TapePlayer(widgets.VBox):
         # The widget view for a running kernel, and the frames as static HTML beside it for
         # every reader without one (see frames_html; scripts/run_notebooks.py stores lessons
         # with this fallback only).
+        # Marked, so that minitape.lessons.pre_save_hook saves it as the fallback alone.
         bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs) or {}
         bundle["text/plain"] = repr(self)
         bundle["text/html"] = self.frames_html()
-        return bundle
+        return bundle, fallback_metadata("text/html")
 
     def __repr__(self):
         return f"<TapePlayer step {self._step}/{len(self.steps) - 1}: {self.text}>"

@@ -57,6 +57,8 @@ import numpy as np
 
 from ..engine.tape import GradientTape
 from ..engine.tensor import Tensor, Variable, constant
+from ..lessons import fallback_metadata
+from .draw import DARK_THEME_STYLE
 
 GRID = 60     # points per side of the decision-boundary grid
 
@@ -281,7 +283,8 @@ class TrainingView(widgets.VBox):
         svg = self._tape_svg()
         png = self._refresh_plots()
         tables = self._tables_html()
-        self._tape_view.value = f'<div style="overflow:auto;max-height:34em">{svg}</div>'
+        self._tape_view.value = (DARK_THEME_STYLE + '<div class="minitape-drawing" '
+                                 f'style="overflow:auto;max-height:34em">{svg}</div>')
         self._tables.value = tables
         self._status.value = self._status_text()
         self.frames.append(Frame(self.steps, self.history["loss"][-1] if self.steps else
@@ -474,7 +477,8 @@ class TrainingView(widgets.VBox):
         png = base64.b64encode(frame.plots_png).decode("ascii")
         return (f'<p><b>step {frame.step}</b>: loss {frame.loss:.4g}</p>'
                 f'<div style="display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start">'
-                f'<div style="flex:1 1 24em;max-width:45%">{frame.tape_svg}</div>'
+                f'<div class="minitape-drawing" style="flex:1 1 24em;max-width:45%">'
+                f'{frame.tape_svg}</div>'
                 f'<img alt="loss and data at step {frame.step}" style="max-width:100%" '
                 f'src="data:image/png;base64,{png}"></div>{frame.tables}')
 
@@ -525,8 +529,8 @@ s.hidden = false; label.hidden = false; s.oninput = show; show();
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs) or {}
-        bundle["text/html"] = self._static_html()
-        return bundle
+        bundle["text/html"] = DARK_THEME_STYLE + self._static_html()
+        return bundle, fallback_metadata("text/html")   # (see minitape.lessons.pre_save_hook)
 
     def __repr__(self):
         return f"<TrainingView {self._status_text()}>"
