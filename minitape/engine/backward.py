@@ -103,7 +103,11 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
             if release:
                 op.release()
             continue
-        _take(op, grads, out_grads, source_ids, batch_ndim)
+        if len(output_ids) == 1:   # (nothing upstream needs the outputs' entries any more)
+            if output_ids[0] not in source_ids:
+                del grads[output_ids[0]]
+        else:
+            _take(op, grads, out_grads, source_ids, batch_ndim)
         # 3. The VJP: one cotangent per input. The rule may skip the inputs nobody needs
         #    (the 0.5 of ``x * 0.5``), which ``op.skip_input_indices`` names.
         all_needed = reaches_source.issuperset(input_ids)
@@ -123,7 +127,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
             if (batch_ndim or type(g) is not Tensor or g._shape != op.shapes[k]
                     or g._dtype is not op.dtypes[k]):
                 _check_gradient(op, k, g, batch_ndim)
-            grads[i] = grads[i] + g if i in grads else g
+            grads[i] = add_gradients(grads[i], g) if i in grads else g
         if recording.check_numerics:   # (mt.debugging.enable_check_numerics)
             check_step(op, in_grads)
         if release:
@@ -178,8 +182,9 @@ def _check_complex_path(op, reaches_source):
 
 
 def _take(op, grads, out_grads, source_ids, batch_ndim):
-    """Take ``op``'s output cotangents out of ``grads`` (nothing upstream needs them, unless
-    an output is a source), and give zeros to an output that got none while another did."""
+    """For an op with several outputs: take their cotangents out of ``grads`` (nothing
+    upstream needs them, unless an output is a source), and give zeros to an output that got
+    none while another did."""
     for k, i in enumerate(op.output_ids):
         if i not in source_ids:
             grads.pop(i, None)
@@ -205,9 +210,10 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
         in_grads = call_per_row(op, fn, out_grads, batch_ndim)
     else:
         in_grads = fn(op, *out_grads)
-    if type(in_grads) is not list:
-        # a tuple, or a one-input op's gradient returned bare
-        in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
+    if type(in_grads) is tuple:   # (the common case)
+        in_grads = list(in_grads)
+    elif type(in_grads) is not list:   # a one-input op may return its gradient bare
+        in_grads = [in_grads]
     if len(in_grads) != len(op.input_ids):
         raise ValueError(
             f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
@@ -236,9 +242,14 @@ def _check_gradient(op, k, g, batch_ndim):
 
 
 def add_gradients(a, b):
-    """``a + b``: two contributions to one tensor's gradient (fan-out), a minitape op so that
-    an outer tape records the sum."""
-    return a + b
+    """``a + b``: two contributions to one tensor's gradient (fan-out). While a tape or a
+    forward accumulator records, the ``AddV2`` op, so that it sees the sum (second
+    derivatives); else the sum of the two arrays, which is what ``AddV2`` computes, without
+    its checks: both contributions were checked against the input's shape and dtype
+    (``tests/test_fast_paths.py`` checks the two give the same Tensor)."""
+    if recording.tapes_recording or recording.accumulators_recording:
+        return a + b
+    return Tensor(a._value + b._value)
 
 
 def gradient_value(g):

@@ -137,6 +137,18 @@ def unbroadcast(g, shape, batch_ndim=0):
     return array_ops.reshape(g, g.shape[:batch_ndim] + tuple(shape))
 
 
+def unbroadcast_pair(op, gx, gy):
+    """A binary elementwise op's two gradients (each a Tensor, or None), each summed back to
+    its input's shape with ``unbroadcast``; two inputs of the output's shape, with no batch
+    axes (the usual case), need nothing done."""
+    shape_x, shape_y, shape_z = op.shapes
+    if shape_x == shape_y == shape_z and not op.batch_ndim:
+        return gx, gy
+    nb = op.batch_ndim
+    return (None if gx is None else unbroadcast(gx, shape_x, nb),
+            None if gy is None else unbroadcast(gy, shape_y, nb))
+
+
 def _summed_axes(g_shape, shape, batch_ndim):
     """``(lead, axes)``: how many leading axes broadcasting put in front of ``shape`` in
     ``g_shape`` (after ``batch_ndim`` batch axes), and every axis to sum: those, then each
@@ -182,9 +194,7 @@ register_forward("AddV2", lambda op, x, y: add(x, y))
 
 @RegisterGradient("AddV2", batched=True)
 def _add_grad(op, dy):
-    nb = op.batch_ndim
-    return (unbroadcast(dy, op.input_shapes[0], nb) if wanted(op, 0) else None,
-            unbroadcast(dy, op.input_shapes[1], nb) if wanted(op, 1) else None)
+    return unbroadcast_pair(op, dy if wanted(op, 0) else None, dy if wanted(op, 1) else None)
 
 
 def subtract(x, y, name=None):
@@ -202,9 +212,7 @@ register_forward("Sub", lambda op, x, y: subtract(x, y))
 
 @RegisterGradient("Sub", batched=True)
 def _sub_grad(op, dy):
-    nb = op.batch_ndim
-    return (unbroadcast(dy, op.input_shapes[0], nb) if wanted(op, 0) else None,
-            unbroadcast(-dy, op.input_shapes[1], nb) if wanted(op, 1) else None)
+    return unbroadcast_pair(op, dy if wanted(op, 0) else None, -dy if wanted(op, 1) else None)
 
 
 def multiply(x, y, name=None):
@@ -223,12 +231,11 @@ register_forward("Mul", lambda op, x, y: multiply(x, y))
 @RegisterGradient("Mul", batched=True)
 def _mul_grad(op, dy):
     x, y = op.inputs
-    nb = op.batch_ndim
     if x is y and not op.skip_input_indices:   # ``x * x``: both are ``dy * x``, computed once
-        g = unbroadcast(dy * x, op.input_shapes[0], nb)
+        g = dy * x
         return g, g
-    return (unbroadcast(dy * y, op.input_shapes[0], nb) if wanted(op, 0) else None,
-            unbroadcast(dy * x, op.input_shapes[1], nb) if wanted(op, 1) else None)
+    return unbroadcast_pair(op, dy * y if wanted(op, 0) else None,
+                            dy * x if wanted(op, 1) else None)
 
 
 def divide(x, y, name=None):
