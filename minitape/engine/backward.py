@@ -13,14 +13,17 @@ time and ``mt.viz.check_tape`` reads the same steps, so every picture shows exac
    function ``fn(op, *output_grads)`` (the registry's, or the op's own for
    ``custom_gradient``): that is the op's vector-Jacobian product (VJP). Add each returned
    input cotangent into ``grads`` under the input's id: a tensor used twice (fan-out)
-   receives two *contributions*, and its gradient is their sum, ``a + b``: a minitape op, so
-   an outer tape records it (second derivatives).
+   receives two *contributions*, and its gradient is their sum (``add_gradients``: the
+   ``AddV2`` op while a tape records, so that an outer tape sees it, for second derivatives).
 4. After the walk, ``grads`` holds the sources' gradients.
 
 Every op has exactly one gradient function, written with minitape ops so that an outer tape
 can differentiate it again. When no tape records (the usual case: a non-persistent tape
 stops recording before its backward pass), those ops cost little: ``record`` returns at
-once, and their operand checks take their short path for the Tensors a rule passes.
+once, and their operand checks take their short path for the Tensors a rule passes. The
+walk writes out its common case, an op with one output, and checks inline that a rule
+returned a Tensor of its input's shape and dtype (anything else gets the full check,
+``_check_gradient``, which explains the error).
 
 No recursion anywhere, so a chain of a million ops is fine, and the gradients live in a
 dictionary local to the pass, so asking twice gives the same numbers. The walk keeps no
