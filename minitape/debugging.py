@@ -92,7 +92,7 @@ def check_gradients(op, in_grads):
     it as ``backward.check_step``): raise if the gradient an op sent to one of its inputs is
     not finite."""
     for k, g in enumerate(in_grads):
-        if g is not None and _non_finite(g._value):
+        if g is not None and _non_finite(g.numpy()):
             raise _error(f'the gradient of input {k} of op "{op.type}", computed in the '
                          'backward pass', g, (), op)
 
