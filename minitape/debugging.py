@@ -43,7 +43,7 @@ import warnings
 import numpy as np
 
 from . import errors
-from .engine import recording
+from .engine import backward, recording
 
 __all__ = ["enable_check_numerics", "disable_check_numerics"]
 
@@ -87,13 +87,17 @@ def check_outputs(op_type, inputs, outputs):
                          inputs)
 
 
-def check_gradients(op, in_grads, values):
-    """Called by the backward walk for each step while checking is on: raise if the gradient
-    an op sent to one of its inputs is not finite. ``values`` reads a gradient's array."""
+def check_gradients(op, in_grads):
+    """Called by the backward walk for each step while checking is on (this module installs
+    it as ``backward.check_step``): raise if the gradient an op sent to one of its inputs is
+    not finite."""
     for k, g in enumerate(in_grads):
-        if g is not None and _non_finite(values(g)):
+        if g is not None and _non_finite(g.numpy()):
             raise _error(f'the gradient of input {k} of op "{op.type}", computed in the '
                          'backward pass', g, (), op)
+
+
+backward.check_step = check_gradients
 
 
 def _error(what, tensor, inputs, backward_op=None):

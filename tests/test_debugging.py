@@ -67,14 +67,28 @@ def test_check_numerics_raises_in_the_backward_pass_naming_the_recorded_op(check
     assert f"recorded at test_debugging.py:{line_of('# recorded here')}" in message
 
 
-def test_check_numerics_checks_the_gradients_of_numpy_gradient_rules(checking):
-    # Mul's gradient runs on arrays when nothing records: the walk checks what it sends.
+def test_check_numerics_checks_the_ops_a_gradient_rule_runs(checking):
+    # Mul's rule runs ``dy * y``, a Mul whose output is checked as it is computed.
     x = mt.Variable(1.0)
     with mt.GradientTape() as tape:
         y = x * 1e20
     with pytest.raises(mt.errors.InvalidArgumentError,
-                       match=r'the gradient of input 0 of op "Mul", computed in the backward'):
+                       match=r'output 0 of op "Mul" .*computed in the backward pass for op "Mul"'):
         tape.gradient(y, x, output_gradients=mt.constant(1e20))
+
+
+def test_check_numerics_checks_what_the_walk_sends(checking):
+    # A custom gradient that makes its Tensor without an op: the walk checks what it sends.
+    @mt.custom_gradient
+    def f(x):
+        return mt.identity(x), lambda dy: mt.constant(np.inf)
+
+    x = mt.Variable(1.0)
+    with mt.GradientTape() as tape:
+        y = f(x)
+    with pytest.raises(mt.errors.InvalidArgumentError,
+                       match=r'the gradient of input 0 of op "CustomGradient", computed in the'):
+        tape.gradient(y, x)
 
 
 def test_disable_check_numerics_lets_infinities_through():

@@ -3,37 +3,37 @@
 ``backward_steps(ops, grads, source_ids)`` is the one place where minitape applies the chain
 rule. ``GradientTape.gradient`` consumes it; ``mt.viz.TapePlayer`` iterates it one frame at a
 time and ``mt.viz.check_tape`` reads the same steps, so every picture shows exactly what
-``gradient`` computed. The algorithm:
+``gradient`` computed. The algorithm, the textbook loop:
 
 1. Walk the ops *forwards* once to find the ops that depend on a source: only they need a
-   gradient (``reaches_source``).
+   gradient (``downstream_of``).
 2. ``grads`` starts with the seeds: ``{target id: ones}`` (or ``output_gradients``).
-3. Walk the ops *backwards*. For each op whose outputs received a gradient and that depends
-   on a source, call its gradient function ``fn(op, *output_grads)`` (the registry's, or the
-   op's own for ``custom_gradient``): that is the op's vector-Jacobian product. Add each
-   returned input gradient into ``grads`` under the input's id: a tensor used twice (fan-out)
-   receives two *contributions*, and its gradient is their sum.
+3. Walk the ops *backwards*. For each op, gather the cotangents that arrived at its outputs;
+   skip it if none arrived or no source lies upstream of it. Else call its gradient
+   function ``fn(op, *output_grads)`` (the registry's, or the op's own for
+   ``custom_gradient``): that is the op's vector-Jacobian product (VJP). Add each returned
+   input cotangent into ``grads`` under the input's id: a tensor used twice (fan-out)
+   receives two *contributions*, and its gradient is their sum (``add_gradients``: the
+   ``AddV2`` op while a tape records, so that an outer tape sees it, for second derivatives).
 4. After the walk, ``grads`` holds the sources' gradients.
 
+Every op has exactly one gradient function, written with minitape ops so that an outer tape
+can differentiate it again. When no tape records (the usual case: a non-persistent tape
+stops recording before its backward pass), those ops cost little: ``record`` returns at
+once, and their operand checks take their short path for the Tensors a rule passes. The
+walk writes out its common case, an op with one output, and checks inline that a rule
+returned a Tensor of its input's shape and dtype (anything else gets the full check,
+``_check_gradient``, which explains the error).
+
 No recursion anywhere, so a chain of a million ops is fine, and the gradients live in a
-dictionary local to the pass, so asking twice gives the same numbers.
+dictionary local to the pass, so asking twice gives the same numbers. The walk keeps no
+record for the pictures: ``GradientTape`` hands each step to the tape's observers
+(``backward(..., on_step=...)``), and ``mt.viz`` keeps what it draws.
 
-Fast paths skip work whose result is known, and give the same numbers
-(``tests/test_fast_paths.py`` checks each against the general path):
-
-- step 1 is skipped when the tape's watched tensors are all sources: the tape's tracked set,
-  filled while recording, already says which tensors lie downstream of them;
-- when nothing records (no tape, no forward accumulator) and there are no batch axes, the
-  walk holds every gradient as its array (``as_arrays``: an ndarray, or a NumPy scalar for a
-  0-d gradient, as NumPy's own arithmetic gives), since no tape could record what it
-  computes. An op with a NumPy gradient (``registry.register_numpy_gradient``) then computes
-  its VJP on those arrays, instead of through minitape ops, and two contributions are summed
-  with NumPy. Other ops get their output gradients wrapped in Tensors, as gradient functions
-  expect, and their results unwrapped. ``backward`` returns Tensors. (A Tensor around each
-  array, only to be unwrapped at the next op, was a seventh of a scalar op's cost.)
-
-The walk keeps no record for the pictures: ``GradientTape`` hands each step to the tape's
-observers (``backward(..., on_step=...)``), and ``mt.viz`` keeps what it draws.
+The engine imports nothing above it. Two things the walk needs come from the layers above,
+which install them here when they are imported: ``check_step`` (``mt.debugging``'s check of
+every gradient for NaN and infinity) and ``call_per_row`` (``minitape.ops``' loop that runs
+a gradient function without batch axes once per row of a vectorized Jacobian).
 """
 
 from __future__ import annotations
@@ -42,7 +42,15 @@ import numpy as np
 
 from . import recording, registry
 from ..dtypes import complex_gradient_error
-from .recording import accumulators_recording, tapes_recording
+
+check_step = None
+"""``check_step(op, in_grads)``: called after every step while
+``mt.debugging.enable_check_numerics()`` is on (``recording.check_numerics``); raises at a
+gradient that holds a NaN or an infinity. Installed by ``minitape.debugging``."""
+
+call_per_row = None
+"""``call_per_row(op, fn, out_grads, batch_ndim)``: call a gradient function that knows no
+batch axes once per batch row, and stack the rows. Installed by ``minitape.ops``."""
 
 
 def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_complex=True,
@@ -53,9 +61,6 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
         ops: the recorded Operations, in execution order.
         grads: dict tensor id -> gradient Tensor, holding the seeds (e.g. ``{target id:
             ones}``); the walk adds into it, and when it ends it holds the sources' gradients.
-            When the walk holds gradients as arrays (see the module's docstring), it
-            replaces the seeds with their arrays, and every value it puts in is an array:
-            read them with ``gradient_value``.
         source_ids: ids of the tensors whose gradients are wanted.
         batch_ndim: leading batch axes on every gradient (vectorized Jacobians), else 0.
         release: free each op's saved tensors as soon as the walk is past it.
@@ -63,14 +68,14 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
             no complex tensor passes False and skips the check.
         reaches_source: the ids of the tensors downstream of a source, if the caller knows
             them (a tape whose watched tensors are all sources: what it tracked while
-            recording); else the walk finds them itself, with a forward sweep. Only read.
+            recording); else the walk finds them itself (``downstream_of``). Only read.
 
     Yields:
         ``(op, out_grads, in_grads)`` for every op whose gradient function ran:
-        ``out_grads`` the gradient that arrived at each output (zeros for an output that got
+        ``out_grads`` the cotangent that arrived at each output (zeros for an output that got
         none), ``in_grads`` the contribution sent to each input (None where none is needed);
-        both Tensors, or arrays when the walk holds arrays. When a step is yielded, its
-        contributions are already added into ``grads``.
+        all Tensors. When a step is yielded, its contributions are already added into
+        ``grads``.
 
     Raises:
         LookupError: an op on the path has no registered gradient.
@@ -79,101 +84,55 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
         ValueError, TypeError: a gradient function returned the wrong number, shape or dtype
             of gradients.
     """
-    # 1. Forward sweep: which ops lie downstream of a source? Only they need gradients.
     if reaches_source is None:
-        reaches_source = set(source_ids)
-        for op in ops:
-            if not reaches_source.isdisjoint(op.input_ids):  # "some input reaches a source"
-                reaches_source.update(op.output_ids)
-    batch_shape = next(iter(grads.values())).shape[:batch_ndim] if grads and batch_ndim else ()
-    # Arrays or Tensors? (See the module's docstring.)
-    as_arrays = not (batch_ndim or tapes_recording or accumulators_recording)
-    if as_arrays:
-        for i, g in grads.items():
-            grads[i] = g._value
-    # 2. Reverse sweep. (This loop runs once per recorded op: the common cases, one output
-    # and no batch axes, are written out, and the helpers are local names.)
-    lookup, numpy_gradients = registry.lookup, registry.numpy_gradients
+        reaches_source = downstream_of(ops, source_ids)
+    lookup = registry.lookup
     for op in reversed(ops):
+        # 1. Gather the cotangents that arrived at the op's outputs (None: none arrived).
         output_ids, input_ids = op.output_ids, op.input_ids
-        single = len(output_ids) == 1
-        if single:
+        if len(output_ids) == 1:   # (the common case, written out)
             dy = grads.get(output_ids[0])
-            arrived = dy is not None
+            out_grads = None if dy is None else [dy]
         else:
-            out_grads = list(map(grads.get, output_ids))  # None where none arrived
-            arrived = not _all_none(out_grads)
-        if not arrived or reaches_source.isdisjoint(input_ids):
+            out_grads = _arrived(output_ids, grads)
+        # 2. Skip the op if none arrived, if no source lies upstream of it, or if it is
+        #    declared not differentiable (no gradient function).
+        fn = None
+        if out_grads is not None and not reaches_source.isdisjoint(input_ids):
+            if check_complex:
+                _check_complex_path(op, reaches_source)
+            fn = op.grad_fn or lookup(op.type)   # (LookupError if it has no entry)
+        if fn is None:
             if release:
                 op.release()
             continue
-        if check_complex:
-            _check_complex_path(op, reaches_source)
-        # The fast path: the op's NumPy gradient, when the walk holds arrays (nothing
-        # records) and the op has no custom gradient (see registry.register_numpy_gradient).
-        fast = numpy_gradients.get(op.type) if as_arrays and op.grad_fn is None else None
-        fn = fast or op.grad_fn or lookup(op.type)   # LookupError if none is registered
-        if fn is None:                                 # declared not differentiable
-            if release:
-                op.release()
-            continue
-        # Nothing upstream needs the outputs' entries any more (unless one is a source).
-        if single:
-            out_grads = [dy]
+        if len(output_ids) == 1:   # (nothing upstream needs the outputs' entries any more)
             if output_ids[0] not in source_ids:
                 del grads[output_ids[0]]
         else:
-            for k, i in enumerate(output_ids):
-                if i not in source_ids:
-                    grads.pop(i, None)
-                if out_grads[k] is None:  # another output got a gradient, this one none: zeros
-                    zeros = np.zeros(batch_shape + op.output_shapes[k], op.output_dtypes[k])
-                    out_grads[k] = zeros if as_arrays else Tensor(zeros)
-        # Which inputs need no gradient? (e.g. the 0.5 in ``x * 0.5``: Mul then skips
-        # computing ``dy * x``, MatMul skips the gradient of a batch of data.)
+            _take(op, grads, out_grads, source_ids, batch_ndim)
+        # 3. The VJP: one cotangent per input. The rule may skip the inputs nobody needs
+        #    (the 0.5 of ``x * 0.5``), which ``op.skip_input_indices`` names.
         all_needed = reaches_source.issuperset(input_ids)
-        if all_needed:
-            op.skip_input_indices = ()
-        else:
-            skip = ()
-            for k, i in enumerate(input_ids):
-                if i not in reaches_source:
-                    skip += (k,)
-            op.skip_input_indices = skip
-        if fast is not None:
-            op.batch_ndim = 0
-            # Arrays in, arrays out; no check: a NumPy gradient's arrays have the inputs'
-            # shapes and dtypes by construction.
-            in_grads = fast(op, out_grads[0])
-        else:   # (a gradient function takes and returns Tensors)
-            given = [Tensor(g) for g in out_grads] if as_arrays else out_grads
-            in_grads = list(call_gradient(op, fn, given, batch_ndim))
+        op.skip_input_indices = () if all_needed else _unneeded_inputs(op, reaches_source)
+        in_grads = call_gradient(op, fn, out_grads, batch_ndim)
         op.skip_input_indices = None
+        # 4. Accumulate each contribution into its input's cotangent: fan-out sums.
         for k, i in enumerate(input_ids):
             g = in_grads[k]
             if g is None:
                 continue
             if not all_needed and i not in reaches_source:   # computed, not needed: not sent
-                in_grads = list(in_grads)
                 in_grads[k] = None
                 continue
-            if fast is None:
-                # The common case (a Tensor of the input's exact shape and dtype) is checked
-                # inline; anything else goes through the full check, which explains the
-                # error. (``is not`` on dtypes: NumPy's dtypes are shared objects, and an
-                # equal dtype that is another object just takes the full check.)
-                if (batch_ndim or type(g) is not Tensor or g._shape != op.shapes[k]
-                        or g._dtype is not op.dtypes[k]):
-                    _check_gradient(op, k, g, batch_ndim)
-                if as_arrays:
-                    in_grads[k] = g = g._value
-            if i in grads:
-                grads[i] = grads[i] + g if as_arrays else add_gradients(grads[i], g)
-            else:
-                grads[i] = g
+            # (The common case, a Tensor of the input's very shape and dtype, is checked
+            # here; anything else takes the full check, which explains the error.)
+            if (batch_ndim or type(g) is not Tensor or g._shape != op.shapes[k]
+                    or g._dtype is not op.dtypes[k]):
+                _check_gradient(op, k, g, batch_ndim)
+            grads[i] = add_gradients(grads[i], g) if i in grads else g
         if recording.check_numerics:   # (mt.debugging.enable_check_numerics)
-            from ..debugging import check_gradients
-            check_gradients(op, in_grads, gradient_value)
+            check_step(op, in_grads)
         if release:
             op.release()
         yield op, out_grads, in_grads
@@ -192,16 +151,27 @@ def backward(ops, seeds, source_ids, batch_ndim=0, release=False, check_complex=
     else:
         for step in steps:
             on_step(*step)
-    for i, g in grads.items():   # (arrays, if the walk held arrays: now Tensors)
-        if type(g) is not Tensor:
-            grads[i] = Tensor(g)
     return grads
 
 
-def gradient_value(g):
-    """The array of a gradient the walk holds: a Tensor's value, or the array itself (when
-    the walk holds arrays: see the module's docstring)."""
-    return g._value if isinstance(g, Tensor) else g
+def downstream_of(ops, source_ids):
+    """The ids of the sources and of every tensor computed from one of them: one forward
+    sweep over ``ops`` (in execution order). Only the ops with an input in it need a gradient."""
+    reached = set(source_ids)
+    for op in ops:
+        if not reached.isdisjoint(op.input_ids):   # "some input is downstream of a source"
+            reached.update(op.output_ids)
+    return reached
+
+
+def _arrived(output_ids, grads):
+    """The cotangent that arrived at each of several outputs (None where none did), or None
+    if none arrived at any."""
+    out_grads = [grads.get(i) for i in output_ids]
+    for g in out_grads:   # (not ``None in out_grads``: that compares Tensors with ``==``)
+        if g is not None:
+            return out_grads
+    return None
 
 
 def _check_complex_path(op, reaches_source):
@@ -214,24 +184,39 @@ def _check_complex_path(op, reaches_source):
                 f"through {op.type}, whose input {k} is {d.name})")
 
 
-def _all_none(items):
-    # A plain loop: ``None in items`` or ``items.count(None)`` would compare Tensors with
-    # ``==``, which is an elementwise minitape op.
-    for item in items:
-        if item is not None:
-            return False
-    return True
+def _take(op, grads, out_grads, source_ids, batch_ndim):
+    """For an op with several outputs: take their cotangents out of ``grads`` (nothing
+    upstream needs them, unless an output is a source), and give zeros to an output that got
+    none while another did."""
+    for k, i in enumerate(op.output_ids):
+        if i not in source_ids:
+            grads.pop(i, None)
+        if out_grads[k] is None:
+            arrived = next(g for g in out_grads if g is not None)
+            shape = arrived.shape[:batch_ndim] + op.output_shapes[k]
+            out_grads[k] = Tensor(np.zeros(shape, op.output_dtypes[k]))
+
+
+def _unneeded_inputs(op, reaches_source):
+    """The indices of ``op``'s inputs whose gradient nobody needs (``skip_input_indices``):
+    those no source lies upstream of, e.g. a constant, or the batch of data in a matmul."""
+    return tuple(k for k, i in enumerate(op.input_ids) if i not in reaches_source)
 
 
 def call_gradient(op, fn, out_grads, batch_ndim=0):
-    """Call ``fn(op, *out_grads)`` and check it returned one entry per input."""
+    """Call ``fn(op, *out_grads)``; return its gradients as a list, one entry per input.
+
+    Raises ValueError if ``fn`` returned another number of gradients than ``op`` has inputs.
+    """
     op.batch_ndim = batch_ndim
     if batch_ndim and (op.grad_fn is not None or not registry.is_batched(op.type)):
-        in_grads = _call_per_row(op, fn, out_grads, batch_ndim)
+        in_grads = call_per_row(op, fn, out_grads, batch_ndim)
     else:
         in_grads = fn(op, *out_grads)
-    if not isinstance(in_grads, (list, tuple)):
-        in_grads = [in_grads]  # a one-input op may return its gradient bare
+    if type(in_grads) is tuple:   # (the common case)
+        in_grads = list(in_grads)
+    elif type(in_grads) is not list:   # a one-input op may return its gradient bare
+        in_grads = [in_grads]
     if len(in_grads) != len(op.input_ids):
         raise ValueError(
             f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
@@ -240,29 +225,9 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
     return in_grads
 
 
-def _call_per_row(op, fn, out_grads, batch_ndim):
-    """Vectorized Jacobian through a gradient that only knows unbatched shapes: loop rows."""
-    from ..ops import array_ops
-    batch_shape = out_grads[0].shape[:batch_ndim]
-    flat = [array_ops.reshape(g, (-1,) + g.shape[batch_ndim:]) for g in out_grads]
-    op.batch_ndim = 0
-    rows = []
-    for r in range(flat[0].shape[0]):
-        row = fn(op, *[g[r] for g in flat])
-        rows.append(list(row) if isinstance(row, (list, tuple)) else [row])
-    op.batch_ndim = batch_ndim
-    result = []
-    for k in range(len(rows[0])):
-        column = [row[k] for row in rows]
-        if any(c is None for c in column):
-            result.append(None)
-            continue
-        stacked = array_ops.stack(column)
-        result.append(array_ops.reshape(stacked, batch_shape + stacked.shape[1:]))
-    return result
-
-
 def _check_gradient(op, k, g, batch_ndim):
+    """Raise if ``g``, the gradient ``op``'s rule returned for input ``k``, is not a Tensor
+    of that input's shape (after ``batch_ndim`` batch axes) and dtype."""
     if not isinstance(g, Tensor):
         raise TypeError(f"the gradient function of {op.type} returned {type(g).__name__} for "
                         f"input {k}; gradients must be minitape Tensors (so that they can be "
@@ -280,16 +245,19 @@ def _check_gradient(op, k, g, batch_ndim):
 
 
 def add_gradients(a, b):
-    """``a + b``: two contributions to one tensor's gradient (fan-out), with a minitape op so
-    that an outer tape records the sum."""
-    if not tapes_recording and not accumulators_recording:
-        # Nothing can record the sum (the usual case: a non-persistent tape has stopped
-        # recording): NumPy's addition, which is what ``add`` computes. Its checks have
-        # nothing to find, as both contributions were checked against the input's shape
-        # and dtype. (``tests/test_fast_paths.py`` checks the two give the same Tensor.)
-        return Tensor(a._value + b._value)
-    return _math_ops.add(a, b)
+    """``a + b``: two contributions to one tensor's gradient (fan-out). While a tape or a
+    forward accumulator records, the ``AddV2`` op, so that it sees the sum (second
+    derivatives); else the sum of the two arrays, which is what ``AddV2`` computes, without
+    its checks: both contributions were checked against the input's shape and dtype
+    (``tests/test_fast_paths.py`` checks the two give the same Tensor)."""
+    if recording.tapes_recording or recording.accumulators_recording:
+        return a + b
+    return Tensor(a._value + b._value)
+
+
+def gradient_value(g):
+    """The array of a gradient the walk holds (a Tensor's value), for the tools that show it."""
+    return g._value
 
 
 from .tensor import Tensor  # noqa: E402  (circular: Tensor's module imports the tape)
-from ..ops import math_ops as _math_ops  # noqa: E402  (contributions are added with it)

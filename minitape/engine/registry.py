@@ -17,19 +17,9 @@ again from its input Tensors and its recorded attributes. The backward pass neve
 own computation. (``mt.primitive`` and ``custom_gradient`` ops carry their function on the
 recorded op, ``op.forward``, so they need no entry here.)
 
-The ops a learner meets most often (``AddV2``, ``Mul``, ``Sin``, ``MatMul``, ``Relu``,
-``Mean``, the fused cross-entropy, ...) also register a *NumPy gradient* with
-``register_numpy_gradient``: the same rule written on NumPy arrays, right under the gradient
-it repeats. It is a fast path, nothing more: the backward pass uses it only when no tape or
-accumulator is recording (so no one could record the gradient's ops; the usual case, as a
-non-persistent tape stops recording before its backward pass), with no batch axes, and for
-an op without a ``custom_gradient``. Everywhere else the gradient function runs. It saves
-the minitape ops a gradient function calls (their checks, their Tensors): about 60% of a
-scalar op's backward pass and 20% of a small MLP's training step (callgrind's instruction
-counts; ``benchmarks/README.md``). ``tests/test_fast_paths.py`` checks that each gives the
-very same numbers. The cross-entropies' NumPy gradients also reuse the softmax their forward
-computed on the way, which the op keeps (``Operation.residuals``), instead of computing it
-again: the same array, one division in the forward instead of five NumPy operations here.
+Each op type has exactly one gradient function: the one registered here. It is written with
+minitape ops, so an outer tape records what it computes and can differentiate it again
+(second derivatives, Hessians); there is no second copy of any rule.
 
 A vectorized Jacobian runs the backward pass once with a *batch* of output gradients: ``dy``
 then has extra leading axes (``op.batch_ndim`` of them) in front of the output's shape. The
@@ -44,8 +34,6 @@ _NOT_DIFFERENTIABLE = None  # a registry value: "this op has no gradient, by des
 _registry: dict = {}
 _batched: set = set()
 _forwards: dict = {}
-numpy_gradients: dict = {}   # op type -> fn(op, dy ndarray) -> ndarrays (register_numpy_gradient)
-_numpy_mirrors: dict = {}    # op type -> (NumPy gradient, the gradient function it repeats)
 
 
 class RegisterGradient:
@@ -96,7 +84,6 @@ class RegisterGradient:
             _batched.add(self.op_type)
         else:
             _batched.discard(self.op_type)
-        _sync_numpy_gradient(self.op_type)
         return fn
 
 
@@ -168,44 +155,3 @@ def register_forward(op_type: str, fn=None):
 def lookup_forward(op_type: str):
     """The forward registered for ``op_type`` with ``register_forward``, or None."""
     return _forwards.get(op_type)
-
-
-def register_numpy_gradient(op_type: str):
-    """Decorator: op ``op_type``'s gradient rule on NumPy arrays, a fast path of its gradient.
-
-    For ops with one output. ``fn(op, dy)`` receives the recorded op and the output gradient
-    as an ndarray (or NumPy scalar) of the output's shape, and returns one ndarray (or None)
-    per input, computed with exactly the NumPy operations the registered gradient function
-    performs, so that the numbers are the same. It returns None for the inputs in
-    ``op.skip_input_indices``, as the gradient does. Each array has its input's shape and
-    dtype (the backward pass does not check them): where an input was broadcast, the
-    function sums its gradient back with ``math_ops.unbroadcast_values``, as gradient
-    functions do with ``unbroadcast``. It reads the saved tensors as ``op._inputs`` and
-    ``op._outputs``, the tuples themselves: ``op.inputs`` first looks for an entry the op did
-    not keep, to explain it, and a NumPy gradient reads only what its op keeps for the
-    gradient function it repeats.
-
-    The op's gradient function must be registered first: the NumPy gradient is used only
-    while that function is the registered one (``RegisterGradient(..., override=True)``
-    replacing it switches the NumPy gradient off).
-    """
-    def decorate(fn):
-        if _registry.get(op_type) is None:
-            raise KeyError(f"register_numpy_gradient('{op_type}'): register the op's gradient "
-                           "function first (RegisterGradient); the NumPy gradient repeats it")
-        _numpy_mirrors[op_type] = (fn, _registry[op_type])
-        _sync_numpy_gradient(op_type)
-        return fn
-    return decorate
-
-
-def _sync_numpy_gradient(op_type):
-    """Use ``op_type``'s NumPy gradient only while the gradient function it repeats is the
-    registered one: after ``RegisterGradient(op_type, override=True)`` replaces it, the
-    backward pass runs the new function (and the NumPy gradient again once it is restored)."""
-    if op_type in _numpy_mirrors:
-        fn, mirrored = _numpy_mirrors[op_type]
-        if _registry.get(op_type) is mirrored:
-            numpy_gradients[op_type] = fn
-        else:
-            numpy_gradients.pop(op_type, None)

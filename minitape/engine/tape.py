@@ -85,8 +85,8 @@ class TapeObserver:
 
     def backward_step(self, tape, op, out_grads, in_grads):
         """One step of the walk (``backward.backward_steps``): ``op``'s gradient ran, with
-        ``out_grads`` arriving at its outputs and ``in_grads`` sent to its inputs (Tensors or
-        arrays: read them with ``backward.gradient_value``; None where none is sent)."""
+        ``out_grads`` arriving at its outputs and ``in_grads`` sent to its inputs (Tensors;
+        None where none is sent)."""
 
     def backward_ended(self, tape, gradients):
         """The pass ended (also when it raised: ``gradients`` is then None); ``gradients``

@@ -13,6 +13,7 @@ import string
 import numpy as np
 
 from .. import dtypes
+from ..engine import backward as _backward
 from ..engine.registry import RegisterGradient, no_gradient, register_forward
 from ..engine.recording import record
 from ..engine.tensor import Tensor, check_name, convert_to_tensor
@@ -1013,3 +1014,37 @@ def _one_hot_grad(op, dy):
     on = Tensor(mask.astype(dy.dtype))
     axes = list(builtins.range(op.batch_ndim, dy.ndim))
     return None, reduce_sum(dy * on, axis=axes), reduce_sum(dy * (1.0 - on), axis=axes)
+
+
+# -- a gradient without batch axes, in a vectorized Jacobian ---------------------------------------
+
+
+def call_per_row(op, fn, out_grads, batch_ndim):
+    """Call the gradient function ``fn`` of ``op`` once per batch row, and stack the rows.
+
+    A vectorized Jacobian runs the backward pass with ``batch_ndim`` leading batch axes on
+    every cotangent; a gradient function registered without ``batched=True`` (or a
+    ``custom_gradient``) knows only the unbatched shapes, so the walk
+    (``engine.backward.call_gradient``) calls it through this loop, installed there as
+    ``backward.call_per_row`` (the engine imports nothing from the ops).
+    """
+    batch_shape = out_grads[0].shape[:batch_ndim]
+    flat = [reshape(g, (-1,) + g.shape[batch_ndim:]) for g in out_grads]
+    op.batch_ndim = 0
+    rows = []
+    for r in builtins.range(flat[0].shape[0]):
+        row = fn(op, *[g[r] for g in flat])
+        rows.append(list(row) if isinstance(row, (list, tuple)) else [row])
+    op.batch_ndim = batch_ndim
+    result = []
+    for k in builtins.range(len(rows[0])):
+        column = [row[k] for row in rows]
+        if any(c is None for c in column):
+            result.append(None)
+            continue
+        stacked = stack(column)
+        result.append(reshape(stacked, batch_shape + stacked.shape[1:]))
+    return result
+
+
+_backward.call_per_row = call_per_row

@@ -18,8 +18,7 @@ import math as _pymath
 import numpy as np
 
 from .. import dtypes, errors
-from ..engine.registry import (RegisterGradient, no_gradient, register_forward,
-                        register_numpy_gradient)
+from ..engine.registry import RegisterGradient, no_gradient, register_forward
 from ..engine.recording import record
 from ..engine.tensor import Tensor, Variable, convert_like, convert_to_tensor
 from . import array_ops, reduction_ops
@@ -124,7 +123,7 @@ def unbroadcast(g, shape, batch_ndim=0):
 
     ``g`` has shape ``batch + broadcast(shape, other)``; the leading ``batch_ndim`` axes are
     kept. This is the one place in minitape where broadcasting is undone (``_summed_axes``
-    says which axes; ``unbroadcast_values`` does the same on NumPy arrays).
+    says which axes).
     """
     if g._shape == shape and not batch_ndim:  # the hot path: nothing was broadcast
         return g
@@ -138,32 +137,16 @@ def unbroadcast(g, shape, batch_ndim=0):
     return array_ops.reshape(g, g.shape[:batch_ndim] + tuple(shape))
 
 
-def unbroadcast_values(g, shape):
-    """``unbroadcast`` on an ndarray ``g`` with no batch axes, for the NumPy gradients
-    (``registry.register_numpy_gradient``): the NumPy operations ``reduce_sum`` and
-    ``reshape`` perform there, so the numbers are the same."""
-    if g.shape == shape:
-        return g
-    lead = g.ndim - len(shape)
-    if g.shape[lead:] == shape:   # (only leading axes were added, as to a bias: sum them)
-        return np.add.reduce(g, axis=0 if lead == 1 else tuple(range(lead)))
-    lead, axes = _summed_axes(g.shape, shape, 0)
-    if axes and len(axes) == lead:
-        return np.add.reduce(g, axis=tuple(axes))
-    if axes:
-        g = np.add.reduce(g, axis=tuple(axes), keepdims=True)
-    return g.reshape(shape)
-
-
-def _unbroadcast_both(op, dx, dy):
-    """A binary elementwise op's two NumPy gradients (or None), summed back to the inputs'
-    shapes: what its gradient function does with ``unbroadcast``. Two inputs of one shape
-    (the usual case) have the output's shape, and nothing was broadcast."""
-    shape_x, shape_y = op.input_shapes
-    if shape_x == shape_y:
-        return dx, dy
-    return (None if dx is None else unbroadcast_values(dx, shape_x),
-            None if dy is None else unbroadcast_values(dy, shape_y))
+def unbroadcast_pair(op, gx, gy):
+    """A binary elementwise op's two gradients (each a Tensor, or None), each summed back to
+    its input's shape with ``unbroadcast``; two inputs of the output's shape, with no batch
+    axes (the usual case), need nothing done."""
+    shape_x, shape_y, shape_z = op.shapes
+    if shape_x == shape_y == shape_z and not op.batch_ndim:
+        return gx, gy
+    nb = op.batch_ndim
+    return (None if gx is None else unbroadcast(gx, shape_x, nb),
+            None if gy is None else unbroadcast(gy, shape_y, nb))
 
 
 def _summed_axes(g_shape, shape, batch_ndim):
@@ -211,15 +194,7 @@ register_forward("AddV2", lambda op, x, y: add(x, y))
 
 @RegisterGradient("AddV2", batched=True)
 def _add_grad(op, dy):
-    nb = op.batch_ndim
-    return (unbroadcast(dy, op.input_shapes[0], nb) if wanted(op, 0) else None,
-            unbroadcast(dy, op.input_shapes[1], nb) if wanted(op, 1) else None)
-
-
-@register_numpy_gradient("AddV2")
-def _add_grad_numpy(op, dy):   # (``_add_grad`` on arrays: see registry.register_numpy_gradient)
-    skip = op.skip_input_indices
-    return _unbroadcast_both(op, None if 0 in skip else dy, None if 1 in skip else dy)
+    return unbroadcast_pair(op, dy if wanted(op, 0) else None, dy if wanted(op, 1) else None)
 
 
 def subtract(x, y, name=None):
@@ -237,15 +212,7 @@ register_forward("Sub", lambda op, x, y: subtract(x, y))
 
 @RegisterGradient("Sub", batched=True)
 def _sub_grad(op, dy):
-    nb = op.batch_ndim
-    return (unbroadcast(dy, op.input_shapes[0], nb) if wanted(op, 0) else None,
-            unbroadcast(-dy, op.input_shapes[1], nb) if wanted(op, 1) else None)
-
-
-@register_numpy_gradient("Sub")
-def _sub_grad_numpy(op, dy):   # (``_sub_grad`` on arrays: see registry.register_numpy_gradient)
-    skip = op.skip_input_indices   # (``wanted`` written out: the backward pass always sets it)
-    return _unbroadcast_both(op, None if 0 in skip else dy, None if 1 in skip else -dy)
+    return unbroadcast_pair(op, dy if wanted(op, 0) else None, -dy if wanted(op, 1) else None)
 
 
 def multiply(x, y, name=None):
@@ -264,20 +231,11 @@ register_forward("Mul", lambda op, x, y: multiply(x, y))
 @RegisterGradient("Mul", batched=True)
 def _mul_grad(op, dy):
     x, y = op.inputs
-    nb = op.batch_ndim
-    return (unbroadcast(dy * y, op.input_shapes[0], nb) if wanted(op, 0) else None,
-            unbroadcast(dy * x, op.input_shapes[1], nb) if wanted(op, 1) else None)
-
-
-@register_numpy_gradient("Mul")
-def _mul_grad_numpy(op, dy):   # (``_mul_grad`` on arrays: see registry.register_numpy_gradient)
-    x, y = op._inputs
-    skip = op.skip_input_indices   # (``wanted`` written out: the backward pass always sets it)
-    if x is y and not skip:   # ``x * x``: both gradients are ``dy * x``, computed once
-        g = dy * x._value
+    if x is y and not op.skip_input_indices:   # ``x * x``: both are ``dy * x``, computed once
+        g = dy * x
         return g, g
-    return _unbroadcast_both(op, None if 0 in skip else dy * y._value,
-                             None if 1 in skip else dy * x._value)
+    return unbroadcast_pair(op, dy * y if wanted(op, 0) else None,
+                            dy * x if wanted(op, 1) else None)
 
 
 def divide(x, y, name=None):
@@ -363,11 +321,6 @@ def _neg_grad(op, dy):
     return -dy
 
 
-@register_numpy_gradient("Neg")
-def _neg_grad_numpy(op, dy):
-    return (-dy,)
-
-
 # -- powers, exponentials, logarithms -----------------------------------------------------------
 
 
@@ -400,22 +353,6 @@ def _pow_grad(op, dy):
         safe_x = array_ops.where(positive, x, array_ops.ones_like(x))
         gy = dy * z * array_ops.where(positive, log(safe_x), array_ops.zeros_like(x))
         gy = unbroadcast(gy, op.input_shapes[1], nb)
-    return gx, gy
-
-
-@register_numpy_gradient("Pow")
-def _pow_grad_numpy(op, dy):   # (``_pow_grad`` on arrays: see registry.register_numpy_gradient)
-    x, y = op._inputs
-    xv, yv = x._value, y._value
-    skip = op.skip_input_indices
-    gx = gy = None
-    if 0 not in skip:
-        gx = unbroadcast_values(dy * yv * xv ** (yv - yv.dtype.type(1)), op.input_shapes[0])
-    if 1 not in skip:
-        positive = xv > 0
-        safe_x = np.where(positive, xv, np.ones(xv.shape, xv.dtype))
-        log_x = np.where(positive, np.log(safe_x), np.zeros(xv.shape, xv.dtype))
-        gy = unbroadcast_values(dy * op._outputs[0]._value * log_x, op.input_shapes[1])
     return gx, gy
 
 
@@ -557,11 +494,6 @@ def _exp_grad(op, dy):
     return dy * y
 
 
-@register_numpy_gradient("Exp")
-def _exp_grad_numpy(op, dy):
-    return (dy * op._outputs[0]._value,)
-
-
 def expm1(x, name=None):
     """``exp(x) - 1``, accurate near 0 (op ``Expm1``)."""
     x = floating(x, "Expm1")
@@ -674,11 +606,6 @@ def _sin_grad(op, dy):
     return dy * cos(x)
 
 
-@register_numpy_gradient("Sin")
-def _sin_grad_numpy(op, dy):
-    return (dy * np.cos(op._inputs[0]._value),)
-
-
 def cos(x, name=None):
     """Cosine (op ``Cos``): ``d/dx = -sin(x)``."""
     x = floating(x, "Cos")
@@ -694,11 +621,6 @@ register_forward("Cos", lambda op, x: cos(x))
 def _cos_grad(op, dy):
     (x,) = op.inputs
     return -dy * sin(x)
-
-
-@register_numpy_gradient("Cos")
-def _cos_grad_numpy(op, dy):
-    return (-dy * np.sin(op._inputs[0]._value),)
 
 
 def tan(x, name=None):
@@ -735,12 +657,6 @@ def _tanh_grad(op, dy):
     return dy * (1 - y * y)
 
 
-@register_numpy_gradient("Tanh")
-def _tanh_grad_numpy(op, dy):
-    y = op._outputs[0]._value
-    return (dy * (1 - y * y),)
-
-
 def sigmoid(x, name=None):
     """``1 / (1 + exp(-x))`` (op ``Sigmoid``); keeps its output: ``d/dx = y * (1 - y)``."""
     x = floating(x, "Sigmoid")
@@ -759,12 +675,6 @@ register_forward("Sigmoid", lambda op, x: sigmoid(x))
 def _sigmoid_grad(op, dy):
     (y,) = op.outputs
     return dy * (y * (1 - y))
-
-
-@register_numpy_gradient("Sigmoid")
-def _sigmoid_grad_numpy(op, dy):
-    y = op._outputs[0]._value
-    return (dy * (y * (1 - y)),)
 
 
 def softplus(x, name=None):
@@ -1103,37 +1013,11 @@ def _matmul_grad(op, dy):
     return da, db
 
 
-def _matmul_grad_numpy(op, dy):   # (``_matmul_grad`` on arrays: registry.register_numpy_gradient)
-    # The same four cases, with the operands ``matmul`` would pass to ``_matmul_values``.
-    a, b = op._inputs
-    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
-    skip = op.skip_input_indices
-    da = db = None
-    if 0 not in skip:
-        bv = b._value
-        if not ta:
-            da = _matmul_values(dy, bv if tb else bv.swapaxes(-1, -2))
-        else:
-            da = _matmul_values(bv.swapaxes(-1, -2) if tb else bv, dy.swapaxes(-1, -2))
-    if 1 not in skip:
-        av = a._value
-        if not tb:
-            db = _matmul_values(av if ta else av.swapaxes(-1, -2), dy)
-        else:
-            db = _matmul_values(dy.swapaxes(-1, -2), av.swapaxes(-1, -2) if ta else av)
-    if op.type == "BatchMatMulV2":   # (batch axes that were broadcast: summed back)
-        da = None if da is None else unbroadcast_values(da, op.input_shapes[0])
-        db = None if db is None else unbroadcast_values(db, op.input_shapes[1])
-    return da, db
-
-
 register_forward("MatMul", lambda op, a, b: matmul(a, b, op.get_attr("transpose_a"),
                                                      op.get_attr("transpose_b")))
 RegisterGradient("MatMul", batched=True)(_matmul_grad)
 register_forward("BatchMatMulV2", lambda op, a, b: matmul(a, b, op.get_attr("transpose_a"),
                                                            op.get_attr("transpose_b")))
 RegisterGradient("BatchMatMulV2", batched=True)(_matmul_grad)
-register_numpy_gradient("MatMul")(_matmul_grad_numpy)
-register_numpy_gradient("BatchMatMulV2")(_matmul_grad_numpy)
 
 _ = builtins

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.registry import RegisterGradient, register_forward, register_numpy_gradient
+from ..engine.registry import RegisterGradient, register_forward
 from ..engine import recording
 from ..engine.recording import record
 from ..engine.tensor import Tensor, convert_like, convert_to_tensor
@@ -54,11 +54,6 @@ def _relu_grad_values(dy, y):
     # (The bool mask as it is: the multiply casts it to 0.0 and 1.0 in its loop. Casting it
     # first costs the same alone, and in a training step more: one more array to write.)
     return dy * (y > 0)
-
-
-@register_numpy_gradient("Relu")
-def _relu_grad_numpy(op, dy):   # (``_relu_grad`` on arrays: see registry.register_numpy_gradient)
-    return (_relu_grad_values(dy, op._outputs[0]._value),)
 
 
 register_forward("ReluGrad", lambda op, dy, y: relu_grad(dy, y))
@@ -230,7 +225,7 @@ def _log_softmax_values(x, axis):
 
 def _log_softmax_and_residuals(x, axis):
     """``_log_softmax_values(x, axis)``, and the residuals a cross-entropy keeps for its
-    NumPy gradient (``Operation.residuals``): ``(softmax,)``, the very array
+    gradient (``Operation.residuals``): ``(softmax,)``, the very array
     ``_softmax_values`` gives, at the cost of one division; None when no tape is recording
     (no gradient can be asked for)."""
     shifted, e, total = _softmax_parts(x, axis)
@@ -244,7 +239,13 @@ def softmax(logits, axis=-1, name=None):
     """
     x = floating(logits, "Softmax")
     axis = _axis(axis, x.ndim, "Softmax")
-    y = Tensor(_softmax_values(x._value, axis), name=name)
+    return _softmax_op(x, axis, _softmax_values(x._value, axis), name)
+
+
+def _softmax_op(x, axis, value, name=None):
+    """Record op ``Softmax`` of ``x`` (checked; ``axis`` non-negative) whose value is
+    ``value``: computed here, or kept by a cross-entropy's forward (``Operation.residuals``)."""
+    y = Tensor(value, name=name)
     record("Softmax", (x,), (y,), attrs={"axis": axis}, keep_inputs=False, keep_outputs=True)
     return y
 
@@ -329,7 +330,8 @@ def _softmax_cross_entropy_grad(op, dy):
         e = array_ops.expand_dims(dy, axis + op.batch_ndim)  # dy has one entry per example
         d_labels = -log_softmax(logits, axis=axis) * e
     if math_ops.wanted(op, 1):
-        d_logits = softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis)
+        # (the op's own softmax of the logits, which its forward kept: not computed again)
+        d_logits = _logits_grad(dy, labels, logits, axis, op.residuals)
     return d_labels, d_logits
 
 
@@ -351,8 +353,16 @@ def softmax_cross_entropy_with_logits_grad(dy, labels, logits, axis=-1, name=Non
     labels = floating(labels, "SoftmaxCrossEntropyWithLogitsGrad")
     logits = floating(logits, "SoftmaxCrossEntropyWithLogitsGrad")
     axis = _axis(axis, logits.ndim, "SoftmaxCrossEntropyWithLogitsGrad")
-    d_logits = Tensor(_ce_logits_grad_values(dy._value, labels._value, logits._value, axis),
-                      name=name)
+    return _logits_grad(dy, labels, logits, axis, None, name)
+
+
+def _logits_grad(dy, labels, logits, axis, residuals, name=None):
+    """The op ``SoftmaxCrossEntropyWithLogitsGrad`` of checked Tensors (``axis``
+    non-negative); ``residuals``, if given, are the ``(softmax,)`` of ``logits`` that the
+    cross-entropy's forward kept (``Operation.residuals``): the same array, not computed
+    again (``tests/test_fast_paths.py`` checks the two give the same numbers)."""
+    d_logits = Tensor(_ce_logits_grad_values(dy._value, labels._value, logits._value, axis,
+                                             residuals[0] if residuals else None), name=name)
     record("SoftmaxCrossEntropyWithLogitsGrad", (dy, labels, logits), (d_logits,),
            attrs={"axis": axis})
     return d_logits
@@ -368,21 +378,6 @@ def _ce_logits_grad_values(dy, labels, logits, axis, softmax=None):
     at = _axis_after_batch(axis, logits.ndim, dy.ndim)
     dy = dy.reshape(dy.shape[:at] + (1,) + dy.shape[at:])
     return (softmax * total - labels) * dy
-
-
-@register_numpy_gradient("SoftmaxCrossEntropyWithLogits")
-def _softmax_cross_entropy_grad_numpy(op, dy):   # (see registry.register_numpy_gradient)
-    # ``_softmax_cross_entropy_grad`` on arrays, with the NumPy operations of its ops.
-    labels, logits = op._inputs
-    axis = op.attrs["axis"]
-    skip = op.skip_input_indices
-    d_labels = d_logits = None
-    if 0 not in skip:
-        d_labels = -_log_softmax_values(logits._value, axis) * np.expand_dims(dy, axis)
-    if 1 not in skip:
-        d_logits = _ce_logits_grad_values(dy, labels._value, logits._value, axis,
-                                          op.residuals[0] if op.residuals else None)
-    return d_labels, d_logits
 
 
 register_forward("SoftmaxCrossEntropyWithLogitsGrad", lambda op, dy, labels, logits: (
@@ -477,19 +472,10 @@ def _sparse_softmax_cross_entropy_grad(op, dy):
     labels, logits = op.inputs
     hot = Tensor(array_ops._one_hot_mask(labels._value, logits.shape[-1], labels.ndim)
                  .astype(logits.dtype))
-    return None, (softmax(logits) - hot) * array_ops.expand_dims(dy, -1)
-
-
-@register_numpy_gradient("SparseSoftmaxCrossEntropyWithLogits")
-def _sparse_softmax_cross_entropy_grad_numpy(op, dy):   # (registry.register_numpy_gradient)
-    # ``_sparse_softmax_cross_entropy_grad`` on arrays, with the NumPy operations of its ops.
-    if 1 in op.skip_input_indices:
-        return None, None
-    labels, logits = op._inputs
-    lv = logits._value
-    hot = array_ops._one_hot_mask(labels._value, lv.shape[-1], labels.ndim).astype(lv.dtype)
-    softmax = op.residuals[0] if op.residuals else _softmax_values(lv, lv.ndim - 1)
-    return None, (softmax - hot) * np.expand_dims(dy, -1)
+    axis = logits.ndim - 1   # (the softmax the forward kept, if it did: not computed again)
+    kept = op.residuals
+    s = (_softmax_op(logits, axis, kept[0]) if kept else softmax(logits))
+    return None, (s - hot) * array_ops.expand_dims(dy, -1)
 
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):

@@ -10,8 +10,7 @@ import math as _pymath
 
 import numpy as np
 
-from ..engine.registry import (RegisterGradient, no_gradient, register_forward,
-                               register_numpy_gradient)
+from ..engine.registry import RegisterGradient, no_gradient, register_forward
 from ..engine.recording import record
 from ..engine.tensor import Tensor, convert_to_tensor
 from . import array_ops, math_ops
@@ -108,16 +107,6 @@ def _sum_grad(op, dy):
     return array_ops.broadcast_to(g, g.shape[:op.batch_ndim] + op.input_shapes[0])
 
 
-@register_numpy_gradient("Sum")
-def _sum_grad_numpy(op, dy):   # (``_sum_grad`` on arrays: see registry.register_numpy_gradient)
-    shape = _spread_shape(op, dy.shape)
-    if shape is not None:
-        dy = dy.reshape(shape)
-    value = np.empty(op.input_shapes[0], dy.dtype)     # (broadcast_to's NumPy operations)
-    value[...] = dy
-    return (value,)
-
-
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     """Mean over ``axis``, as ``tf.reduce_mean`` (op ``Mean``); integer means truncate, as TF.
 
@@ -149,11 +138,6 @@ register_forward("Mean", lambda op, x: reduce_mean(x, op.get_attr("axis"), op.ge
 @RegisterGradient("Mean", batched=True)
 def _mean_grad(op, dy):
     return _sum_grad(op, dy / float(_mean_count(op)))  # (divide first: fewer elements)
-
-
-@register_numpy_gradient("Mean")
-def _mean_grad_numpy(op, dy):   # (``_mean_grad`` on arrays: see registry.register_numpy_gradient)
-    return _sum_grad_numpy(op, dy / dy.dtype.type(_mean_count(op)))
 
 
 def _mean_count(op):
