@@ -106,7 +106,8 @@ class Tensor:
             CPU), as ``tf.Tensor.device``.
 
     Python operators (``+ - * / ** @``, unary ``-``, ``abs``, comparisons, indexing) run
-    minitape operations, so a tape records them. NumPy functions (``np.mean(t)``) turn the
+    minitape operations, so a tape records them: the ops give the Tensor its operators
+    (``Tensor.__add__ = add`` in ``minitape/ops/math_ops.py``, as TensorFlow's math_ops does). NumPy functions (``np.mean(t)``) turn the
     Tensor into an ndarray first: their result has left minitape and no tape can see it.
 
     >>> import minitape as mt
@@ -263,73 +264,6 @@ class Tensor:
 
     def __str__(self):
         return f"mt.Tensor({self._numpy_text(str)}, shape={self.shape}, dtype={self.dtype.name})"
-
-    # -- operators: each is a recorded op from minitape.ops ----------------------------------
-    def __add__(self, other):
-        return _math.add(self, other)
-
-    def __radd__(self, other):
-        return _math.add(other, self)
-
-    def __sub__(self, other):
-        return _math.subtract(self, other)
-
-    def __rsub__(self, other):
-        return _math.subtract(other, self)
-
-    def __mul__(self, other):
-        return _math.multiply(self, other)
-
-    def __rmul__(self, other):
-        return _math.multiply(other, self)
-
-    def __truediv__(self, other):
-        return _math.divide(self, other)
-
-    def __rtruediv__(self, other):
-        return _math.divide(other, self)
-
-    def __pow__(self, other):
-        return _math.pow(self, other)
-
-    def __rpow__(self, other):
-        return _math.pow(other, self)
-
-    def __matmul__(self, other):
-        return _math.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _math.matmul(other, self)
-
-    def __neg__(self):
-        return _math.negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _math.abs(self)
-
-    def __lt__(self, other):
-        return _math.less(self, other)
-
-    def __le__(self, other):
-        return _math.less_equal(self, other)
-
-    def __gt__(self, other):
-        return _math.greater(self, other)
-
-    def __ge__(self, other):
-        return _math.greater_equal(self, other)
-
-    def __eq__(self, other):
-        return _math.equal(self, other)
-
-    def __ne__(self, other):
-        return _math.not_equal(self, other)
-
-    def __getitem__(self, key):
-        return _array.getitem(self, key)
 
     def __setitem__(self, key, value):
         if isinstance(self, Variable):
@@ -842,4 +776,3 @@ def convert_like(value, dtype, what) -> Tensor:
 
 from . import recording as _recording  # noqa: E402  (circular: it and ops need Tensor)
 from ..ops import array_ops as _array  # noqa: E402
-from ..ops import math_ops as _math  # noqa: E402

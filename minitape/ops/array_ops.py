@@ -1013,3 +1013,8 @@ def _one_hot_grad(op, dy):
     on = Tensor(mask.astype(dy.dtype))
     axes = list(builtins.range(op.batch_ndim, dy.ndim))
     return None, reduce_sum(dy * on, axis=axes), reduce_sum(dy * (1.0 - on), axis=axes)
+
+
+# ``x[0]``, ``x[:, 1]`` on a Tensor: ``getitem`` (the ops give the engine's Tensor its operators,
+# as TensorFlow's array_ops does; the arithmetic ones are attached in ``math_ops``).
+Tensor.__getitem__ = getitem

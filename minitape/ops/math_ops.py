@@ -1137,3 +1137,30 @@ register_numpy_gradient("MatMul")(_matmul_grad_numpy)
 register_numpy_gradient("BatchMatMulV2")(_matmul_grad_numpy)
 
 _ = builtins
+
+
+# -- Tensor's Python operators ----------------------------------------------------------------
+# ``x * y`` on Tensors is ``multiply(x, y)``: the ops give the engine's Tensor its operators,
+# one line each, as TensorFlow's math_ops does (``_override_operator``), so the engine imports
+# no op. (Indexing, ``x[0]``, is ``array_ops.getitem``, attached in ``array_ops``.)
+Tensor.__add__ = add
+Tensor.__radd__ = lambda x, y: add(y, x)
+Tensor.__sub__ = subtract
+Tensor.__rsub__ = lambda x, y: subtract(y, x)
+Tensor.__mul__ = multiply
+Tensor.__rmul__ = lambda x, y: multiply(y, x)
+Tensor.__truediv__ = divide
+Tensor.__rtruediv__ = lambda x, y: divide(y, x)
+Tensor.__pow__ = pow
+Tensor.__rpow__ = lambda x, y: pow(y, x)
+Tensor.__matmul__ = matmul
+Tensor.__rmatmul__ = lambda x, y: matmul(y, x)
+Tensor.__neg__ = negative
+Tensor.__pos__ = lambda x: x
+Tensor.__abs__ = abs
+Tensor.__lt__ = less
+Tensor.__le__ = less_equal
+Tensor.__gt__ = greater
+Tensor.__ge__ = greater_equal
+Tensor.__eq__ = equal
+Tensor.__ne__ = not_equal
