@@ -55,7 +55,7 @@ from .ops.grid_ops import meshgrid
 
 # -- issue 32 (kerasB): tensor basics, initializers, control flow ------------------------------
 from .dtypes import int8, int16, uint8, uint16, uint32, uint64
-from .engine.tensor import TensorShape
+from .tensor_shape import TensorShape
 from .ops.array_ops import rank
 from . import initializers
 from .initializers import (
