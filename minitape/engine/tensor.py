@@ -26,6 +26,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes
+from . import recording as _recording
 from ..tensor_shape import TensorShape
 
 _next_id = itertools.count(1).__next__
@@ -60,8 +61,9 @@ class Tensor:
 
     Python operators (``+ - * / ** @``, unary ``-``, ``abs``, comparisons, indexing) run
     minitape operations, so a tape records them: the ops give the Tensor its operators
-    (``Tensor.__add__ = add`` in ``minitape/ops/math_ops.py``, as TensorFlow's math_ops does). NumPy functions (``np.mean(t)``) turn the
-    Tensor into an ndarray first: their result has left minitape and no tape can see it.
+    (``Tensor.__add__ = add`` in ``minitape/ops/math_ops.py``, as TensorFlow's math_ops
+    does). NumPy functions (``np.mean(t)``) turn the Tensor into an ndarray first: their
+    result has left minitape and no tape can see it.
 
     >>> import minitape as mt
     >>> mt.constant([1.0, 2.0]) * 3
@@ -219,9 +221,6 @@ class Tensor:
         return f"mt.Tensor({self._numpy_text(str)}, shape={self.shape}, dtype={self.dtype.name})"
 
     def __setitem__(self, key, value):
-        if isinstance(self, Variable):
-            raise TypeError(f"'Variable' object does not support item assignment; write "
-                            f"v[{_key_text(key)}].assign(value), as in TensorFlow")
         raise TypeError(f"'{type(self).__name__}' object does not support item assignment: a "
                         f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
 
@@ -263,7 +262,9 @@ class Variable(Tensor):
 
     Arithmetic on a Variable returns a Tensor. ``assign``, ``assign_add`` and ``assign_sub``
     replace the value; they are not differentiable, so the tape cannot see through them.
-    ``v[key].assign(value)`` (and ``assign_add``, ``assign_sub``) writes into a slice.
+    ``v[key].assign(value)`` (and ``assign_add``, ``assign_sub``) writes into a slice, and
+    ``scatter_nd_update`` at a list of indices: methods that ``minitape/ops/variable_ops.py``
+    builds on ``assign`` and gives the Variable.
 
     >>> import minitape as mt
     >>> mt.Variable(3.0, name="x0")
@@ -352,151 +353,11 @@ class Variable(Tensor):
         self._check_shape(delta.shape, "assign_sub", broadcast=True)
         return self._store(self._value - delta._value)   # (a new array: no copy needed)
 
-    def scatter_nd_update(self, indices, updates, name=None):
-        """Write ``updates`` at ``indices`` into the Variable, as
-        ``tf.Variable.scatter_nd_update``; returns the Variable.
-
-        ``indices`` is an integer array of shape ``(..., d)``: each last-axis row is the
-        index of one element (``d == v.ndim``) or of one slice (``d < v.ndim``) of ``v``.
-        ``updates`` has shape ``indices.shape[:-1] + v.shape[d:]``, ``v``'s dtype (Python
-        numbers are converted). Like ``assign``, the write is not recorded on any tape.
-        Where an index repeats, the last update wins.
-
-        Raises:
-            TypeError: non-integer indices, or updates of another dtype.
-            ValueError: shapes that do not fit, or an index out of range.
-
-        >>> import minitape as mt
-        >>> v = mt.Variable([1., 2., 3., 4.])
-        >>> v.scatter_nd_update([[0], [2]], [10., 30.]).numpy()
-        array([10.,  2., 30.,  4.], dtype=float32)
-        """
-        return self._scatter_nd(indices, updates, "scatter_nd_update", None)
-
-    def scatter_nd_add(self, indices, updates, name=None):
-        """Add ``updates`` at ``indices`` (repeated indices add up), as
-        ``tf.Variable.scatter_nd_add``; see ``scatter_nd_update``."""
-        return self._scatter_nd(indices, updates, "scatter_nd_add", np.add)
-
-    def scatter_nd_sub(self, indices, updates, name=None):
-        """Subtract ``updates`` at ``indices``, as ``tf.Variable.scatter_nd_sub``."""
-        return self._scatter_nd(indices, updates, "scatter_nd_sub", np.subtract)
-
-    def _scatter_nd(self, indices, updates, method, ufunc):
-        what = f"Variable.{method}"
-        idx = convert_to_tensor(indices, what=what)._value
-        if idx.dtype.kind not in "iu" or idx.ndim < 1:
-            raise TypeError(f"{what}: indices must be integers with the index on the last "
-                            f"axis (e.g. [[0], [2]]), got {indices!r:.60}")
-        depth = idx.shape[-1]
-        if depth > self.ndim:
-            raise ValueError(f"{what}: each index has {depth} numbers but the Variable "
-                             f"'{self.name}' has only {self.ndim} axes")
-        new = convert_to_tensor(updates, dtype=self.dtype, what=what)._value
-        expected = idx.shape[:-1] + self.shape[depth:]
-        if new.shape != expected:
-            raise ValueError(f"{what}: updates have shape {new.shape}, expected "
-                             f"{expected} (indices.shape[:-1] + variable.shape[{depth}:])")
-        bounds = np.array(self.shape[:depth])
-        if idx.size and ((idx < 0).any() or (idx >= bounds).any()):
-            raise ValueError(f"{what}: an index is out of range for the Variable "
-                             f"'{self.name}' of shape {self.shape}: {idx.tolist()!r:.80}")
-        full = self._value.copy()   # a new array, as assign: what a tape saved stays valid
-        key = tuple(idx.reshape(-1, depth).T)
-        rows = new.reshape((-1,) + self.shape[depth:])
-        if ufunc is None:
-            full[key] = rows
-        else:
-            ufunc.at(full, key, rows)
-        return self._store(full)
-
-    def __getitem__(self, key):
-        """``v[key]``: the slice's current value, a Tensor that can also write into ``v``.
-
-        As ``tf.Variable.__getitem__``: the result is a read of ``v`` (recorded like any
-        indexing, so gradients flow to ``v``) that also offers ``assign``, ``assign_add`` and
-        ``assign_sub``, which write into that slice of ``v`` and return ``v``. The writes
-        follow ``Variable.assign``'s rules (the slice's shape, ``v``'s dtype) and, like it, are
-        not recorded on any tape.
-
-        >>> import minitape as mt
-        >>> v = mt.Variable([[1., 2., 3.], [4., 5., 6.]])
-        >>> v[1, 2].assign(9)
-        <mt.Variable 'Variable' shape=(2, 3) dtype=float32, numpy=
-        array([[1., 2., 3.],
-               [4., 5., 9.]], dtype=float32)>
-        >>> v[0, :].assign_add([10., 10., 10.]).numpy()[0]
-        array([11., 12., 13.], dtype=float32)
-        """
-        read = _array.getitem(self, key)
-        return _VariableSlice(read, self, _array._index_key(key, "indexing"))
-
     def __repr__(self):
         return (f"<mt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
                 f"numpy={self._numpy_text()}>")
 
     __str__ = __repr__
-
-
-class _VariableSlice(Tensor):
-    """``v[key]`` for a Variable ``v``: a Tensor (the slice's value when it was read) whose
-    ``assign``, ``assign_add`` and ``assign_sub`` write into that slice of ``v``.
-
-    A write makes a new array for ``v`` (through ``Variable.assign``), never an in-place
-    write, so what a tape saved stays valid; nothing is recorded.
-    """
-
-    __slots__ = ("_variable", "_key")
-
-    def __init__(self, read, variable, key):
-        super().__init__(read._value, name=read.name, tensor_id=read.id)
-        self._variable = variable
-        self._key = key
-
-    def _write(self, value, method, delta=0):
-        variable, key = self._variable, self._key
-        what = f"Variable[{_key_text(key)}].{method}"
-        new = convert_to_tensor(value, dtype=variable.dtype, what=what)._value
-        current = variable._value[key]  # the slice now (v may have changed since the read)
-        shape = np.shape(current)
-        if new.shape != shape:
-            ok = False
-            if delta:  # assign_add/assign_sub: a delta that broadcasts to the slice is fine
-                try:
-                    ok = np.broadcast_shapes(shape, new.shape) == shape
-                except ValueError:
-                    pass
-            if not ok:
-                raise ValueError(
-                    f"{what}: the value has shape {new.shape} but the slice "
-                    f"[{_key_text(key)}] of Variable '{variable.name}' (shape "
-                    f"{variable.shape}) has shape {shape}; pass a value of that shape")
-        full = variable._value.copy()
-        full[key] = current + delta * new if delta else new
-        return variable.assign(full)
-
-    def assign(self, value):
-        """Write ``value`` (the slice's shape, ``v``'s dtype) into the slice; returns ``v``."""
-        return self._write(value, "assign")
-
-    def assign_add(self, delta):
-        """Add ``delta`` (broadcast to the slice's shape) to the slice; returns ``v``."""
-        return self._write(delta, "assign_add", 1)
-
-    def assign_sub(self, delta):
-        """Subtract ``delta`` (broadcast to the slice's shape) from the slice; returns ``v``."""
-        return self._write(delta, "assign_sub", -1)
-
-
-def _key_text(key):
-    """An indexing key as written between brackets: ``(0, slice(None, 2))`` -> ``0, :2``."""
-    def one(k):
-        if isinstance(k, slice):
-            text = ("" if k.start is None else str(k.start)) + ":" + \
-                   ("" if k.stop is None else str(k.stop))
-            return text + ("" if k.step is None else f":{k.step}")
-        return "..." if k is Ellipsis else repr(k)
-    return ", ".join(one(k) for k in (key if isinstance(key, tuple) else (key,)))
 
 
 # -- who owns the data --------------------------------------------------------------------------
@@ -644,7 +505,7 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
     >>> t
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([1., 1.], dtype=float32)>
     """
-    if type(value) is Tensor or type(value) is _VariableSlice:
+    if type(value) is Tensor:
         if dtype is not None and value._dtype != dtype:
             raise TypeError(
                 f"{what}: expected dtype {np.dtype(dtype).name}, got a Tensor of dtype "
@@ -727,5 +588,3 @@ def convert_like(value, dtype, what) -> Tensor:
     return convert_to_tensor(value, dtype=dtype, what=what)
 
 
-from . import recording as _recording  # noqa: E402  (circular: it and ops need Tensor)
-from ..ops import array_ops as _array  # noqa: E402
