@@ -422,9 +422,6 @@ def _holds_text(value):
 
 def _from_python(value, dtype, what):
     """Python number or (nested) list -> ndarray, with TensorFlow's default dtypes."""
-    if isinstance(value, (list, tuple)) and _contains_tensor(value):
-        from ..ops import array_ops  # a list holding Tensors is stacked, so gradients flow
-        return array_ops.stack([convert_to_tensor(v, dtype=dtype, what=what) for v in value])._value
     try:
         array = np.array(value)
     except ValueError as e:
@@ -445,15 +442,6 @@ def _from_python(value, dtype, what):
             return array.astype(dtypes.DEFAULT_INT)
         return array
     return _cast_checked(array, dtype, value, what)
-
-
-def _contains_tensor(seq):
-    for item in seq:
-        if isinstance(item, Tensor):
-            return True
-        if isinstance(item, (list, tuple)) and _contains_tensor(item):
-            return True
-    return False
 
 
 def _cast_checked(array, dtype, original, what):
@@ -491,7 +479,9 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         An ndarray is copied (as TensorFlow does), so writing into it later cannot change
         the Tensor; only a read-only view of a read-only array (``t.numpy()``) is kept as is.
 
-    An ``mt.IndexedSlices`` gives the dense Tensor it stands for (as TensorFlow).
+    An ``mt.IndexedSlices`` gives the dense Tensor it stands for, and a list that holds
+    Tensors is stacked (as TensorFlow): the layers above register these conversions
+    (``register_tensor_conversion_function``).
 
     Raises:
         TypeError: for ``None``, strings and other non-numeric values, for a Tensor of
@@ -534,57 +524,27 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         if dtype is not None:
             array = _cast_checked(array, dtype, value, what)
         return Tensor(_owned(array) if array is value else array, name=name)
+    for base_type, convert in _conversion_functions:   # (see register_tensor_conversion_function)
+        if isinstance(value, base_type):
+            tensor = convert(value, dtype, name, what)
+            if tensor is not NotImplemented:
+                return tensor
     if isinstance(value, (numbers.Number, list, tuple)):
         return Tensor(_from_python(value, dtype, what), name=name)
-    from ..control_flow import IndexedSlices
-    if isinstance(value, IndexedSlices):   # the dense Tensor it stands for, as TensorFlow
-        dense = value._dense()
-        return dense if dtype is None else convert_to_tensor(dense, dtype=dtype, what=what)
     raise _kind_error(value, what)
 
 
-def constant(value, dtype=None, name=None) -> Tensor:
-    """Make a Tensor from a Python value or ndarray, as ``tf.constant``.
+_conversion_functions: list = []
 
-    The value is copied, so later changes to an ndarray do not change the Tensor. A Variable
-    or Tensor argument gives a new Tensor with the same value (not connected on any tape).
 
-    >>> import minitape as mt
-    >>> mt.constant(3.0)
-    <mt.Tensor: shape=(), dtype=float32, numpy=3.0>
-    >>> mt.constant([1, 2]).dtype
-    dtype('int32')
-    >>> mt.constant(1 + 2j)           # complex128, as TensorFlow (no gradients through it)
-    <mt.Tensor: shape=(), dtype=complex128, numpy=(1+2j)>
+def register_tensor_conversion_function(base_type, conversion_func):
+    """Teach ``convert_to_tensor`` another kind of value, as
+    ``tf.register_tensor_conversion_function``.
+
+    ``conversion_func(value, dtype, name, what)`` is called for a ``value`` of ``base_type``
+    (a type or a tuple of types) that is not a Tensor or an ndarray, and returns a Tensor, or
+    ``NotImplemented`` to let Python-data conversion have it. The layers above the engine
+    register theirs: a list that holds Tensors is stacked with a recorded op
+    (``minitape/ops/array_ops.py``), an ``mt.IndexedSlices`` gives its dense Tensor.
     """
-    if isinstance(value, Tensor):
-        value = value._value
-    t = convert_to_tensor(value, dtype=dtype, name=name, what="constant")
-    # (convert_to_tensor already copied an ndarray: the new Tensor owns its array.)
-    t = Tensor(t._value, name=name)
-    if on_creation is not None:
-        on_creation(t)
-    return t
-
-
-def convert_like(value, dtype, what) -> Tensor:
-    """Convert the non-Tensor operand of a binary op to the Tensor operand's dtype."""
-    if type(value) is Tensor and value._dtype is dtype:   # (a Tensor already of that dtype)
-        return value
-    if isinstance(value, Tensor):
-        return convert_to_tensor(value, dtype=dtype, what=what)
-    if isinstance(value, (float, int)) and not isinstance(value, bool):
-        # The hot path: a Python scalar in an operation with a Tensor.
-        if dtype.kind == "f":
-            return Tensor(dtype.type(value))
-        if dtype.kind in "iu" and isinstance(value, int):
-            return Tensor(_cast_checked(np.asarray(value), dtype, value, what)[()])
-        if dtype.kind == "c":
-            return Tensor(dtype.type(value))
-        raise TypeError(
-            f"{what}: cannot use the Python value {value!r} with a Tensor of dtype {dtype.name} "
-            f"without losing information; use a value of that dtype or mt.cast the Tensor"
-        )
-    return convert_to_tensor(value, dtype=dtype, what=what)
-
-
+    _conversion_functions.append((base_type, conversion_func))

@@ -15,7 +15,8 @@ import numpy as np
 from .. import dtypes
 from ..engine.registry import RegisterGradient, no_gradient, register_forward
 from ..engine.recording import record
-from ..engine.tensor import Tensor, check_name, convert_to_tensor
+from ..engine.tensor import (Tensor, check_name, convert_to_tensor,
+                             register_tensor_conversion_function)
 from .axes import check_axes, check_axis, check_perm, invalid_argument
 
 
@@ -1018,3 +1019,19 @@ def _one_hot_grad(op, dy):
 # ``x[0]``, ``x[:, 1]`` on a Tensor: ``getitem`` (the ops give the engine's Tensor its operators,
 # as TensorFlow's array_ops does; the arithmetic ones are attached in ``math_ops``).
 Tensor.__getitem__ = getitem
+
+
+def _contains_tensor(seq):
+    return builtins.any(isinstance(item, Tensor) or isinstance(item, (list, tuple))
+                        and _contains_tensor(item) for item in seq)
+
+
+def _autopack(value, dtype, name, what):
+    """``mt.constant([x, 2.0 * x])``: a list that holds Tensors is stacked, a recorded op, so
+    gradients flow to its entries (TensorFlow's autopacking)."""
+    if not _contains_tensor(value):
+        return NotImplemented
+    return stack([convert_to_tensor(v, dtype=dtype, what=what) for v in value], name=name)
+
+
+register_tensor_conversion_function((list, tuple), _autopack)

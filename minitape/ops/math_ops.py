@@ -21,7 +21,8 @@ from .. import dtypes, errors
 from ..engine.registry import (RegisterGradient, no_gradient, register_forward,
                         register_numpy_gradient)
 from ..engine.recording import record
-from ..engine.tensor import Tensor, Variable, convert_like, convert_to_tensor
+from ..engine.tensor import Tensor, Variable, convert_to_tensor
+from .constant_op import convert_like
 from . import array_ops, reduction_ops
 from .axes import check_axes
 

@@ -56,7 +56,8 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..engine.tape import GradientTape
-from ..engine.tensor import Tensor, Variable, constant
+from ..engine.tensor import Tensor, Variable
+from ..ops.constant_op import constant
 
 GRID = 60     # points per side of the decision-boundary grid
 
