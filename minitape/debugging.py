@@ -38,6 +38,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -61,7 +62,7 @@ def enable_check_numerics(stack_height_limit=30, path_length_limit=50):
     names one line: the learner's).
     """
     del stack_height_limit, path_length_limit
-    recording.check_numerics = True
+    recording.check_numerics = _CHECKER   # (the engine calls its two checks)
 
 
 def disable_check_numerics():
@@ -239,3 +240,8 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from ._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
+
+
+# What ``enable_check_numerics`` hands the engine: ``recording.record`` calls
+# ``check_outputs`` for every op, the backward walk ``check_gradients`` for every gradient.
+_CHECKER = types.SimpleNamespace(check_outputs=check_outputs, check_gradients=check_gradients)

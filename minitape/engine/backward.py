@@ -172,8 +172,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
             else:
                 grads[i] = g
         if recording.check_numerics:   # (mt.debugging.enable_check_numerics)
-            from ..debugging import check_gradients
-            check_gradients(op, in_grads, gradient_value)
+            recording.check_numerics.check_gradients(op, in_grads, gradient_value)
         if release:
             op.release()
         yield op, out_grads, in_grads
@@ -242,9 +241,8 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
 
 def _call_per_row(op, fn, out_grads, batch_ndim):
     """Vectorized Jacobian through a gradient that only knows unbatched shapes: loop rows."""
-    from ..ops import array_ops
     batch_shape = out_grads[0].shape[:batch_ndim]
-    flat = [array_ops.reshape(g, (-1,) + g.shape[batch_ndim:]) for g in out_grads]
+    flat = [reshape(g, (-1,) + g.shape[batch_ndim:]) for g in out_grads]
     op.batch_ndim = 0
     rows = []
     for r in range(flat[0].shape[0]):
@@ -257,8 +255,8 @@ def _call_per_row(op, fn, out_grads, batch_ndim):
         if any(c is None for c in column):
             result.append(None)
             continue
-        stacked = array_ops.stack(column)
-        result.append(array_ops.reshape(stacked, batch_shape + stacked.shape[1:]))
+        stacked = stack(column)
+        result.append(reshape(stacked, batch_shape + stacked.shape[1:]))
     return result
 
 
@@ -288,8 +286,11 @@ def add_gradients(a, b):
         # nothing to find, as both contributions were checked against the input's shape
         # and dtype. (``tests/test_fast_paths.py`` checks the two give the same Tensor.)
         return Tensor(a._value + b._value)
-    return _math_ops.add(a, b)
+    return a + b   # (the op ``add``: minitape/ops/math_ops.py gives Tensor its ``+``)
 
 
-from .tensor import Tensor  # noqa: E402  (circular: Tensor's module imports the tape)
-from ..ops import math_ops as _math_ops  # noqa: E402  (contributions are added with it)
+from .tensor import Tensor  # noqa: E402
+
+# A vectorized Jacobian through a gradient that knows no batch axes reshapes and stacks its
+# rows with these recorded ops; ``minitape/ops/array_ops.py`` (above the engine) installs them.
+reshape = stack = None

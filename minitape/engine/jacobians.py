@@ -21,9 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from .tape import (UnconnectedGradients, check_sources, complex_target_error,
-                   outside_minitape_error, pack_results,
-                   reshape_gradient, unconnected_result)
+                   outside_minitape_error, pack_results, unconnected_result)
 from .tensor import Tensor
+
+# A Jacobian's rows are joined and reshaped with recorded ops, so that a tape around the call
+# can differentiate the Jacobian again (a Hessian). Those ops live in ``minitape/ops``, above
+# the engine, which installs them here when it loads (the end of ``ops/array_ops.py``).
+reshape = transpose = stack = concat = None
 
 
 def _one_hot(k, shape, dtype):
@@ -89,21 +93,20 @@ def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iteratio
     if parallel_iterations is None:
         parallel_iterations = auto_chunk(tape, n, np.dtype(target.dtype).itemsize)
     if parallel_iterations >= n:
-        grads = tape._run_backward({target.id: Tensor(seeds(0, n))}, flat_sources,
+        grads = tape.run_backward({target.id: Tensor(seeds(0, n))}, flat_sources,
                                    batch_ndim=1)
         return {s.id: grads[s.id] for s in flat_sources if grads.get(s.id) is not None}
-    from ..ops import array_ops
     rows = {}
     for start in range(0, n, parallel_iterations):
         chunk = Tensor(seeds(start, min(start + parallel_iterations, n)))
-        grads = tape._run_backward({target.id: chunk}, flat_sources, batch_ndim=1,
+        grads = tape.run_backward({target.id: chunk}, flat_sources, batch_ndim=1,
                                    release=False)
         for s in flat_sources:
             if grads.get(s.id) is not None:
                 rows.setdefault(s.id, []).append(grads[s.id])
-    if not tape._persistent:
-        tape._release()
-    return {i: array_ops.concat(parts, axis=0) for i, parts in rows.items()}
+    if not tape.persistent:
+        tape.release()
+    return {i: concat(parts, axis=0) for i, parts in rows.items()}
 
 
 def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
@@ -143,7 +146,7 @@ def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.N
         raise outside_minitape_error(target, "GradientTape.jacobian target")
     if not experimental_use_pfor:
         _check_loop_tape(tape, "jacobian")
-    tape._begin_backward("jacobian")
+    tape.begin_backward("jacobian")
     flat_sources = check_sources(sources, "jacobian")
     if target.dtype.kind == "c":
         raise complex_target_error(target, "GradientTape.jacobian")
@@ -162,7 +165,7 @@ def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.N
     for s in flat_sources:
         g = grads.get(s.id)
         if g is not None:
-            g = reshape_gradient(g, target.shape + s.shape)
+            g = reshape(g, target.shape + s.shape)
         elif n == 0 and target.dtype.kind == "f" and s.dtype.kind == "f":
             g = Tensor(np.zeros(target.shape + s.shape, s.dtype))   # an empty Jacobian
         results.append(g)
@@ -205,7 +208,7 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
                          "use jacobian for unrelated batches")
     if not experimental_use_pfor:
         _check_loop_tape(tape, "batch_jacobian")
-    tape._begin_backward("batch_jacobian")
+    tape.begin_backward("batch_jacobian")
     check_sources(source, "batch_jacobian")
     if target.dtype.kind == "c":
         raise complex_target_error(target, "GradientTape.batch_jacobian")
@@ -227,17 +230,16 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
         return Tensor(np.zeros((b,) + rest + source.shape[1:], source.dtype))
     if g is None:
         return unconnected_result(source, unconnected_gradients, (b,) + rest)
-    from ..ops import array_ops  # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)
-    g = array_ops.transpose(g, (1, 0) + tuple(range(2, g.ndim)))
-    return reshape_gradient(g, (b,) + rest + source.shape[1:])
+    # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)
+    g = transpose(g, (1, 0) + tuple(range(2, g.ndim)))
+    return reshape(g, (b,) + rest + source.shape[1:])
 
 def _loop_backward(tape, target, flat_sources, seeds):
     """One backward pass per seed (``experimental_use_pfor=False``); stacks the results."""
-    from ..ops import array_ops
     per_source = {s.id: [] for s in flat_sources}
     connected = set()
     for seed in seeds:
-        grads = tape._run_backward({target.id: Tensor(np.array(seed))}, flat_sources,
+        grads = tape.run_backward({target.id: Tensor(np.array(seed))}, flat_sources,
                                    batch_ndim=0, release=False)
         for s in flat_sources:
             g = grads.get(s.id)
@@ -245,8 +247,8 @@ def _loop_backward(tape, target, flat_sources, seeds):
                 connected.add(s.id)
             per_source[s.id].append(g if g is not None else
                                      Tensor(np.zeros(s.shape, s.dtype)))
-    if not tape._persistent:
-        tape._release()
-    return {i: array_ops.stack(rows) for i, rows in per_source.items()
+    if not tape.persistent:
+        tape.release()
+    return {i: stack(rows) for i, rows in per_source.items()
             if i in connected and rows}
 

@@ -35,6 +35,7 @@ from .backward import add_gradients, backward
 from ..dtypes import complex_gradient_error
 from ..nest import flatten, pack_like
 from .recording import Operation, next_seq, record, state, tapes_recording  # noqa: F401
+from .tensor import Tensor, Variable, convert_to_tensor, new_tensor_id
 
 
 class UnconnectedGradients(enum.Enum):
@@ -277,6 +278,54 @@ class GradientTape:
         """The Variables this tape watched, in first-use order (a tuple)."""
         return tuple(v for v in self._watched.values() if isinstance(v, Variable))
 
+    # -- what recording.py calls ------------------------------------------------------------
+    def record_operation(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
+                         grad_fn=None, forward=None, residuals=None):
+        """Append an ``Operation`` for an op that ran, if one of its ``inputs`` is a tensor
+        this tape tracks (watched, or made by an op it recorded), and track its outputs.
+        ``recording.record`` calls it for every op while the tape records (its arguments
+        are ``record``'s); a persistent tape keeps every input and output."""
+        tracked = self._tracked
+        for t in inputs:
+            if t.id in tracked:
+                break
+        else:
+            return
+        if self._persistent:
+            op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, residuals)
+        else:
+            op = Operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
+                           residuals)
+        self._ops.append(op)
+        for t in outputs:
+            kind = t._dtype.kind
+            if kind == "f":
+                tracked.add(t.id)
+            elif kind == "c":
+                # Tracked too, so that a gradient asked through it raises a clear error in
+                # the backward pass instead of a silent None (the tape then checks for it).
+                tracked.add(t.id)
+                self._has_complex = True
+        for observer in self._observers:
+            observer.op_recorded(self, op, inputs, outputs, forward, (keep_inputs, keep_outputs))
+
+    def variable_accessed(self, variable):
+        """An op read the trainable ``variable`` while this tape records: watch it if the tape
+        watches accessed variables (``recording.variable_accessed`` calls it)."""
+        # (A Variable the tape tracks is already watched: its id enters ``_tracked`` only by
+        # ``_watch_one``, as a Variable is no op's output.)
+        if self._watch_accessed_variables and variable.id not in self._tracked:
+            self._watch_one(variable, warn=False)
+
+    def variable_assigned(self, variable, value, method):
+        """``variable.assign(value)`` (``method``: ``"assign"``, ``"assign_add"``, ...) ran
+        while this tape records: if the tape tracks ``value``, note an ``"assigned"`` event.
+        The update is not an op (it has no gradient); the note lets ``mt.viz.explain`` name
+        it."""
+        value_id = getattr(value, "id", None)
+        if value_id is not None and value_id in self._tracked:
+            self._event("assigned", (method, variable.name, value_id, variable.id))
+
     # -- controlling the recording -----------------------------------------------------------
     def stop_recording(self):
         """Context manager: operations inside it are not recorded by this tape."""
@@ -316,11 +365,11 @@ class GradientTape:
             ValueError: ``output_gradients`` of the wrong shape.
             LookupError: a path goes through an op with no registered gradient.
         """
-        self._begin_backward("gradient")
+        self.begin_backward("gradient")
         targets = flatten(target)
         seeds = _seed_gradients(targets, output_gradients)
         flat_sources = check_sources(sources, "gradient")
-        grads = self._run_backward(seeds, flat_sources, batch_ndim=0)
+        grads = self.run_backward(seeds, flat_sources, batch_ndim=0)
         return pack_results(sources, flat_sources, grads, unconnected_gradients, ())
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
@@ -346,7 +395,11 @@ class GradientTape:
         return batch_jacobian(self, target, source, unconnected_gradients,
                               experimental_use_pfor, parallel_iterations)
 
-    def _begin_backward(self, what):
+    def begin_backward(self, what):
+        """Start answering ``what`` (``"gradient"``, ``"jacobian"``, ...): a non-persistent tape
+        answers once (``RuntimeError`` the second time) and stops recording; a persistent tape
+        asked inside its context warns, as TensorFlow. ``gradient`` and ``jacobians.py`` call
+        it before their backward passes."""
         if self._used and not self._persistent:
             raise RuntimeError(
                 f"GradientTape.{what} can only be called once on a non-persistent tape (it "
@@ -367,8 +420,13 @@ class GradientTape:
             else:
                 self._pop()  # a non-persistent tape stops recording before its backward pass
 
-    def _run_backward(self, seeds, flat_sources, batch_ndim, release=None):
-        """One backward pass over this tape (``gradient``, ``jacobians.py``)."""
+    def run_backward(self, seeds, flat_sources, batch_ndim=0, release=None):
+        """One backward pass over this tape, after ``begin_backward``: ``seeds`` maps target
+        ids to their output gradients (Tensors, with ``batch_ndim`` leading batch axes in a
+        vectorized Jacobian), ``flat_sources`` is a list of Tensors; returns ``{tensor id:
+        gradient Tensor}`` for the sources reached. ``release``: free what the ops saved as
+        the walk passes them (default: if the tape is not persistent). The observers see the
+        pass (``backward_began``, ``backward_step``, ``backward_ended``)."""
         tracked = self._tracked
         source_ids = {s.id for s in flat_sources if s.id in tracked or s.id in seeds}
         if release is None:
@@ -402,10 +460,13 @@ class GradientTape:
                 for observer in observers:
                     observer.backward_ended(self, grads)
         if release:
-            self._release(ops=False)   # (the walk released each op as it passed it)
+            self.release(ops=False)   # (the walk released each op as it passed it)
         return grads
 
-    def _release(self, ops=True):
+    def release(self, ops=True):
+        """Free the tensors the recorded ops saved (``jacobians.py`` calls it after its last
+        pass over a non-persistent tape; ``run_backward`` does it for ``gradient``).
+        ``ops=False``: the walk already freed each op; only note the ``"released"`` event."""
         if ops:
             for op in self._ops:
                 op.release()
@@ -482,7 +543,7 @@ def _seed_gradients(targets, output_gradients):
         if t._dtype.kind != "f":
             continue  # integer targets have no gradient
         if g is None:
-            g = array_ops.ones_like(t)
+            g = Tensor(np.ones(t._shape, t._dtype))   # (a constant: nothing to record)
         else:
             g = convert_to_tensor(g, dtype=t.dtype, what="output_gradients")
             if g.shape != t.shape:
@@ -527,15 +588,8 @@ def pack_results(sources, flat_sources, grads, unconnected, batch_shape):
     return pack_like(sources, results)
 
 
-def reshape_gradient(g, shape):
-    return array_ops.reshape(g, shape)
-
-
 def unconnected_result(source, unconnected, batch_shape):
     if UnconnectedGradients(unconnected) is UnconnectedGradients.ZERO:
         return Tensor(np.zeros(batch_shape + source.shape[1:], source.dtype))
     return None
 
-
-from .tensor import Tensor, Variable, convert_to_tensor, new_tensor_id  # noqa: E402,F401
-from ..ops import array_ops  # noqa: E402  (seeds, reshaped gradients; its module imports Tensor)

@@ -13,6 +13,7 @@ import string
 import numpy as np
 
 from .. import dtypes
+from ..engine import backward as _backward, jacobians as _jacobians
 from ..engine.registry import RegisterGradient, no_gradient, register_forward
 from ..engine.recording import record
 from ..engine.tensor import (Tensor, check_name, convert_to_tensor,
@@ -1035,3 +1036,10 @@ def _autopack(value, dtype, name, what):
 
 
 register_tensor_conversion_function((list, tuple), _autopack)
+
+
+# The engine reshapes, transposes and joins gradients with these recorded ops (the rows of a
+# vectorized Jacobian), but imports nothing above it: the ops install them.
+_backward.reshape, _backward.stack = reshape, stack
+_jacobians.reshape, _jacobians.transpose = reshape, transpose
+_jacobians.stack, _jacobians.concat = stack, concat
