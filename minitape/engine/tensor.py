@@ -1,4 +1,4 @@
-"""Values: ``Tensor`` (immutable), ``Variable`` (stateful) and the conversion rules.
+"""Values: ``Tensor`` (immutable), ``Variable`` (stateful) and ``convert_to_tensor``.
 
 A ``Tensor`` wraps a NumPy array and an integer id. The id is what the tape records: an
 operation is stored as "op type, input ids, output ids", and the backward pass keys its
@@ -9,19 +9,19 @@ operation reads a Variable, it reads a *snapshot*: a plain Tensor holding the cu
 and carrying the Variable's id. So a gradient with respect to the Variable collects every
 read of it, and a later ``assign`` never changes what an earlier operation saved.
 
-Conversion rules (as TensorFlow's ``convert_to_tensor``):
+``convert_to_tensor`` is where every op's arguments become Tensors: a Tensor stays as it
+is (two Tensors of different dtypes are never cast silently: ``TypeError``, use ``mt.cast``),
+a Variable gives a snapshot, and anything else goes to the conversion function registered
+for its type, as in TensorFlow (Python and NumPy data: ``minitape/ops/constant_op.py``).
 
-- a Python float, or a list of floats, becomes float32; a Python int becomes int32; a Python
-  complex becomes complex128 (complex values compute, but no gradient flows through them);
-- a NumPy array keeps its dtype;
-- a Python value mixed with a Tensor in an operation takes the Tensor's dtype;
-- two Tensors of different dtypes are never cast silently (``TypeError``; use ``mt.cast``).
+What the layers above give the classes: the Python operators (``x * y`` is the op
+``multiply``: ``minitape/ops/math_ops.py``), indexing (``ops/array_ops.py``), and the partial
+writes of a Variable (``v[0].assign(...)``, ``scatter_nd_update``: ``ops/variable_ops.py``).
 """
 
 from __future__ import annotations
 
 import itertools
-import numbers
 
 import numpy as np
 
@@ -305,53 +305,39 @@ class Variable(Tensor):
         value = self._value
         return value[()] if value.ndim == 0 else value.copy()
 
-    def _assign_value(self, value, method):
-        new = convert_to_tensor(value, dtype=self.dtype, what=f"Variable.{method}")._value
-        self._check_shape(new.shape, method)
-        # (convert_to_tensor copied a caller's ndarray; a Tensor's array is never written.)
-        return self._store(new)
+    def assign(self, value):
+        """Replace the value (same shape and dtype). Not recorded: it cuts gradient history."""
+        return self._update(value, "assign", None)
+
+    def assign_add(self, delta):
+        """``self = self + delta`` (``delta`` may broadcast to the shape); not recorded."""
+        return self._update(delta, "assign_add", np.add)
+
+    def assign_sub(self, delta):
+        """``self = self - delta`` (``delta`` may broadcast to the shape); not recorded."""
+        return self._update(delta, "assign_sub", np.subtract)
+
+    def _update(self, value, method, combine):
+        value = convert_to_tensor(value, dtype=self._dtype, what=f"Variable.{method}")
+        if _recording.tapes_recording:   # (a tape that tracks ``value`` notes it: mt.viz.explain)
+            _recording.variable_assigned(self, value, method)
+        shape = value._shape
+        try:   # (assign_add/assign_sub: a delta that broadcasts to the shape is fine)
+            fits = shape == self._shape or combine is not None and \
+                np.broadcast_shapes(shape, self._shape) == self._shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"Variable.{method}: the value has shape {value.shape} but the "
+                             f"Variable '{self.name}' has shape {self.shape}; reshape it first "
+                             "(mt.reshape)")
+        return self._store(value._value if combine is None else combine(self._value, value._value))
 
     def _store(self, new):
         # A new array, never an in-place write: what earlier operations saved stays valid.
-        # ``new`` has the Variable's shape and dtype, and no one else holds it.
+        # ``new`` has the Variable's shape and dtype, and no one else writes into it.
         self._value = new if type(new) is np.ndarray else np.array(new, dtype=self._dtype)
         return self
-
-    def _check_shape(self, shape, method, broadcast=False):
-        if shape != self.shape:
-            if broadcast:  # assign_add/assign_sub: a delta that broadcasts to the shape is fine
-                try:
-                    if np.broadcast_shapes(self.shape, shape) == self.shape:
-                        return
-                except ValueError:
-                    pass
-            raise ValueError(
-                f"Variable.{method}: the value has shape {shape} but the Variable "
-                f"'{self.name}' has shape {self.shape}; reshape it first (mt.reshape)"
-            )
-
-    def assign(self, value):
-        """Replace the value (same shape and dtype). Not recorded: it cuts gradient history."""
-        if _recording.tapes_recording and isinstance(value, Tensor):
-            value = convert_to_tensor(value, dtype=self.dtype, what="Variable.assign")
-            _recording.variable_assigned(self, value, "assign")   # (noted, for mt.viz.explain)
-        return self._assign_value(value, "assign")
-
-    def assign_add(self, delta):
-        """``self = self + delta``, not recorded (see ``assign``)."""
-        delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_add")
-        if _recording.tapes_recording:
-            _recording.variable_assigned(self, delta, "assign_add")
-        self._check_shape(delta.shape, "assign_add", broadcast=True)
-        return self._store(self._value + delta._value)   # (a new array: no copy needed)
-
-    def assign_sub(self, delta):
-        """``self = self - delta``, not recorded (see ``assign``)."""
-        delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_sub")
-        if _recording.tapes_recording:
-            _recording.variable_assigned(self, delta, "assign_sub")
-        self._check_shape(delta.shape, "assign_sub", broadcast=True)
-        return self._store(self._value - delta._value)   # (a new array: no copy needed)
 
     def __repr__(self):
         return (f"<mt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
@@ -376,20 +362,6 @@ def check_name(name, what):
     return name
 
 
-def _owned(array):
-    """``array`` itself if nobody can write into it any more, else a copy the Tensor owns.
-
-    A read-only view of a read-only array (what ``t.numpy()`` hands out) is kept without a
-    copy; any other ndarray is copied (a read-only view may still see writes made through a
-    writable array it views).
-    """
-    if not array.flags.writeable:
-        base = array.base
-        if type(base) is np.ndarray and not base.flags.writeable:
-            return array
-    return array.copy()
-
-
 def _read_only_view(value):
     """A read-only view of a Tensor's array. The array, and the arrays it is a view of (other
     Tensors'), are made read-only first, so that NumPy refuses to make the view writable
@@ -402,65 +374,6 @@ def _read_only_view(value):
 
 
 # -- conversion -------------------------------------------------------------------------------
-
-def _kind_error(value, what):
-    message = (f"{what} expected a Tensor, a Variable, a number, a list of numbers or a NumPy "
-               f"array, got {type(value).__name__} {value!r:.80}")
-    if isinstance(value, (str, bytes)) or getattr(value, "dtype", None) is not None and \
-            value.dtype.kind in "SU" or _holds_text(value):
-        from .._tf_names import out_of_scope_message
-        message += ". " + out_of_scope_message("A text Tensor (tf.string)", "text")
-    return TypeError(message)
-
-
-def _holds_text(value):
-    """Whether a (nested) list or tuple holds a str or bytes (a TensorFlow string Tensor)."""
-    if isinstance(value, (list, tuple)):
-        return any(isinstance(v, (str, bytes)) or _holds_text(v) for v in value)
-    return False
-
-
-def _from_python(value, dtype, what):
-    """Python number or (nested) list -> ndarray, with TensorFlow's default dtypes."""
-    try:
-        array = np.array(value)
-    except ValueError as e:
-        raise ValueError(f"{what}: could not make a rectangular array from {value!r:.80}: {e}") \
-            from None
-    kind = array.dtype.kind
-    if kind not in "biufc":
-        raise _kind_error(value, what)
-    if dtype is None:
-        if kind == "c":
-            return array.astype(dtypes.DEFAULT_COMPLEX)
-        if kind == "f":
-            return array.astype(dtypes.DEFAULT_FLOAT)
-        if kind in "iu":
-            if array.size and (array.max() > np.iinfo(np.int32).max
-                               or array.min() < np.iinfo(np.int32).min):
-                return array.astype(dtypes.int64)
-            return array.astype(dtypes.DEFAULT_INT)
-        return array
-    return _cast_checked(array, dtype, value, what)
-
-
-def _cast_checked(array, dtype, original, what):
-    """Cast ``array`` to ``dtype`` only where no information is lost (TensorFlow's rule)."""
-    if array.dtype == dtype:
-        return array
-    src, dst = array.dtype.kind, dtype.kind
-    ok = ((src == "b" and dst == "b") or (src in "iu" and dst in "iufc")
-          or (src == "f" and dst in "fc") or (src == "c" and dst == "c"))
-    if ok and src in "iu" and dst in "iu" and array.size:
-        info = np.iinfo(dtype)
-        ok = info.min <= array.min() and array.max() <= info.max
-    if not ok:
-        raise TypeError(
-            f"{what}: cannot convert {original!r:.60} ({array.dtype.name}) to a Tensor of dtype "
-            f"{dtype.name} without losing information; pass a value of that dtype or use mt.cast"
-        )
-    return array.astype(dtype)
-
 
 def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") -> Tensor:
     """Turn ``value`` into a Tensor, as ``tf.convert_to_tensor``.
@@ -479,9 +392,10 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         An ndarray is copied (as TensorFlow does), so writing into it later cannot change
         the Tensor; only a read-only view of a read-only array (``t.numpy()``) is kept as is.
 
-    An ``mt.IndexedSlices`` gives the dense Tensor it stands for, and a list that holds
-    Tensors is stacked (as TensorFlow): the layers above register these conversions
-    (``register_tensor_conversion_function``).
+    Anything that is not a Tensor goes to the conversion function registered for its type
+    (``register_tensor_conversion_function``, as TensorFlow): NumPy and Python data to
+    ``minitape/ops/constant_op.py``'s; a list that holds Tensors is stacked (a recorded op)
+    and an ``mt.IndexedSlices`` gives the dense Tensor it stands for.
 
     Raises:
         TypeError: for ``None``, strings and other non-numeric values, for a Tensor of
@@ -495,56 +409,36 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
     >>> t
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([1., 1.], dtype=float32)>
     """
-    if type(value) is Tensor:
+    if isinstance(value, Tensor):
         if dtype is not None and value._dtype != dtype:
             raise TypeError(
-                f"{what}: expected dtype {np.dtype(dtype).name}, got a Tensor of dtype "
-                f"{value.dtype.name}; minitape never casts Tensors silently: use "
-                f"mt.cast(x, mt.{np.dtype(dtype).name})"
-            )
-        return value
-    if isinstance(value, Variable):
-        if dtype is not None and value.dtype != dtype:
-            raise TypeError(
-                f"{what}: expected dtype {np.dtype(dtype).name}, got Variable '{value.name}' of "
-                f"dtype {value.dtype.name}; use mt.cast"
-            )
-        return value._read()
-    if isinstance(value, Tensor):  # a subclass
-        return value
+                f"{what}: expected dtype {np.dtype(dtype).name}, got a "
+                f"{type(value).__name__} of dtype {value.dtype.name}; minitape never casts "
+                f"Tensors silently: use mt.cast(x, mt.{np.dtype(dtype).name})")
+        return value._read() if isinstance(value, Variable) else value
     dtype = dtypes.as_dtype(dtype)
-    if isinstance(value, (np.ndarray, np.generic)):
-        if value.dtype.kind not in "biufc":
-            raise _kind_error(value, what)
-        # The Tensor owns its data: the caller's array is copied (a cast copies anyway), so
-        # a later ``a[:] = 5`` cannot change the Tensor, nor a value a tape saved, as in
-        # TensorFlow. (``np.array`` also turns a NumPy scalar or an ndarray subclass into a
-        # new plain ndarray.)
-        array = value if type(value) is np.ndarray else np.array(value)
-        if dtype is not None:
-            array = _cast_checked(array, dtype, value, what)
-        return Tensor(_owned(array) if array is value else array, name=name)
-    for base_type, convert in _conversion_functions:   # (see register_tensor_conversion_function)
+    for base_type, convert, _ in _conversion_functions:
         if isinstance(value, base_type):
             tensor = convert(value, dtype, name, what)
             if tensor is not NotImplemented:
                 return tensor
-    if isinstance(value, (numbers.Number, list, tuple)):
-        return Tensor(_from_python(value, dtype, what), name=name)
-    raise _kind_error(value, what)
+    raise TypeError(f"{what} expected a Tensor, a Variable, a number, a list of numbers or a "
+                    f"NumPy array, got {type(value).__name__} {value!r:.80}")
 
 
-_conversion_functions: list = []
+_conversion_functions: list = []   # (base_type, conversion_func, priority), by priority
 
 
-def register_tensor_conversion_function(base_type, conversion_func):
+def register_tensor_conversion_function(base_type, conversion_func, priority=100):
     """Teach ``convert_to_tensor`` another kind of value, as
     ``tf.register_tensor_conversion_function``.
 
     ``conversion_func(value, dtype, name, what)`` is called for a ``value`` of ``base_type``
-    (a type or a tuple of types) that is not a Tensor or an ndarray, and returns a Tensor, or
-    ``NotImplemented`` to let Python-data conversion have it. The layers above the engine
-    register theirs: a list that holds Tensors is stacked with a recorded op
-    (``minitape/ops/array_ops.py``), an ``mt.IndexedSlices`` gives its dense Tensor.
+    (a type or a tuple of types) that is not a Tensor, and returns a Tensor, or
+    ``NotImplemented`` to let the next function try; functions of lower ``priority`` try
+    first. The layers above the engine register theirs: NumPy arrays and Python numbers and
+    lists (``minitape/ops/constant_op.py``), lists that hold Tensors, stacked with a recorded
+    op (``ops/array_ops.py``, priority 99), ``mt.IndexedSlices`` (its dense Tensor).
     """
-    _conversion_functions.append((base_type, conversion_func))
+    _conversion_functions.append((base_type, conversion_func, priority))
+    _conversion_functions.sort(key=lambda entry: entry[2])

@@ -1,15 +1,52 @@
-"""Tensors from Python data: ``constant``, and ``convert_like`` for the ops' operands.
+"""Tensors from Python and NumPy data: the conversion rules, ``constant`` and ``convert_like``.
 
-The engine's ``convert_to_tensor`` holds the conversion rules (TensorFlow's default dtypes,
-casts only where nothing is lost); ``constant`` (``tf.constant``, TensorFlow's constant_op)
-makes a new Tensor from a value, and ``convert_like`` converts the Python number in
-``x * 0.5`` to ``x``'s dtype, as TensorFlow's binary operators do.
+The engine's ``convert_to_tensor`` hands anything that is not a Tensor to the conversion
+function registered for its type, as TensorFlow's constant_op registers its own; this module
+registers the one for NumPy arrays and Python numbers and lists (``_convert_data``), with
+TensorFlow's rules (conversion rules, as TensorFlow's ``convert_to_tensor``):
+
+- a Python float, or a list of floats, becomes float32; a Python int becomes int32 (int64 if
+  it does not fit); a Python complex becomes complex128 (complex values compute, but no
+  gradient flows through them);
+- a NumPy array keeps its dtype, and is copied: the Tensor owns its data;
+- a ``dtype`` is reached by a cast only where no information is lost (2.5 to int32 raises);
+- text, ``None`` and other non-numbers are refused with the reason.
+
+``constant`` (``tf.constant``) makes a new Tensor from a value, and ``convert_like``
+converts the Python number in ``x * 0.5`` to ``x``'s dtype, as TensorFlow's binary operators
+do (a Python value mixed with a Tensor takes the Tensor's dtype; two Tensors of different
+dtypes are never cast silently).
 """
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
+from .. import dtypes
 from ..engine import tensor as _tensor
-from ..engine.tensor import Tensor, convert_to_tensor
+from ..engine.tensor import Tensor, convert_to_tensor, register_tensor_conversion_function
+
+
+def _convert_data(value, dtype, name, what):
+    """NumPy and Python data -> a Tensor that owns its array (see the module's docstring)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        if value.dtype.kind not in "biufc":
+            raise _kind_error(value, what)
+        # The Tensor owns its data: the caller's array is copied (a cast copies anyway), so
+        # a later ``a[:] = 5`` cannot change the Tensor, nor a value a tape saved, as in
+        # TensorFlow. (``np.array`` also turns a NumPy scalar or an ndarray subclass into a
+        # new plain ndarray.)
+        array = value if type(value) is np.ndarray else np.array(value)
+        if dtype is not None:
+            array = _cast_checked(array, dtype, value, what)
+        return Tensor(_owned(array) if array is value else array, name=name)
+    if isinstance(value, (numbers.Number, list, tuple)):
+        return Tensor(_from_python(value, dtype, what), name=name)
+    raise _kind_error(value, what)
+
+
 
 
 def constant(value, dtype=None, name=None) -> Tensor:
@@ -55,3 +92,78 @@ def convert_like(value, dtype, what) -> Tensor:
     return convert_to_tensor(value, dtype=dtype, what=what)
 
 
+def _owned(array):
+    """``array`` itself if nobody can write into it any more, else a copy the Tensor owns.
+
+    A read-only view of a read-only array (what ``t.numpy()`` hands out) is kept without a
+    copy; any other ndarray is copied (a read-only view may still see writes made through a
+    writable array it views).
+    """
+    if not array.flags.writeable:
+        base = array.base
+        if type(base) is np.ndarray and not base.flags.writeable:
+            return array
+    return array.copy()
+
+
+def _kind_error(value, what):
+    message = (f"{what} expected a Tensor, a Variable, a number, a list of numbers or a NumPy "
+               f"array, got {type(value).__name__} {value!r:.80}")
+    if isinstance(value, (str, bytes)) or getattr(value, "dtype", None) is not None and \
+            value.dtype.kind in "SU" or _holds_text(value):
+        from .._tf_names import out_of_scope_message
+        message += ". " + out_of_scope_message("A text Tensor (tf.string)", "text")
+    return TypeError(message)
+
+
+def _holds_text(value):
+    """Whether a (nested) list or tuple holds a str or bytes (a TensorFlow string Tensor)."""
+    if isinstance(value, (list, tuple)):
+        return any(isinstance(v, (str, bytes)) or _holds_text(v) for v in value)
+    return False
+
+
+def _from_python(value, dtype, what):
+    """Python number or (nested) list -> ndarray, with TensorFlow's default dtypes."""
+    try:
+        array = np.array(value)
+    except ValueError as e:
+        raise ValueError(f"{what}: could not make a rectangular array from {value!r:.80}: {e}") \
+            from None
+    kind = array.dtype.kind
+    if kind not in "biufc":
+        raise _kind_error(value, what)
+    if dtype is None:
+        if kind == "c":
+            return array.astype(dtypes.DEFAULT_COMPLEX)
+        if kind == "f":
+            return array.astype(dtypes.DEFAULT_FLOAT)
+        if kind in "iu":
+            if array.size and (array.max() > np.iinfo(np.int32).max
+                               or array.min() < np.iinfo(np.int32).min):
+                return array.astype(dtypes.int64)
+            return array.astype(dtypes.DEFAULT_INT)
+        return array
+    return _cast_checked(array, dtype, value, what)
+
+
+def _cast_checked(array, dtype, original, what):
+    """Cast ``array`` to ``dtype`` only where no information is lost (TensorFlow's rule)."""
+    if array.dtype == dtype:
+        return array
+    src, dst = array.dtype.kind, dtype.kind
+    ok = ((src == "b" and dst == "b") or (src in "iu" and dst in "iufc")
+          or (src == "f" and dst in "fc") or (src == "c" and dst == "c"))
+    if ok and src in "iu" and dst in "iu" and array.size:
+        info = np.iinfo(dtype)
+        ok = info.min <= array.min() and array.max() <= info.max
+    if not ok:
+        raise TypeError(
+            f"{what}: cannot convert {original!r:.60} ({array.dtype.name}) to a Tensor of dtype "
+            f"{dtype.name} without losing information; pass a value of that dtype or use mt.cast"
+        )
+    return array.astype(dtype)
+
+
+register_tensor_conversion_function(
+    (np.ndarray, np.generic, numbers.Number, list, tuple, str, bytes), _convert_data)
