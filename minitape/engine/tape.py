@@ -23,8 +23,8 @@ be there from a tape's first op (``mt.config.record_source_lines`` adds ``mt.viz
 
 from __future__ import annotations
 
+import contextlib
 import enum
-import functools
 import itertools
 import warnings
 from dataclasses import dataclass
@@ -327,9 +327,19 @@ class GradientTape:
             self._event("assigned", (method, variable.name, value_id, variable.id))
 
     # -- controlling the recording -----------------------------------------------------------
+    @contextlib.contextmanager
     def stop_recording(self):
         """Context manager: operations inside it are not recorded by this tape."""
-        return _StopRecording(self)
+        if not self._recording:
+            raise RuntimeError("GradientTape.stop_recording() is only valid while the tape is "
+                               "recording (inside its `with` block)")
+        self._event("paused")
+        self._pop()
+        try:
+            yield
+        finally:
+            self._push()
+            self._event("resumed")
 
     def reset(self):
         """Forget everything recorded and watched so far; the tape keeps recording."""
@@ -438,27 +448,20 @@ class GradientTape:
         reaches = None
         if not self._recording and source_ids <= tracked and source_ids.issuperset(self._watched):
             reaches = tracked
-        observers = self._observers
-        if not observers:
-            grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
-                             check_complex=self._has_complex, reaches_source=reaches)
-        else:
-            for observer in observers:
-                observer.backward_began(self, seeds, source_ids, batch_ndim)
-            grads = None
-            try:
-                if len(observers) == 1:     # (the common case: one call per step)
-                    on_step = functools.partial(observers[0].backward_step, self)
-                else:
-                    def on_step(*step):
-                        for observer in observers:
-                            observer.backward_step(self, *step)
-                grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
-                                 check_complex=self._has_complex, reaches_source=reaches,
-                                 on_step=on_step)
-            finally:
+        observers, on_step, grads = self._observers, None, None
+        if observers:
+            def on_step(*step):
                 for observer in observers:
-                    observer.backward_ended(self, grads)
+                    observer.backward_step(self, *step)
+        for observer in observers:
+            observer.backward_began(self, seeds, source_ids, batch_ndim)
+        try:
+            grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
+                             check_complex=self._has_complex, reaches_source=reaches,
+                             on_step=on_step)
+        finally:
+            for observer in observers:
+                observer.backward_ended(self, grads)
         if release:
             self.release(ops=False)   # (the walk released each op as it passed it)
         return grads
@@ -493,23 +496,6 @@ class GradientTape:
     def __repr__(self):
         kind = "persistent " if self._persistent else ""
         return f"<mt.GradientTape {kind}ops={len(self._ops)} watched={len(self._watched)}>"
-
-
-class _StopRecording:
-    def __init__(self, tape):
-        self.tape = tape
-
-    def __enter__(self):
-        if not self.tape._recording:
-            raise RuntimeError("GradientTape.stop_recording() is only valid while the tape is "
-                               "recording (inside its `with` block)")
-        self.tape._event("paused")
-        self.tape._pop()
-
-    def __exit__(self, *exc):
-        self.tape._push()
-        self.tape._event("resumed")
-        return False
 
 
 # -- targets, sources and results ---------------------------------------------------------------
@@ -586,10 +572,3 @@ def pack_results(sources, flat_sources, grads, unconnected, batch_shape):
     if not isinstance(sources, (list, tuple, dict)):
         return results[0]
     return pack_like(sources, results)
-
-
-def unconnected_result(source, unconnected, batch_shape):
-    if UnconnectedGradients(unconnected) is UnconnectedGradients.ZERO:
-        return Tensor(np.zeros(batch_shape + source.shape[1:], source.dtype))
-    return None
-
