@@ -32,6 +32,7 @@ from .ops.array_ops import (
 )
 from .ops.linalg_ops import tensordot
 from .ops import variable_ops  # noqa: F401  (gives Variable v[key].assign and scatter_nd_*)
+from . import printing  # noqa: F401  (gives Tensor its repr, str and format)
 # (TensorFlow's top-level aliases of these tf.math functions: tf.sin is tf.math.sin.)
 from .ops.math_ops import (
     sin, cos, tan, tanh, sigmoid, equal, not_equal, greater, greater_equal, less, less_equal,

@@ -104,9 +104,8 @@ class ForwardAccumulator:
             if t is None and zero:
                 t = Tensor(np.zeros(p.shape, p.dtype))
             results.append(t)
-        if isinstance(primals, (list, tuple, dict)):
-            return pack_like(primals, results)
-        return results[0]
+        return pack_like(primals, results) if isinstance(primals, (list, tuple, dict)) \
+            else results[0]
 
 
 def _jvp(acc, op_type, inputs, outputs, attrs, grad_fn, tangents_in):

@@ -32,14 +32,13 @@ reshape = transpose = stack = concat = None
 
 def _check_parallel_iterations(parallel_iterations, what):
     """``parallel_iterations`` as an int, or None; ValueError unless None or a positive int."""
-    if parallel_iterations is None:
-        return None
-    if (isinstance(parallel_iterations, bool)
+    if parallel_iterations is not None and (
+            isinstance(parallel_iterations, bool)
             or not isinstance(parallel_iterations, (int, np.integer)) or parallel_iterations < 1):
         raise ValueError(f"GradientTape.{what}: parallel_iterations must be None (every "
                          "cotangent in one backward pass) or a positive int (at most that many "
                          f"per pass), got {parallel_iterations!r}")
-    return int(parallel_iterations)
+    return None if parallel_iterations is None else int(parallel_iterations)
 
 
 # A vectorized pass's temporaries are (cotangents in the pass) x (a tensor of the tape). When
@@ -221,7 +220,8 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
 
 
 def _loop_backward(tape, target, flat_sources, seeds):
-    """One backward pass per seed (``experimental_use_pfor=False``); stacks the results."""
+    """One backward pass per seed (``experimental_use_pfor=False``, on a persistent tape,
+    which keeps what it saved); stacks the results."""
     per_source = {s.id: [] for s in flat_sources}
     connected = set()
     for seed in seeds:
@@ -231,10 +231,6 @@ def _loop_backward(tape, target, flat_sources, seeds):
             g = grads.get(s.id)
             if g is not None:
                 connected.add(s.id)
-            per_source[s.id].append(g if g is not None else
-                                     Tensor(np.zeros(s.shape, s.dtype)))
-    if not tape.persistent:
-        tape.release()
-    return {i: stack(rows) for i, rows in per_source.items()
-            if i in connected and rows}
+            per_source[s.id].append(g if g is not None else Tensor(np.zeros(s.shape, s.dtype)))
+    return {i: stack(rows) for i, rows in per_source.items() if i in connected and rows}
 

@@ -194,15 +194,7 @@ class Operation:
 
     @property
     def inputs(self):
-        saved = self.saved
-        if saved is not None:      # (every gradient function reads this: the common case,
-            saved = saved[0]       # everything kept, returns the plain tuple with no call)
-            for t in saved:
-                if t is None:
-                    break
-            else:
-                return saved
-        return _saved(saved, self.type, "input", self.input_ids)
+        return _saved(self._inputs, self.type, "input", self.input_ids)
 
     @property
     def outputs(self):
@@ -272,18 +264,3 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
     if accumulators_recording and state.accumulators:
         for accumulator in list(state.accumulators):
             accumulator.propagate_tangents(op_type, inputs, outputs, attrs, grad_fn)
-
-
-def variable_accessed(variable):
-    """Called by ``Variable._read`` while a tape records (it checks ``tapes_recording``):
-    the tapes that watch accessed variables watch it (``GradientTape.variable_accessed``)."""
-    if variable.trainable:
-        for tape in state.tapes:
-            tape.variable_accessed(variable)
-
-
-def variable_assigned(variable, value, method):
-    """Called by ``Variable.assign``/``assign_add``/``assign_sub`` while a tape records: a
-    tape that tracks ``value`` notes the update (``GradientTape.variable_assigned``)."""
-    for tape in state.tapes:
-        tape.variable_assigned(variable, value, method)

@@ -235,10 +235,9 @@ class GradientTape:
         self._recording = True
 
     def _pop(self):
-        tapes = state.tapes
-        if self not in tapes:
+        if self not in state.tapes:
             raise RuntimeError("a GradientTape must be exited in the thread that entered it")
-        tapes.remove(self)
+        state.tapes.remove(self)
         tapes_recording.discard(self)
         self._recording = False
 
@@ -270,15 +269,14 @@ class GradientTape:
                 warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float32), "
                               f"got {t.dtype.name}{extra}", UserWarning, stacklevel=3)
             return
-        if t.id not in self._watched:
-            self._watched[t.id] = t
+        self._watched.setdefault(t.id, t)
         self._tracked.add(t.id)
 
     def watched_variables(self):
         """The Variables this tape watched, in first-use order (a tuple)."""
         return tuple(v for v in self._watched.values() if isinstance(v, Variable))
 
-    # -- what recording.py calls ------------------------------------------------------------
+    # -- what recording.py and Variable call ------------------------------------------------
     def record_operation(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
                          grad_fn=None, forward=None, residuals=None):
         """Append an ``Operation`` for an op that ran, if one of its ``inputs`` is a tensor
@@ -291,27 +289,23 @@ class GradientTape:
                 break
         else:
             return
-        if self._persistent:
-            op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, residuals)
-        else:
-            op = Operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs, grad_fn,
-                           residuals)
+        keep = self._persistent   # (a persistent tape keeps every input and output)
+        op = Operation(op_type, inputs, outputs, attrs, keep or keep_inputs, keep or keep_outputs,
+                       grad_fn, residuals)
         self._ops.append(op)
         for t in outputs:
             kind = t._dtype.kind
-            if kind == "f":
+            # A complex output is tracked too, so that a gradient asked through it raises a
+            # clear error in the backward pass instead of a silent None.
+            if kind == "f" or kind == "c":
                 tracked.add(t.id)
-            elif kind == "c":
-                # Tracked too, so that a gradient asked through it raises a clear error in
-                # the backward pass instead of a silent None (the tape then checks for it).
-                tracked.add(t.id)
-                self._has_complex = True
+                self._has_complex = self._has_complex or kind == "c"
         for observer in self._observers:
             observer.op_recorded(self, op, inputs, outputs, forward, (keep_inputs, keep_outputs))
 
     def variable_accessed(self, variable):
         """An op read the trainable ``variable`` while this tape records: watch it if the tape
-        watches accessed variables (``recording.variable_accessed`` calls it)."""
+        watches accessed variables (every read of a Variable calls it, ``Variable._read``)."""
         # (A Variable the tape tracks is already watched: its id enters ``_tracked`` only by
         # ``_watch_one``, as a Variable is no op's output.)
         if self._watch_accessed_variables and variable.id not in self._tracked:
@@ -414,21 +408,19 @@ class GradientTape:
             raise RuntimeError(
                 f"GradientTape.{what} can only be called once on a non-persistent tape (it "
                 "released what it recorded after the first call). To compute several gradients, "
-                "create the tape with mt.GradientTape(persistent=True)."
-            )
+                "create the tape with mt.GradientTape(persistent=True).")
         self._used = True
         self._event("gradient", what)
-        if self._recording:
-            if self._persistent:
-                warnings.warn(
-                    "Calling GradientTape.gradient on a persistent tape inside its context is "
-                    "significantly less efficient than calling it outside the context (it "
-                    "causes the gradient ops to be recorded on the tape, leading to increased "
-                    "CPU and memory usage). Only call GradientTape.gradient inside the context "
-                    "if you actually want to trace the gradient in order to compute higher "
-                    "order derivatives.", UserWarning, stacklevel=3)
-            else:
-                self._pop()  # a non-persistent tape stops recording before its backward pass
+        if self._recording and not self._persistent:
+            self._pop()  # a non-persistent tape stops recording before its backward pass
+        elif self._recording:
+            warnings.warn(
+                "Calling GradientTape.gradient on a persistent tape inside its context is "
+                "significantly less efficient than calling it outside the context (it causes "
+                "the gradient ops to be recorded on the tape, leading to increased CPU and "
+                "memory usage). Only call GradientTape.gradient inside the context if you "
+                "actually want to trace the gradient in order to compute higher order "
+                "derivatives.", UserWarning, stacklevel=3)
 
     def run_backward(self, seeds, flat_sources, batch_ndim=0, release=None):
         """One backward pass over this tape, after ``begin_backward``: ``seeds`` maps target
@@ -515,13 +507,10 @@ def _seed_gradients(targets, output_gradients):
     for t in targets:
         if not isinstance(t, Tensor):
             raise outside_minitape_error(t, "GradientTape.gradient target")
-    if output_gradients is None:
-        flat_out = [None] * len(targets)
-    else:
-        flat_out = flatten(output_gradients)
-        if len(flat_out) != len(targets):
-            raise ValueError(f"output_gradients has {len(flat_out)} entries but target has "
-                             f"{len(targets)}; give one per target (same structure)")
+    flat_out = [None] * len(targets) if output_gradients is None else flatten(output_gradients)
+    if len(flat_out) != len(targets):
+        raise ValueError(f"output_gradients has {len(flat_out)} entries but target has "
+                         f"{len(targets)}; give one per target (same structure)")
     seeds = {}
     for t, g in zip(targets, flat_out):
         if t._dtype.kind == "c":

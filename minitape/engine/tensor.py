@@ -15,8 +15,9 @@ a Variable gives a snapshot, and anything else goes to the conversion function r
 for its type, as in TensorFlow (Python and NumPy data: ``minitape/ops/constant_op.py``).
 
 What the layers above give the classes: the Python operators (``x * y`` is the op
-``multiply``: ``minitape/ops/math_ops.py``), indexing (``ops/array_ops.py``), and the partial
-writes of a Variable (``v[0].assign(...)``, ``scatter_nd_update``: ``ops/variable_ops.py``).
+``multiply``: ``minitape/ops/math_ops.py``), indexing (``ops/array_ops.py``), the partial
+writes of a Variable (``v[0].assign(...)``, ``scatter_nd_update``: ``ops/variable_ops.py``),
+and how a Tensor prints (``repr``, ``str``, ``f"{t:.2f}"``: ``minitape/printing.py``).
 """
 
 from __future__ import annotations
@@ -155,45 +156,20 @@ class Tensor:
             )
         return bool(self._value)
 
-    def __float__(self):
+    def _scalar(self, kind):
         if self._value.size != 1:
-            raise TypeError(f"float() needs a one-element Tensor, got shape {self.shape}")
-        return float(self._value.reshape(()))
+            raise TypeError(f"{kind.__name__}() needs a one-element Tensor, got shape "
+                            f"{self.shape}")
+        return kind(self._value.reshape(()))
+
+    def __float__(self):
+        return self._scalar(float)
 
     def __int__(self):
-        if self._value.size != 1:
-            raise TypeError(f"int() needs a one-element Tensor, got shape {self.shape}")
-        return int(self._value.reshape(()))
-
-    def __format__(self, spec):
-        """``f"{t:.3f}"``: format a 0-d Tensor as its NumPy scalar does.
-
-        An empty spec (``f"{t}"``) gives ``str(t)``. A non-scalar with a spec raises
-        ``TypeError``, as an ndarray does.
-
-        >>> import minitape as mt
-        >>> f"{mt.constant(2.5):.2f}"
-        '2.50'
-        """
-        if not spec:
-            return str(self)
-        if self._value.ndim != 0:
-            raise TypeError(f"format spec {spec!r} needs a scalar (0-d) Tensor, got shape "
-                            f"{self.shape}; format single elements (f'{{t[0]:{spec}}}') or "
-                            f"reduce first (mt.reduce_mean)")
-        return format(self._value[()], spec)
-
-    def __round__(self, ndigits=None):
-        """``round(t)``: as the NumPy scalar of a 0-d Tensor (an int, or a scalar for digits)."""
-        if self._value.ndim != 0:
-            raise TypeError(f"round() needs a scalar (0-d) Tensor, got shape {self.shape}; "
-                            "use mt.round for elementwise rounding")
-        return round(self._value[()], ndigits)
+        return self._scalar(int)
 
     def __complex__(self):
-        if self._value.size != 1:
-            raise TypeError(f"complex() needs a one-element Tensor, got shape {self.shape}")
-        return complex(self._value.reshape(()))
+        return self._scalar(complex)
 
     def __index__(self):
         if self._dtype.kind not in "iu" or self._value.ndim != 0:
@@ -203,22 +179,6 @@ class Tensor:
     # Equality is elementwise, as in TensorFlow 2; hashing stays by identity so that
     # Tensors and Variables can still be put in sets and used as dict keys.
     __hash__ = object.__hash__
-
-    # -- printing ---------------------------------------------------------------------------
-    def _numpy_text(self, text=repr):
-        value = self._value
-        if value.ndim == 0:
-            return str(value[()])
-        out = text(np.asarray(value))
-        # As TensorFlow: a value that spans several lines starts on a line of its own.
-        return "\n" + out if text is repr and "\n" in out else out
-
-    def __repr__(self):
-        return (f"<mt.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
-                f"numpy={self._numpy_text()}>")
-
-    def __str__(self):
-        return f"mt.Tensor({self._numpy_text(str)}, shape={self.shape}, dtype={self.dtype.name})"
 
     def __setitem__(self, key, value):
         raise TypeError(f"'{type(self).__name__}' object does not support item assignment: a "
@@ -295,8 +255,9 @@ class Variable(Tensor):
         # ``binary_operands`` directly: ``h @ w``, ``z + b``). The snapshot carries the
         # Variable's id, so a tape that watches it sees the read; a later ``assign`` makes a
         # new array (``_store``) and leaves the snapshot's value as it was.
-        if _recording.tapes_recording:
-            _recording.variable_accessed(self)
+        if _recording.tapes_recording and self.trainable:
+            for tape in _recording.state.tapes:   # (a tape may watch it: variable_accessed)
+                tape.variable_accessed(self)
         return Tensor(self._value, self.name, self.id)
 
     def numpy(self):
@@ -320,7 +281,8 @@ class Variable(Tensor):
     def _update(self, value, method, combine):
         value = convert_to_tensor(value, dtype=self._dtype, what=f"Variable.{method}")
         if _recording.tapes_recording:   # (a tape that tracks ``value`` notes it: mt.viz.explain)
-            _recording.variable_assigned(self, value, method)
+            for tape in _recording.state.tapes:
+                tape.variable_assigned(self, value, method)
         shape = value._shape
         try:   # (assign_add/assign_sub: a delta that broadcasts to the shape is fine)
             fits = shape == self._shape or combine is not None and \
@@ -338,12 +300,6 @@ class Variable(Tensor):
         # ``new`` has the Variable's shape and dtype, and no one else writes into it.
         self._value = new if type(new) is np.ndarray else np.array(new, dtype=self._dtype)
         return self
-
-    def __repr__(self):
-        return (f"<mt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={self._numpy_text()}>")
-
-    __str__ = __repr__
 
 
 # -- who owns the data --------------------------------------------------------------------------
