@@ -241,6 +241,7 @@ class Variable(Tensor):
         value = convert_to_tensor(initial_value, dtype=dtype, what="Variable")._value
         super().__init__(value if type(value) is np.ndarray else np.array(value),
                          name="Variable" if name is None else name)
+        self._value.setflags(write=False)   # (``value`` hands it out: see ``_store``)
         self.trainable = bool(trainable)
         self.path = self.name  # layers set e.g. "dense/kernel"
         if on_creation is not None:
@@ -249,6 +250,23 @@ class Variable(Tensor):
     def read_value(self) -> Tensor:
         """The current value as a Tensor (a read: a tape watches it like any other read)."""
         return self._read()
+
+    @property
+    def value(self) -> np.ndarray:
+        """The current value as a read-only NumPy array, with no copy (as Keras 3's
+        ``Variable.value`` gives the backend's array). ``assign`` replaces the array rather
+        than writing into it, so an array read earlier keeps its numbers. Not a read a tape
+        sees (use ``read_value`` inside a tape). For code that reads Variables every step,
+        such as the optimizers; ``numpy()`` gives a copy you may change.
+
+        >>> import minitape as mt
+        >>> v = mt.Variable([1.0, 2.0])
+        >>> v.value
+        array([1., 2.], dtype=float32)
+        >>> v.value.flags.writeable
+        False
+        """
+        return self._value
 
     def _read(self):
         # Every read of a Variable by an op comes here (``convert_to_tensor``, and
@@ -279,6 +297,9 @@ class Variable(Tensor):
         return self._update(delta, "assign_sub", np.subtract)
 
     def _update(self, value, method, combine):
+        if combine is None and type(value) is np.ndarray and value.dtype == self._dtype \
+                and value.shape == self._shape:
+            return self._store(_owned(value))   # (an optimizer's new array: no conversion)
         value = convert_to_tensor(value, dtype=self._dtype, what=f"Variable.{method}")
         if _recording.tapes_recording:   # (a tape that tracks ``value`` notes it: mt.viz.explain)
             for tape in _recording.state.tapes:
@@ -297,8 +318,11 @@ class Variable(Tensor):
 
     def _store(self, new):
         # A new array, never an in-place write: what earlier operations saved stays valid.
-        # ``new`` has the Variable's shape and dtype, and no one else writes into it.
-        self._value = new if type(new) is np.ndarray else np.array(new, dtype=self._dtype)
+        # ``new`` has the Variable's shape and dtype, and no one else writes into it. It is
+        # made read-only, so ``value`` can hand out the array itself.
+        new = new if type(new) is np.ndarray else np.array(new, dtype=self._dtype)
+        new.setflags(write=False)
+        self._value = new
         return self
 
 
@@ -316,6 +340,20 @@ def check_name(name, what):
         raise TypeError(f"{what}: name must be a str or None, got {type(name).__name__} "
                         f"{name!r:.40}; pass e.g. name='x' (or name=str(...))")
     return name
+
+
+def _owned(array):
+    """``array`` itself if nobody can write into it any more, else a copy the Tensor owns.
+
+    A read-only view of a read-only array (what ``t.numpy()`` hands out) is kept without a
+    copy; any other ndarray is copied (a read-only view may still see writes made through a
+    writable array it views).
+    """
+    if not array.flags.writeable:
+        base = array.base
+        if type(base) is np.ndarray and not base.flags.writeable:
+            return array
+    return array.copy()
 
 
 def _read_only_view(value):

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import dtypes
 from ..engine import tensor as _tensor
-from ..engine.tensor import Tensor, convert_to_tensor, register_tensor_conversion_function
+from ..engine.tensor import Tensor, _owned, convert_to_tensor, register_tensor_conversion_function
 
 
 def _convert_data(value, dtype, name, what):
@@ -90,20 +90,6 @@ def convert_like(value, dtype, what) -> Tensor:
             f"without losing information; use a value of that dtype or mt.cast the Tensor"
         )
     return convert_to_tensor(value, dtype=dtype, what=what)
-
-
-def _owned(array):
-    """``array`` itself if nobody can write into it any more, else a copy the Tensor owns.
-
-    A read-only view of a read-only array (what ``t.numpy()`` hands out) is kept without a
-    copy; any other ndarray is copied (a read-only view may still see writes made through a
-    writable array it views).
-    """
-    if not array.flags.writeable:
-        base = array.base
-        if type(base) is np.ndarray and not base.flags.writeable:
-            return array
-    return array.copy()
 
 
 def _kind_error(value, what):
