@@ -16,7 +16,8 @@ for its type, as in TensorFlow (Python and NumPy data: ``minitape/ops/constant_o
 
 What the layers above give the classes: the Python operators (``x * y`` is the op
 ``multiply``: ``minitape/ops/math_ops.py``), indexing (``ops/array_ops.py``), the partial
-writes of a Variable (``v[0].assign(...)``, ``scatter_nd_update``: ``ops/variable_ops.py``),
+writes of a Variable (``v[0].assign(...)``, ``scatter_nd_update``: ``ops/variable_ops.py``,
+which also explains to ``t[0] = 1`` and ``t.assign(...)`` that a Tensor is immutable),
 and how a Tensor prints (``repr``, ``str``, ``f"{t:.2f}"``: ``minitape/printing.py``).
 """
 
@@ -138,16 +139,6 @@ class Tensor:
             return value.astype(dtype)
         return _read_only_view(value)
 
-    def __len__(self):
-        if self.ndim == 0:
-            raise TypeError("len() of a 0-d Tensor (a scalar) is not defined")
-        return self.shape[0]
-
-    def __iter__(self):
-        if self.ndim == 0:
-            raise TypeError("iteration over a 0-d Tensor (a scalar) is not defined")
-        return (self[i] for i in range(self.shape[0]))
-
     def __bool__(self):
         if self._value.size != 1:
             raise ValueError(
@@ -179,35 +170,6 @@ class Tensor:
     # Equality is elementwise, as in TensorFlow 2; hashing stays by identity so that
     # Tensors and Variables can still be put in sets and used as dict keys.
     __hash__ = object.__hash__
-
-    def __setitem__(self, key, value):
-        raise TypeError(f"'{type(self).__name__}' object does not support item assignment: a "
-                        f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
-
-    # ``t[0].assign(1)`` on a plain Tensor gets an explanation, and ``hasattr(t, "assign")``
-    # stays False, as in TensorFlow: properties that raise AttributeError. (Not a
-    # ``__getattr__``: a class with one loses CPython's fast attribute access on every op.)
-    @property
-    def assign(self):
-        raise _immutable("assign", self)
-
-    @property
-    def assign_add(self):
-        raise _immutable("assign_add", self)
-
-    @property
-    def assign_sub(self):
-        raise _immutable("assign_sub", self)
-
-
-def _immutable(name, t):
-    return AttributeError(f"'{type(t).__name__}' object has no attribute {name!r}: a Tensor is "
-                          f"immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
-
-
-_IMMUTABLE_FIX = ("To change values in place, keep them in a mt.Variable and assign into a slice "
-                  "of it, indexing the Variable itself in one step (v[1, 2].assign(9.0), "
-                  "v[0:2, :].assign(...)); or build a new Tensor (mt.where, mt.concat).")
 
 
 class Variable(Tensor):

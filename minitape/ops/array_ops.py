@@ -1017,9 +1017,24 @@ def _one_hot_grad(op, dy):
     return None, reduce_sum(dy * on, axis=axes), reduce_sum(dy * (1.0 - on), axis=axes)
 
 
-# ``x[0]``, ``x[:, 1]`` on a Tensor: ``getitem`` (the ops give the engine's Tensor its operators,
-# as TensorFlow's array_ops does; the arithmetic ones are attached in ``math_ops``).
+def _len(tensor):
+    if tensor.ndim == 0:
+        raise TypeError("len() of a 0-d Tensor (a scalar) is not defined")
+    return tensor.shape[0]
+
+
+def _iter(tensor):
+    if tensor.ndim == 0:
+        raise TypeError("iteration over a 0-d Tensor (a scalar) is not defined")
+    return (getitem(tensor, i) for i in builtins.range(tensor.shape[0]))
+
+
+# ``x[0]``, ``x[:, 1]``, ``len(x)`` and ``for row in x`` on a Tensor: ``getitem`` (the ops give
+# the engine's Tensor its operators, as TensorFlow's array_ops does; the arithmetic ones are
+# attached in ``math_ops``).
 Tensor.__getitem__ = getitem
+Tensor.__len__ = _len
+Tensor.__iter__ = _iter
 
 
 def _contains_tensor(seq):

@@ -5,7 +5,8 @@ writes on it, as TensorFlow's resource_variable_ops and array_ops do, and gives 
 the methods (the last lines of the module): ``v[key]`` is a read of ``v`` (recorded like any
 indexing) that can also write into that slice; ``scatter_nd_update``, ``scatter_nd_add`` and
 ``scatter_nd_sub`` write at a list of indices. None of the writes is recorded on a tape: like
-``assign``, each replaces the Variable's array with a new one.
+``assign``, each replaces the Variable's array with a new one. A plain Tensor is immutable:
+``t[0] = 1`` and ``t.assign(...)`` raise errors that say where to keep values that change.
 """
 
 from __future__ import annotations
@@ -164,6 +165,32 @@ def _key_text(key):
 def _refuse_setitem(variable, key, value):
     raise TypeError(f"'Variable' object does not support item assignment; write "
                     f"v[{_key_text(key)}].assign(value), as in TensorFlow")
+
+
+# A Tensor is immutable, as in TensorFlow: ``t[0] = 1`` and ``t.assign(...)`` explain where to
+# keep values that change. (``hasattr(t, "assign")`` stays False: properties that raise
+# AttributeError, not a ``__getattr__``, which would slow every attribute read of a Tensor.)
+_IMMUTABLE_FIX = ("To change values in place, keep them in a mt.Variable and assign into a slice "
+                  "of it, indexing the Variable itself in one step (v[1, 2].assign(9.0), "
+                  "v[0:2, :].assign(...)); or build a new Tensor (mt.where, mt.concat).")
+
+
+def _refuse_tensor_setitem(tensor, key, value):
+    raise TypeError(f"'{type(tensor).__name__}' object does not support item assignment: a "
+                    f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
+
+
+def _no_assign(name):
+    def refuse(tensor):
+        raise AttributeError(f"'{type(tensor).__name__}' object has no attribute {name!r}: a "
+                             f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
+    return property(refuse)
+
+
+Tensor.__setitem__ = _refuse_tensor_setitem
+Tensor.assign = _no_assign("assign")
+Tensor.assign_add = _no_assign("assign_add")
+Tensor.assign_sub = _no_assign("assign_sub")
 
 
 Variable.__getitem__ = getitem
