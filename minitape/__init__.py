@@ -16,7 +16,8 @@ The renderers in ``minitape.viz`` load graphviz, matplotlib and ipywidgets only 
 from . import dtypes
 from .dtypes import float16, float32, float64, int32, int64, complex64, complex128
 from .dtypes import bool_ as bool  # noqa: A001 (TensorFlow's name: mt.bool)
-from .engine.tensor import Tensor, Variable, constant, convert_to_tensor
+from .engine.tensor import Tensor, Variable, convert_to_tensor
+from .ops.constant_op import constant
 from .engine.tape import GradientTape, UnconnectedGradients
 from .engine.registry import RegisterGradient, no_gradient
 from .custom import custom_gradient, primitive
@@ -30,6 +31,8 @@ from .ops.array_ops import (
     ones, zeros_like, ones_like, fill,
 )
 from .ops.linalg_ops import tensordot
+from .ops import variable_ops  # noqa: F401  (gives Variable v[key].assign and scatter_nd_*)
+from . import printing  # noqa: F401  (gives Tensor its repr, str and format)
 # (TensorFlow's top-level aliases of these tf.math functions: tf.sin is tf.math.sin.)
 from .ops.math_ops import (
     sin, cos, tan, tanh, sigmoid, equal, not_equal, greater, greater_equal, less, less_equal,
@@ -55,7 +58,7 @@ from .ops.grid_ops import meshgrid
 
 # -- issue 32 (kerasB): tensor basics, initializers, control flow ------------------------------
 from .dtypes import int8, int16, uint8, uint16, uint32, uint64
-from .engine.tensor import TensorShape
+from .tensor_shape import TensorShape
 from .ops.array_ops import rank
 from . import initializers
 from .initializers import (

@@ -25,6 +25,7 @@ import numpy as np
 from . import dtypes, errors, nest
 from .ops import array_ops, math_ops
 from .engine.tensor import Tensor, TensorShape, convert_to_tensor
+from .engine.tensor import register_tensor_conversion_function
 
 __all__ = ["TensorArray", "while_loop", "IndexedSlices"]
 
@@ -443,3 +444,10 @@ class IndexedSlices:
         return (f"IndexedSlices(indices={self.indices!r}, values={self.values!r}, "
                 f"dense_shape={self.dense_shape!r})")
 
+
+def _indexed_slices_to_tensor(value, dtype, name, what):
+    """``mt.convert_to_tensor(slices)``: the dense Tensor it stands for, as TensorFlow."""
+    return convert_to_tensor(value._dense(), dtype=dtype, what=what)
+
+
+register_tensor_conversion_function(IndexedSlices, _indexed_slices_to_tensor)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import random_ops
-from .engine.tensor import Tensor, constant
+from .engine.tensor import Tensor
+from .ops.constant_op import constant
 
 __all__ = ["Dataset", "AUTOTUNE"]
 

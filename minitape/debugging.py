@@ -38,12 +38,13 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import types
 import warnings
 
 import numpy as np
 
 from . import errors
-from .engine import backward, recording
+from .engine import recording
 
 __all__ = ["enable_check_numerics", "disable_check_numerics"]
 
@@ -61,7 +62,7 @@ def enable_check_numerics(stack_height_limit=30, path_length_limit=50):
     names one line: the learner's).
     """
     del stack_height_limit, path_length_limit
-    recording.check_numerics = True
+    recording.check_numerics = _CHECKER   # (the engine calls its two checks)
 
 
 def disable_check_numerics():
@@ -89,15 +90,12 @@ def check_outputs(op_type, inputs, outputs):
 
 def check_gradients(op, in_grads):
     """Called by the backward walk for each step while checking is on (this module installs
-    it as ``backward.check_step``): raise if the gradient an op sent to one of its inputs is
+    it in ``recording.check_numerics``): raise if the gradient an op sent to one of its inputs is
     not finite."""
     for k, g in enumerate(in_grads):
         if g is not None and _non_finite(g.numpy()):
             raise _error(f'the gradient of input {k} of op "{op.type}", computed in the '
                          'backward pass', g, (), op)
-
-
-backward.check_step = check_gradients
 
 
 def _error(what, tensor, inputs, backward_op=None):
@@ -243,3 +241,8 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from ._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
+
+
+# What ``enable_check_numerics`` hands the engine: ``recording.record`` calls
+# ``check_outputs`` for every op, the backward walk ``check_gradients`` for every gradient.
+_CHECKER = types.SimpleNamespace(check_outputs=check_outputs, check_gradients=check_gradients)

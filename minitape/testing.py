@@ -29,7 +29,8 @@ import numpy as np
 
 from .engine.forward import ForwardAccumulator
 from .engine.tape import GradientTape, UnconnectedGradients
-from .engine.tensor import Tensor, constant
+from .engine.tensor import Tensor
+from .ops.constant_op import constant
 
 __all__ = ["central_difference", "check_grads"]
 

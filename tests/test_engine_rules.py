@@ -16,7 +16,7 @@ import pathlib
 import pytest
 
 import minitape as mt
-from minitape.engine import backward, registry
+from minitape.engine import backward, recording, registry
 
 PACKAGE = pathlib.Path(mt.__file__).parent
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -123,5 +123,10 @@ def test_the_walk_imports_nothing_above_the_engine():
 def test_the_layers_above_install_what_the_walk_needs():
     from minitape import debugging
     from minitape.ops import array_ops
-    assert backward.check_step is debugging.check_gradients
+    debugging.enable_check_numerics()
+    try:
+        assert recording.check_numerics.check_gradients is debugging.check_gradients
+    finally:
+        debugging.disable_check_numerics()
+    assert recording.check_numerics is False
     assert backward.call_per_row is array_ops.call_per_row

@@ -166,7 +166,7 @@ def test_scan_catches_a_private_read():
     source = textwrap.dedent("""
         import numpy as np
         from ..engine import recording
-        from ..engine.tensor import Tensor, _owned
+        from ..engine.tensor import Tensor, _read_only_view
         from .. import tape as old_path
 
         def f(t, op, tape, self):
@@ -179,7 +179,7 @@ def test_scan_catches_a_private_read():
             return t._repr_mimebundle_(), t.__class__   # protocols: not counted
     """)
     found = sorted(text for _, text in private_reads(source, "minitape.viz"))
-    assert found == sorted(["from minitape.engine.tensor import _owned", "t._value",
+    assert found == sorted(["from minitape.engine.tensor import _read_only_view", "t._value",
                             "recording._NOT_DIFFERENTIABLE", "op._inputs", "old_path._release"])
 
 

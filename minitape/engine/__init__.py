@@ -15,5 +15,10 @@
    rows at once with a batch axis.
 
 The ops (``minitape/ops``) sit above the engine: each op's NumPy forward and its gradient rule,
-side by side. The engine imports nothing above it: no op module, no drawing, no Keras.
+side by side. The engine imports nothing above it: no op module, no drawing, no Keras (only the
+leaf helpers ``dtypes``, ``nest``, ``errors``, ``tensor_shape``). What the layers above add, they
+attach, as TensorFlow does: the ops give ``Tensor`` its operators (``x * y`` is ``multiply``)
+and register the conversion of Python data; ``ops/array_ops.py`` installs the ops the
+Jacobians reshape and stack their rows with. ``pyproject.toml`` writes the layers down as an
+import-linter contract.
 """

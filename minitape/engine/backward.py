@@ -31,8 +31,8 @@ record for the pictures: ``GradientTape`` hands each step to the tape's observer
 (``backward(..., on_step=...)``), and ``mt.viz`` keeps what it draws.
 
 The engine imports nothing above it. Two things the walk needs come from the layers above,
-which install them here when they are imported: ``check_step`` (``mt.debugging``'s check of
-every gradient for NaN and infinity) and ``call_per_row`` (``minitape.ops``' loop that runs
+which install them when they are imported: ``recording.check_numerics`` (``mt.debugging``'s
+check of every gradient for NaN and infinity) and ``call_per_row`` (``minitape.ops``' loop that runs
 a gradient function without batch axes once per row of a vectorized Jacobian).
 """
 
@@ -42,11 +42,6 @@ import numpy as np
 
 from . import recording, registry
 from ..dtypes import complex_gradient_error
-
-check_step = None
-"""``check_step(op, in_grads)``: called after every step while
-``mt.debugging.enable_check_numerics()`` is on (``recording.check_numerics``); raises at a
-gradient that holds a NaN or an infinity. Installed by ``minitape.debugging``."""
 
 call_per_row = None
 """``call_per_row(op, fn, out_grads, batch_ndim)``: call a gradient function that knows no
@@ -132,7 +127,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
                 _check_gradient(op, k, g, batch_ndim)
             grads[i] = add_gradients(grads[i], g) if i in grads else g
         if recording.check_numerics:   # (mt.debugging.enable_check_numerics)
-            check_step(op, in_grads)
+            recording.check_numerics.check_gradients(op, in_grads)
         if release:
             op.release()
         yield op, out_grads, in_grads

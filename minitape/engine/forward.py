@@ -72,6 +72,21 @@ class ForwardAccumulator:
         accumulators_recording.discard(self)
         return False
 
+    def propagate_tangents(self, op_type, inputs, outputs, attrs, grad_fn):
+        """Give the outputs of an op that ran their tangents, ``J @ tangents_in`` (``record``
+        calls it for every op while the accumulator is active; its arguments are
+        ``record``'s)."""
+        tangents_in = [self._tangents.get(t.id) for t in inputs]
+        if all(t is None for t in tangents_in):
+            return
+        tangents_out = _jvp(self, op_type, inputs, outputs, attrs, grad_fn, tangents_in)
+        for out, tangent in zip(outputs, tangents_out):
+            # An output no tangent reaches (stop_gradient, round, sign: a JVP that does not
+            # depend on the tangent) gets none, as in TensorFlow: ``jvp`` then gives None,
+            # or zeros with ``unconnected_gradients=ZERO``.
+            if tangent is not None and out.dtype.kind == "f":
+                self._tangents[out.id] = tangent
+
     def jvp(self, primals, unconnected_gradients=UnconnectedGradients.NONE):
         """The tangent of each of ``primals`` (same structure); ``None`` or zeros if unconnected.
 
@@ -89,24 +104,8 @@ class ForwardAccumulator:
             if t is None and zero:
                 t = Tensor(np.zeros(p.shape, p.dtype))
             results.append(t)
-        if isinstance(primals, (list, tuple, dict)):
-            return pack_like(primals, results)
-        return results[0]
-
-
-def propagate_tangents(op_type, inputs, outputs, attrs, grad_fn):
-    """Called by ``record`` for every op while an accumulator is active."""
-    for acc in list(_state.accumulators):
-        tangents_in = [acc._tangents.get(t.id) for t in inputs]
-        if all(t is None for t in tangents_in):
-            continue
-        tangents_out = _jvp(acc, op_type, inputs, outputs, attrs, grad_fn, tangents_in)
-        for out, tangent in zip(outputs, tangents_out):
-            # An output no tangent reaches (stop_gradient, round, sign: a JVP that does not
-            # depend on the tangent) gets none, as in TensorFlow: ``jvp`` then gives None,
-            # or zeros with ``unconnected_gradients=ZERO``.
-            if tangent is not None and out.dtype.kind == "f":
-                acc._tangents[out.id] = tangent
+        return pack_like(primals, results) if isinstance(primals, (list, tuple, dict)) \
+            else results[0]
 
 
 def _jvp(acc, op_type, inputs, outputs, attrs, grad_fn, tangents_in):

@@ -21,28 +21,24 @@ from __future__ import annotations
 import numpy as np
 
 from .tape import (UnconnectedGradients, check_sources, complex_target_error,
-                   outside_minitape_error, pack_results,
-                   reshape_gradient, unconnected_result)
+                   outside_minitape_error, pack_results)
 from .tensor import Tensor
 
-
-def _one_hot(k, shape, dtype):
-    """The k-th row of the identity, shaped like the target (no ``(n, n)`` identity made)."""
-    row = np.zeros(shape, dtype)
-    row.flat[k] = 1
-    return row
+# A Jacobian's rows are joined and reshaped with recorded ops, so that a tape around the call
+# can differentiate the Jacobian again (a Hessian). Those ops live in ``minitape/ops``, above
+# the engine, which installs them here when it loads (the end of ``ops/array_ops.py``).
+reshape = transpose = stack = concat = None
 
 
 def _check_parallel_iterations(parallel_iterations, what):
     """``parallel_iterations`` as an int, or None; ValueError unless None or a positive int."""
-    if parallel_iterations is None:
-        return None
-    if (isinstance(parallel_iterations, bool)
+    if parallel_iterations is not None and (
+            isinstance(parallel_iterations, bool)
             or not isinstance(parallel_iterations, (int, np.integer)) or parallel_iterations < 1):
         raise ValueError(f"GradientTape.{what}: parallel_iterations must be None (every "
                          "cotangent in one backward pass) or a positive int (at most that many "
                          f"per pass), got {parallel_iterations!r}")
-    return int(parallel_iterations)
+    return None if parallel_iterations is None else int(parallel_iterations)
 
 
 # A vectorized pass's temporaries are (cotangents in the pass) x (a tensor of the tape). When
@@ -62,17 +58,36 @@ def auto_chunk(tape, n, itemsize):
     return max(1, min(n, AUTO_CHUNK_BYTES // max(1, largest * itemsize)))
 
 
-def _check_loop_tape(tape, what):
-    """TensorFlow's rule: the loop (``experimental_use_pfor=False``) asks the tape once per
-    element of the target, so it needs a persistent tape; raise its error before the tape
-    is used (it stays usable)."""
-    if not tape.persistent:
+def _begin(tape, what, target, sources, experimental_use_pfor):
+    """The checks both Jacobians make, then ``tape.begin_backward``; returns the flat sources.
+
+    TensorFlow's rule for the loop (``experimental_use_pfor=False``): it asks the tape once
+    per element of the target, so it needs a persistent tape; its error is raised before
+    the tape is used (the tape stays usable)."""
+    if not isinstance(target, Tensor):
+        raise outside_minitape_error(target, f"GradientTape.{what} target")
+    if not experimental_use_pfor and not tape.persistent:
         raise RuntimeError(
             f"GradientTape must be created with persistent=True to compute the {what} with "
             "experimental_use_pfor set to False (the loop runs one backward pass per element "
             "of the target, and a non-persistent tape answers once): create it with "
             "mt.GradientTape(persistent=True), or leave experimental_use_pfor=True (one "
             "vectorized pass), as in TensorFlow")
+    tape.begin_backward(what)
+    flat_sources = check_sources(sources, what)
+    if target.dtype.kind == "c":
+        raise complex_target_error(target, f"GradientTape.{what}")
+    return flat_sources
+
+
+def _backward(tape, target, n, seeds, flat_sources, experimental_use_pfor, parallel_iterations):
+    """``{source id: gradient (n,) + source.shape}`` for the connected sources, from the
+    cotangents ``seeds(start, stop)``: vectorized passes, or one pass per cotangent."""
+    if target.dtype.kind != "f":
+        return {}   # an integer target has no gradient
+    if experimental_use_pfor:
+        return _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iterations)
+    return _loop_backward(tape, target, flat_sources, (seeds(k, k + 1)[0] for k in range(n)))
 
 
 def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iterations):
@@ -89,21 +104,20 @@ def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iteratio
     if parallel_iterations is None:
         parallel_iterations = auto_chunk(tape, n, np.dtype(target.dtype).itemsize)
     if parallel_iterations >= n:
-        grads = tape._run_backward({target.id: Tensor(seeds(0, n))}, flat_sources,
+        grads = tape.run_backward({target.id: Tensor(seeds(0, n))}, flat_sources,
                                    batch_ndim=1)
         return {s.id: grads[s.id] for s in flat_sources if grads.get(s.id) is not None}
-    from ..ops import array_ops
     rows = {}
     for start in range(0, n, parallel_iterations):
         chunk = Tensor(seeds(start, min(start + parallel_iterations, n)))
-        grads = tape._run_backward({target.id: chunk}, flat_sources, batch_ndim=1,
+        grads = tape.run_backward({target.id: chunk}, flat_sources, batch_ndim=1,
                                    release=False)
         for s in flat_sources:
             if grads.get(s.id) is not None:
                 rows.setdefault(s.id, []).append(grads[s.id])
-    if not tape._persistent:
-        tape._release()
-    return {i: array_ops.concat(parts, axis=0) for i, parts in rows.items()}
+    if not tape.persistent:
+        tape.release()
+    return {i: concat(parts, axis=0) for i, parts in rows.items()}
 
 
 def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
@@ -135,40 +149,26 @@ def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.N
         ValueError: ``parallel_iterations`` neither None nor a positive int.
     """
     parallel_iterations = _check_parallel_iterations(parallel_iterations, "jacobian")
-    if not isinstance(target, Tensor):
-        if isinstance(target, (list, tuple, dict)):
-            raise TypeError("GradientTape.jacobian: target must be a single Tensor, got a "
-                            f"{type(target).__name__}; stack the targets with mt.stack or "
-                            "call jacobian once per target")
-        raise outside_minitape_error(target, "GradientTape.jacobian target")
-    if not experimental_use_pfor:
-        _check_loop_tape(tape, "jacobian")
-    tape._begin_backward("jacobian")
-    flat_sources = check_sources(sources, "jacobian")
-    if target.dtype.kind == "c":
-        raise complex_target_error(target, "GradientTape.jacobian")
+    if isinstance(target, (list, tuple, dict)):
+        raise TypeError("GradientTape.jacobian: target must be a single Tensor, got a "
+                        f"{type(target).__name__}; stack the targets with mt.stack or "
+                        "call jacobian once per target")
+    flat_sources = _begin(tape, "jacobian", target, sources, experimental_use_pfor)
     n = target.size
-    if target.dtype.kind != "f":
-        grads = {}
-    elif experimental_use_pfor:
-        def seeds(start, stop):   # rows start..stop of the (n, n) identity, none other made
-            return np.eye(stop - start, n, k=start, dtype=target.dtype).reshape(
-                (stop - start,) + target.shape)
-        grads = _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iterations)
-    else:
-        grads = _loop_backward(tape, target, flat_sources,
-                               (_one_hot(k, target.shape, target.dtype) for k in range(n)))
-    results = []
-    for s in flat_sources:
-        g = grads.get(s.id)
-        if g is not None:
-            g = reshape_gradient(g, target.shape + s.shape)
-        elif n == 0 and target.dtype.kind == "f" and s.dtype.kind == "f":
-            g = Tensor(np.zeros(target.shape + s.shape, s.dtype))   # an empty Jacobian
-        results.append(g)
-    return pack_results(sources, flat_sources, dict(zip([s.id for s in flat_sources],
-                                                           results)),
-                         unconnected_gradients, target.shape)
+
+    def seeds(start, stop):   # rows start..stop of the (n, n) identity, none other made
+        rows = np.zeros((stop - start, n), target.dtype)
+        rows[np.arange(stop - start), np.arange(start, stop)] = 1
+        return rows.reshape((stop - start,) + target.shape)
+
+    grads = _backward(tape, target, n, seeds, flat_sources, experimental_use_pfor,
+                      parallel_iterations)
+    grads = {s.id: reshape(grads[s.id], target.shape + s.shape) for s in flat_sources
+             if s.id in grads}
+    if n == 0 and target.dtype.kind == "f":   # an empty Jacobian: zeros of its shape
+        grads = {s.id: Tensor(np.zeros(target.shape + s.shape, s.dtype)) for s in flat_sources
+                 if s.dtype.kind == "f"}
+    return pack_results(sources, flat_sources, grads, unconnected_gradients, target.shape)
 
 
 def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradients.NONE,
@@ -192,10 +192,9 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
             TensorFlow), or a non-persistent tape asked a second time.
     """
     parallel_iterations = _check_parallel_iterations(parallel_iterations, "batch_jacobian")
-    if not isinstance(target, Tensor):
-        raise outside_minitape_error(target, "GradientTape.batch_jacobian target")
-    if not isinstance(source, Tensor):
-        raise outside_minitape_error(source, "GradientTape.batch_jacobian source")
+    for t, kind in ((target, "target"), (source, "source")):
+        if not isinstance(t, Tensor):
+            raise outside_minitape_error(t, f"GradientTape.batch_jacobian {kind}")
     if target.ndim < 2 or source.ndim < 2:
         raise ValueError(f"batch_jacobian needs target and source of rank 2 or more "
                          f"(batch, ...), got shapes {target.shape} and {source.shape}")
@@ -203,50 +202,35 @@ def batch_jacobian(tape, target, source, unconnected_gradients=UnconnectedGradie
         raise ValueError(f"batch_jacobian: the batch sizes differ: target {target.shape} has "
                          f"{target.shape[0]}, source {source.shape} has {source.shape[0]}; "
                          "use jacobian for unrelated batches")
-    if not experimental_use_pfor:
-        _check_loop_tape(tape, "batch_jacobian")
-    tape._begin_backward("batch_jacobian")
-    check_sources(source, "batch_jacobian")
-    if target.dtype.kind == "c":
-        raise complex_target_error(target, "GradientTape.batch_jacobian")
+    _begin(tape, "batch_jacobian", target, source, experimental_use_pfor)
     b, rest = target.shape[0], target.shape[1:]
     n = int(np.prod(rest))
     one_hots = np.broadcast_to(np.eye(n, dtype=target.dtype).reshape((n, 1) + rest),
                                (n, b) + rest)
-    if target.dtype.kind != "f":
-        g = None
-    elif experimental_use_pfor:
-        g = _vectorized_backward(tape, target, n, lambda start, stop: one_hots[start:stop],
-                                 [source], parallel_iterations).get(source.id)
-    else:
-        g = _loop_backward(tape, target, [source], iter(one_hots)).get(source.id)
-    if g is None and (n == 0 or b == 0) and target.dtype.kind == "f" \
-            and source.dtype.kind == "f":
-        # An empty target: no backward pass ran (none was needed), and the Jacobian is
-        # empty, zeros of its shape, whichever mode computed it.
-        return Tensor(np.zeros((b,) + rest + source.shape[1:], source.dtype))
+    g = _backward(tape, target, n, lambda start, stop: one_hots[start:stop], [source],
+                  experimental_use_pfor, parallel_iterations).get(source.id)
+    shape = (b,) + rest + source.shape[1:]
     if g is None:
-        return unconnected_result(source, unconnected_gradients, (b,) + rest)
-    from ..ops import array_ops  # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)
-    g = array_ops.transpose(g, (1, 0) + tuple(range(2, g.ndim)))
-    return reshape_gradient(g, (b,) + rest + source.shape[1:])
+        # An empty target needs no backward pass, and its Jacobian is zeros of its shape.
+        empty = (n == 0 or b == 0) and target.dtype.kind == "f" and source.dtype.kind == "f"
+        zero = UnconnectedGradients(unconnected_gradients) is UnconnectedGradients.ZERO
+        return Tensor(np.zeros(shape, source.dtype)) if empty or zero else None
+    # (n, b, x...) -> (b, n, x...) -> (b, y..., x...)
+    return reshape(transpose(g, (1, 0) + tuple(range(2, g.ndim))), shape)
+
 
 def _loop_backward(tape, target, flat_sources, seeds):
-    """One backward pass per seed (``experimental_use_pfor=False``); stacks the results."""
-    from ..ops import array_ops
+    """One backward pass per seed (``experimental_use_pfor=False``, on a persistent tape,
+    which keeps what it saved); stacks the results."""
     per_source = {s.id: [] for s in flat_sources}
     connected = set()
     for seed in seeds:
-        grads = tape._run_backward({target.id: Tensor(np.array(seed))}, flat_sources,
+        grads = tape.run_backward({target.id: Tensor(np.array(seed))}, flat_sources,
                                    batch_ndim=0, release=False)
         for s in flat_sources:
             g = grads.get(s.id)
             if g is not None:
                 connected.add(s.id)
-            per_source[s.id].append(g if g is not None else
-                                     Tensor(np.zeros(s.shape, s.dtype)))
-    if not tape._persistent:
-        tape._release()
-    return {i: array_ops.stack(rows) for i, rows in per_source.items()
-            if i in connected and rows}
+            per_source[s.id].append(g if g is not None else Tensor(np.zeros(s.shape, s.dtype)))
+    return {i: stack(rows) for i, rows in per_source.items() if i in connected and rows}
 

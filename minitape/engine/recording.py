@@ -1,10 +1,12 @@
 """Recording: how an executed operation gets onto the tapes that watch it.
 
-Every minitape operation ends with a call to ``record(op_type, inputs, outputs, ...)``. Each
-active tape of the current thread checks whether one of the inputs is a tensor it *tracks* (a
-watched tensor, or the output of an op it recorded). If so it appends an ``Operation`` to its
-list and starts tracking the outputs. The list is in execution order, so it is already
-topologically sorted: the backward pass (``backward.py``) simply walks it in reverse.
+Every minitape operation ends with a call to ``record(op_type, inputs, outputs, ...)``, which
+hands the op to each active tape of the current thread (``GradientTape.record_operation``)
+and each active forward accumulator (``ForwardAccumulator.propagate_tangents``). A tape checks
+whether one of the inputs is a tensor it *tracks* (a watched tensor, or the output of an op
+it recorded). If so it appends an ``Operation`` to its list and starts tracking the outputs.
+The list is in execution order, so it is already topologically sorted: the backward pass
+(``backward.py``) simply walks it in reverse.
 
 An ``Operation`` keeps what its gradient needs (the saved Tensors, the attributes, ids,
 shapes and dtypes), nothing more. Whatever else a tool wants to know about an op (the
@@ -28,7 +30,7 @@ class _ThreadState(threading.local):
 
     def __init__(self):
         self.tapes = []          # tapes currently recording, innermost last
-        self.accumulators = []   # active ForwardAccumulators (minitape.forward)
+        self.accumulators = []   # active ForwardAccumulators (forward.py)
 
 
 state = _ThreadState()
@@ -48,9 +50,10 @@ next_seq = itertools.count(1).__next__
 
 
 check_numerics = False
-"""True while ``mt.debugging.enable_check_numerics()`` is on: ``record`` checks every op's
-outputs for NaN and infinity (``debugging.check_outputs``), and the backward walk every
-gradient it sends."""
+"""False, or while ``mt.debugging.enable_check_numerics()`` is on, the checker it installs:
+``record`` calls its ``check_outputs(op_type, inputs, outputs)`` for every op (NaN and
+infinity raise), and the backward walk its ``check_gradients(op, in_grads, value)`` for
+every gradient it sends."""
 
 
 class _SavedTensors(tuple):
@@ -191,15 +194,7 @@ class Operation:
 
     @property
     def inputs(self):
-        saved = self.saved
-        if saved is not None:      # (every gradient function reads this: the common case,
-            saved = saved[0]       # everything kept, returns the plain tuple with no call)
-            for t in saved:
-                if t is None:
-                    break
-            else:
-                return saved
-        return _saved(saved, self.type, "input", self.input_ids)
+        return _saved(self._inputs, self.type, "input", self.input_ids)
 
     @property
     def outputs(self):
@@ -245,7 +240,8 @@ def _keep(tensors, keep):
 
 def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=False,
            grad_fn=None, forward=None, residuals=None):
-    """Record one executed operation on every active tape that tracks one of its inputs.
+    """Record one executed operation on every active tape that tracks one of its inputs, and
+    push tangents through it for every active forward accumulator.
 
     Args:
         op_type: the registry key of the op's gradient (e.g. ``"Mul"``).
@@ -260,58 +256,11 @@ def record(op_type, inputs, outputs, attrs=None, keep_inputs=True, keep_outputs=
         residuals: see ``Operation.saved``.
     """
     if check_numerics:   # (mt.debugging.enable_check_numerics: raises at a NaN or inf)
-        from ..debugging import check_outputs
-        check_outputs(op_type, inputs, outputs)
+        check_numerics.check_outputs(op_type, inputs, outputs)
     if tapes_recording:  # (else the fast path: no tape is recording, in any thread)
         for tape in state.tapes:
-            tracked = tape._tracked
-            for t in inputs:
-                if t.id in tracked:
-                    break
-            else:
-                continue
-            if tape._persistent:   # (keeps everything)
-                op = Operation(op_type, inputs, outputs, attrs, True, True, grad_fn, residuals)
-            else:
-                op = Operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
-                               grad_fn, residuals)
-            tape._ops.append(op)
-            for t in outputs:
-                kind = t._dtype.kind
-                if kind == "f":
-                    tracked.add(t.id)
-                elif kind == "c":
-                    # Tracked too, so that a gradient asked through it raises a clear error in
-                    # the backward pass instead of a silent None (the tape then checks for it).
-                    tracked.add(t.id)
-                    tape._has_complex = True
-            if tape._observers:    # (see GradientTape.add_observer)
-                for observer in tape._observers:
-                    observer.op_recorded(tape, op, inputs, outputs, forward,
-                                         (keep_inputs, keep_outputs))
+            tape.record_operation(op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
+                                  grad_fn, forward, residuals)
     if accumulators_recording and state.accumulators:
-        from .forward import propagate_tangents
-        propagate_tangents(op_type, inputs, outputs, attrs, grad_fn)
-
-
-def variable_accessed(variable):
-    """Called by ``Variable._read`` while a tape records (it checks ``tapes_recording``):
-    the tapes that watch accessed variables watch it."""
-    if variable.trainable:
-        for tape in state.tapes:
-            # (A Variable the tape tracks is already watched: its id enters ``_tracked`` only
-            # by ``_watch_one``, as a Variable is no op's output.)
-            if tape._watch_accessed_variables and variable.id not in tape._tracked:
-                tape._watch_one(variable, warn=False)
-
-
-def variable_assigned(variable, value, method):
-    """Called by ``Variable.assign``/``assign_add``/``assign_sub`` while a tape records: a
-    tape that tracks ``value`` notes the update as an ``"assigned"`` event. The update is not
-    an op (it has no gradient); the note lets ``mt.viz.explain`` name it."""
-    value_id = getattr(value, "id", None)
-    if value_id is None:
-        return
-    for tape in state.tapes:
-        if value_id in tape._tracked:
-            tape._event("assigned", (method, variable.name, value_id, variable.id))
+        for accumulator in list(state.accumulators):
+            accumulator.propagate_tangents(op_type, inputs, outputs, attrs, grad_fn)

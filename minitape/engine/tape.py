@@ -23,8 +23,8 @@ be there from a tape's first op (``mt.config.record_source_lines`` adds ``mt.viz
 
 from __future__ import annotations
 
+import contextlib
 import enum
-import functools
 import itertools
 import warnings
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ from .backward import add_gradients, backward
 from ..dtypes import complex_gradient_error
 from ..nest import flatten, pack_like
 from .recording import Operation, next_seq, record, state, tapes_recording  # noqa: F401
+from .tensor import Tensor, Variable, convert_to_tensor, new_tensor_id
 
 
 class UnconnectedGradients(enum.Enum):
@@ -234,10 +235,9 @@ class GradientTape:
         self._recording = True
 
     def _pop(self):
-        tapes = state.tapes
-        if self not in tapes:
+        if self not in state.tapes:
             raise RuntimeError("a GradientTape must be exited in the thread that entered it")
-        tapes.remove(self)
+        state.tapes.remove(self)
         tapes_recording.discard(self)
         self._recording = False
 
@@ -269,18 +269,71 @@ class GradientTape:
                 warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float32), "
                               f"got {t.dtype.name}{extra}", UserWarning, stacklevel=3)
             return
-        if t.id not in self._watched:
-            self._watched[t.id] = t
+        self._watched.setdefault(t.id, t)
         self._tracked.add(t.id)
 
     def watched_variables(self):
         """The Variables this tape watched, in first-use order (a tuple)."""
         return tuple(v for v in self._watched.values() if isinstance(v, Variable))
 
+    # -- what recording.py and Variable call ------------------------------------------------
+    def record_operation(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
+                         grad_fn=None, forward=None, residuals=None):
+        """Append an ``Operation`` for an op that ran, if one of its ``inputs`` is a tensor
+        this tape tracks (watched, or made by an op it recorded), and track its outputs.
+        ``recording.record`` calls it for every op while the tape records (its arguments
+        are ``record``'s); a persistent tape keeps every input and output."""
+        tracked = self._tracked
+        for t in inputs:
+            if t.id in tracked:
+                break
+        else:
+            return
+        keep = self._persistent   # (a persistent tape keeps every input and output)
+        op = Operation(op_type, inputs, outputs, attrs, keep or keep_inputs, keep or keep_outputs,
+                       grad_fn, residuals)
+        self._ops.append(op)
+        for t in outputs:
+            kind = t._dtype.kind
+            # A complex output is tracked too, so that a gradient asked through it raises a
+            # clear error in the backward pass instead of a silent None.
+            if kind == "f" or kind == "c":
+                tracked.add(t.id)
+                self._has_complex = self._has_complex or kind == "c"
+        for observer in self._observers:
+            observer.op_recorded(self, op, inputs, outputs, forward, (keep_inputs, keep_outputs))
+
+    def variable_accessed(self, variable):
+        """An op read the trainable ``variable`` while this tape records: watch it if the tape
+        watches accessed variables (every read of a Variable calls it, ``Variable._read``)."""
+        # (A Variable the tape tracks is already watched: its id enters ``_tracked`` only by
+        # ``_watch_one``, as a Variable is no op's output.)
+        if self._watch_accessed_variables and variable.id not in self._tracked:
+            self._watch_one(variable, warn=False)
+
+    def variable_assigned(self, variable, value, method):
+        """``variable.assign(value)`` (``method``: ``"assign"``, ``"assign_add"``, ...) ran
+        while this tape records: if the tape tracks ``value``, note an ``"assigned"`` event.
+        The update is not an op (it has no gradient); the note lets ``mt.viz.explain`` name
+        it."""
+        value_id = getattr(value, "id", None)
+        if value_id is not None and value_id in self._tracked:
+            self._event("assigned", (method, variable.name, value_id, variable.id))
+
     # -- controlling the recording -----------------------------------------------------------
+    @contextlib.contextmanager
     def stop_recording(self):
         """Context manager: operations inside it are not recorded by this tape."""
-        return _StopRecording(self)
+        if not self._recording:
+            raise RuntimeError("GradientTape.stop_recording() is only valid while the tape is "
+                               "recording (inside its `with` block)")
+        self._event("paused")
+        self._pop()
+        try:
+            yield
+        finally:
+            self._push()
+            self._event("resumed")
 
     def reset(self):
         """Forget everything recorded and watched so far; the tape keeps recording."""
@@ -316,11 +369,11 @@ class GradientTape:
             ValueError: ``output_gradients`` of the wrong shape.
             LookupError: a path goes through an op with no registered gradient.
         """
-        self._begin_backward("gradient")
+        self.begin_backward("gradient")
         targets = flatten(target)
         seeds = _seed_gradients(targets, output_gradients)
         flat_sources = check_sources(sources, "gradient")
-        grads = self._run_backward(seeds, flat_sources, batch_ndim=0)
+        grads = self.run_backward(seeds, flat_sources, batch_ndim=0)
         return pack_results(sources, flat_sources, grads, unconnected_gradients, ())
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
@@ -346,29 +399,36 @@ class GradientTape:
         return batch_jacobian(self, target, source, unconnected_gradients,
                               experimental_use_pfor, parallel_iterations)
 
-    def _begin_backward(self, what):
+    def begin_backward(self, what):
+        """Start answering ``what`` (``"gradient"``, ``"jacobian"``, ...): a non-persistent tape
+        answers once (``RuntimeError`` the second time) and stops recording; a persistent tape
+        asked inside its context warns, as TensorFlow. ``gradient`` and ``jacobians.py`` call
+        it before their backward passes."""
         if self._used and not self._persistent:
             raise RuntimeError(
                 f"GradientTape.{what} can only be called once on a non-persistent tape (it "
                 "released what it recorded after the first call). To compute several gradients, "
-                "create the tape with mt.GradientTape(persistent=True)."
-            )
+                "create the tape with mt.GradientTape(persistent=True).")
         self._used = True
         self._event("gradient", what)
-        if self._recording:
-            if self._persistent:
-                warnings.warn(
-                    "Calling GradientTape.gradient on a persistent tape inside its context is "
-                    "significantly less efficient than calling it outside the context (it "
-                    "causes the gradient ops to be recorded on the tape, leading to increased "
-                    "CPU and memory usage). Only call GradientTape.gradient inside the context "
-                    "if you actually want to trace the gradient in order to compute higher "
-                    "order derivatives.", UserWarning, stacklevel=3)
-            else:
-                self._pop()  # a non-persistent tape stops recording before its backward pass
+        if self._recording and not self._persistent:
+            self._pop()  # a non-persistent tape stops recording before its backward pass
+        elif self._recording:
+            warnings.warn(
+                "Calling GradientTape.gradient on a persistent tape inside its context is "
+                "significantly less efficient than calling it outside the context (it causes "
+                "the gradient ops to be recorded on the tape, leading to increased CPU and "
+                "memory usage). Only call GradientTape.gradient inside the context if you "
+                "actually want to trace the gradient in order to compute higher order "
+                "derivatives.", UserWarning, stacklevel=3)
 
-    def _run_backward(self, seeds, flat_sources, batch_ndim, release=None):
-        """One backward pass over this tape (``gradient``, ``jacobians.py``)."""
+    def run_backward(self, seeds, flat_sources, batch_ndim=0, release=None):
+        """One backward pass over this tape, after ``begin_backward``: ``seeds`` maps target
+        ids to their output gradients (Tensors, with ``batch_ndim`` leading batch axes in a
+        vectorized Jacobian), ``flat_sources`` is a list of Tensors; returns ``{tensor id:
+        gradient Tensor}`` for the sources reached. ``release``: free what the ops saved as
+        the walk passes them (default: if the tape is not persistent). The observers see the
+        pass (``backward_began``, ``backward_step``, ``backward_ended``)."""
         tracked = self._tracked
         source_ids = {s.id for s in flat_sources if s.id in tracked or s.id in seeds}
         if release is None:
@@ -380,32 +440,28 @@ class GradientTape:
         reaches = None
         if not self._recording and source_ids <= tracked and source_ids.issuperset(self._watched):
             reaches = tracked
-        observers = self._observers
-        if not observers:
-            grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
-                             check_complex=self._has_complex, reaches_source=reaches)
-        else:
-            for observer in observers:
-                observer.backward_began(self, seeds, source_ids, batch_ndim)
-            grads = None
-            try:
-                if len(observers) == 1:     # (the common case: one call per step)
-                    on_step = functools.partial(observers[0].backward_step, self)
-                else:
-                    def on_step(*step):
-                        for observer in observers:
-                            observer.backward_step(self, *step)
-                grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
-                                 check_complex=self._has_complex, reaches_source=reaches,
-                                 on_step=on_step)
-            finally:
+        observers, on_step, grads = self._observers, None, None
+        if observers:
+            def on_step(*step):
                 for observer in observers:
-                    observer.backward_ended(self, grads)
+                    observer.backward_step(self, *step)
+        for observer in observers:
+            observer.backward_began(self, seeds, source_ids, batch_ndim)
+        try:
+            grads = backward(list(self._ops), seeds, source_ids, batch_ndim, release,
+                             check_complex=self._has_complex, reaches_source=reaches,
+                             on_step=on_step)
+        finally:
+            for observer in observers:
+                observer.backward_ended(self, grads)
         if release:
-            self._release(ops=False)   # (the walk released each op as it passed it)
+            self.release(ops=False)   # (the walk released each op as it passed it)
         return grads
 
-    def _release(self, ops=True):
+    def release(self, ops=True):
+        """Free the tensors the recorded ops saved (``jacobians.py`` calls it after its last
+        pass over a non-persistent tape; ``run_backward`` does it for ``gradient``).
+        ``ops=False``: the walk already freed each op; only note the ``"released"`` event."""
         if ops:
             for op in self._ops:
                 op.release()
@@ -434,23 +490,6 @@ class GradientTape:
         return f"<mt.GradientTape {kind}ops={len(self._ops)} watched={len(self._watched)}>"
 
 
-class _StopRecording:
-    def __init__(self, tape):
-        self.tape = tape
-
-    def __enter__(self):
-        if not self.tape._recording:
-            raise RuntimeError("GradientTape.stop_recording() is only valid while the tape is "
-                               "recording (inside its `with` block)")
-        self.tape._event("paused")
-        self.tape._pop()
-
-    def __exit__(self, *exc):
-        self.tape._push()
-        self.tape._event("resumed")
-        return False
-
-
 # -- targets, sources and results ---------------------------------------------------------------
 
 def outside_minitape_error(t, what):
@@ -468,13 +507,10 @@ def _seed_gradients(targets, output_gradients):
     for t in targets:
         if not isinstance(t, Tensor):
             raise outside_minitape_error(t, "GradientTape.gradient target")
-    if output_gradients is None:
-        flat_out = [None] * len(targets)
-    else:
-        flat_out = flatten(output_gradients)
-        if len(flat_out) != len(targets):
-            raise ValueError(f"output_gradients has {len(flat_out)} entries but target has "
-                             f"{len(targets)}; give one per target (same structure)")
+    flat_out = [None] * len(targets) if output_gradients is None else flatten(output_gradients)
+    if len(flat_out) != len(targets):
+        raise ValueError(f"output_gradients has {len(flat_out)} entries but target has "
+                         f"{len(targets)}; give one per target (same structure)")
     seeds = {}
     for t, g in zip(targets, flat_out):
         if t._dtype.kind == "c":
@@ -482,7 +518,7 @@ def _seed_gradients(targets, output_gradients):
         if t._dtype.kind != "f":
             continue  # integer targets have no gradient
         if g is None:
-            g = array_ops.ones_like(t)
+            g = Tensor(np.ones(t._shape, t._dtype))   # (a constant: nothing to record)
         else:
             g = convert_to_tensor(g, dtype=t.dtype, what="output_gradients")
             if g.shape != t.shape:
@@ -525,17 +561,3 @@ def pack_results(sources, flat_sources, grads, unconnected, batch_shape):
     if not isinstance(sources, (list, tuple, dict)):
         return results[0]
     return pack_like(sources, results)
-
-
-def reshape_gradient(g, shape):
-    return array_ops.reshape(g, shape)
-
-
-def unconnected_result(source, unconnected, batch_shape):
-    if UnconnectedGradients(unconnected) is UnconnectedGradients.ZERO:
-        return Tensor(np.zeros(batch_shape + source.shape[1:], source.dtype))
-    return None
-
-
-from .tensor import Tensor, Variable, convert_to_tensor, new_tensor_id  # noqa: E402,F401
-from ..ops import array_ops  # noqa: E402  (seeds, reshaped gradients; its module imports Tensor)

@@ -1,4 +1,4 @@
-"""Values: ``Tensor`` (immutable), ``Variable`` (stateful) and the conversion rules.
+"""Values: ``Tensor`` (immutable), ``Variable`` (stateful) and ``convert_to_tensor``.
 
 A ``Tensor`` wraps a NumPy array and an integer id. The id is what the tape records: an
 operation is stored as "op type, input ids, output ids", and the backward pass keys its
@@ -9,76 +9,32 @@ operation reads a Variable, it reads a *snapshot*: a plain Tensor holding the cu
 and carrying the Variable's id. So a gradient with respect to the Variable collects every
 read of it, and a later ``assign`` never changes what an earlier operation saved.
 
-Conversion rules (as TensorFlow's ``convert_to_tensor``):
+``convert_to_tensor`` is where every op's arguments become Tensors: a Tensor stays as it
+is (two Tensors of different dtypes are never cast silently: ``TypeError``, use ``mt.cast``),
+a Variable gives a snapshot, and anything else goes to the conversion function registered
+for its type, as in TensorFlow (Python and NumPy data: ``minitape/ops/constant_op.py``).
 
-- a Python float, or a list of floats, becomes float32; a Python int becomes int32; a Python
-  complex becomes complex128 (complex values compute, but no gradient flows through them);
-- a NumPy array keeps its dtype;
-- a Python value mixed with a Tensor in an operation takes the Tensor's dtype;
-- two Tensors of different dtypes are never cast silently (``TypeError``; use ``mt.cast``).
+What the layers above give the classes: the Python operators (``x * y`` is the op
+``multiply``: ``minitape/ops/math_ops.py``), indexing (``ops/array_ops.py``), the partial
+writes of a Variable (``v[0].assign(...)``, ``scatter_nd_update``: ``ops/variable_ops.py``,
+which also explains to ``t[0] = 1`` and ``t.assign(...)`` that a Tensor is immutable),
+and how a Tensor prints (``repr``, ``str``, ``f"{t:.2f}"``: ``minitape/printing.py``).
 """
 
 from __future__ import annotations
 
 import itertools
-import numbers
 
 import numpy as np
 
 from .. import dtypes
+from . import recording as _recording
+from ..tensor_shape import TensorShape
 
 _next_id = itertools.count(1).__next__
 
 #: Where every minitape Tensor lives, in TensorFlow's words (``Tensor.device``).
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
-
-
-class TensorShape(tuple):
-    """A Tensor's shape: a tuple of ints with ``tf.TensorShape``'s methods.
-
-    It is a tuple (``t.shape == (3, 1)``, ``t.shape[0]``, ``np.zeros(t.shape)`` all work) and
-    prints as one, ``(3, 1)``, as ``print(t.shape)`` does in TensorFlow. A Tensor's sizes are
-    all known (minitape runs eagerly); ``mt.TensorShape([None, 3])`` may leave one unknown.
-
-    >>> import minitape as mt
-    >>> s = mt.constant([[1], [2], [3]]).shape
-    >>> s, s.as_list(), s.rank, s.num_elements()
-    ((3, 1), [3, 1], 2, 3)
-    """
-
-    __slots__ = ()
-
-    def as_list(self) -> list:
-        """The sizes as a list of ints, as ``TensorShape.as_list``."""
-        return list(self)
-
-    @property
-    def rank(self) -> int:
-        """The number of axes."""
-        return len(self)
-
-    ndims = rank
-
-    @property
-    def dims(self) -> list:
-        """The sizes as a list (TensorFlow 2 gives ints too)."""
-        return list(self)
-
-    def num_elements(self):
-        """The number of elements: the product of the sizes (1 for a scalar); None when a
-        size is unknown (``mt.TensorShape([None, 3])``, as a ``TensorSpec`` may have)."""
-        if not self.is_fully_defined():
-            return None
-        return int(np.prod(self, dtype=np.int64))
-
-    def is_fully_defined(self) -> bool:
-        """Whether every size is known (always, for a Tensor's own shape)."""
-        return all(d is not None for d in self)
-
-    def is_compatible_with(self, other) -> bool:
-        """Same rank and equal sizes where ``other``'s are known (``None`` matches any)."""
-        other = tuple(other)
-        return len(other) == len(self) and all(o is None or o == s for s, o in zip(self, other))
 
 
 def new_tensor_id():
@@ -106,8 +62,10 @@ class Tensor:
             CPU), as ``tf.Tensor.device``.
 
     Python operators (``+ - * / ** @``, unary ``-``, ``abs``, comparisons, indexing) run
-    minitape operations, so a tape records them. NumPy functions (``np.mean(t)``) turn the
-    Tensor into an ndarray first: their result has left minitape and no tape can see it.
+    minitape operations, so a tape records them: the ops give the Tensor its operators
+    (``Tensor.__add__ = add`` in ``minitape/ops/math_ops.py``, as TensorFlow's math_ops
+    does). NumPy functions (``np.mean(t)``) turn the Tensor into an ndarray first: their
+    result has left minitape and no tape can see it.
 
     >>> import minitape as mt
     >>> mt.constant([1.0, 2.0]) * 3
@@ -181,16 +139,6 @@ class Tensor:
             return value.astype(dtype)
         return _read_only_view(value)
 
-    def __len__(self):
-        if self.ndim == 0:
-            raise TypeError("len() of a 0-d Tensor (a scalar) is not defined")
-        return self.shape[0]
-
-    def __iter__(self):
-        if self.ndim == 0:
-            raise TypeError("iteration over a 0-d Tensor (a scalar) is not defined")
-        return (self[i] for i in range(self.shape[0]))
-
     def __bool__(self):
         if self._value.size != 1:
             raise ValueError(
@@ -199,45 +147,20 @@ class Tensor:
             )
         return bool(self._value)
 
-    def __float__(self):
+    def _scalar(self, kind):
         if self._value.size != 1:
-            raise TypeError(f"float() needs a one-element Tensor, got shape {self.shape}")
-        return float(self._value.reshape(()))
+            raise TypeError(f"{kind.__name__}() needs a one-element Tensor, got shape "
+                            f"{self.shape}")
+        return kind(self._value.reshape(()))
+
+    def __float__(self):
+        return self._scalar(float)
 
     def __int__(self):
-        if self._value.size != 1:
-            raise TypeError(f"int() needs a one-element Tensor, got shape {self.shape}")
-        return int(self._value.reshape(()))
-
-    def __format__(self, spec):
-        """``f"{t:.3f}"``: format a 0-d Tensor as its NumPy scalar does.
-
-        An empty spec (``f"{t}"``) gives ``str(t)``. A non-scalar with a spec raises
-        ``TypeError``, as an ndarray does.
-
-        >>> import minitape as mt
-        >>> f"{mt.constant(2.5):.2f}"
-        '2.50'
-        """
-        if not spec:
-            return str(self)
-        if self._value.ndim != 0:
-            raise TypeError(f"format spec {spec!r} needs a scalar (0-d) Tensor, got shape "
-                            f"{self.shape}; format single elements (f'{{t[0]:{spec}}}') or "
-                            f"reduce first (mt.reduce_mean)")
-        return format(self._value[()], spec)
-
-    def __round__(self, ndigits=None):
-        """``round(t)``: as the NumPy scalar of a 0-d Tensor (an int, or a scalar for digits)."""
-        if self._value.ndim != 0:
-            raise TypeError(f"round() needs a scalar (0-d) Tensor, got shape {self.shape}; "
-                            "use mt.round for elementwise rounding")
-        return round(self._value[()], ndigits)
+        return self._scalar(int)
 
     def __complex__(self):
-        if self._value.size != 1:
-            raise TypeError(f"complex() needs a one-element Tensor, got shape {self.shape}")
-        return complex(self._value.reshape(()))
+        return self._scalar(complex)
 
     def __index__(self):
         if self._dtype.kind not in "iu" or self._value.ndim != 0:
@@ -247,121 +170,6 @@ class Tensor:
     # Equality is elementwise, as in TensorFlow 2; hashing stays by identity so that
     # Tensors and Variables can still be put in sets and used as dict keys.
     __hash__ = object.__hash__
-
-    # -- printing ---------------------------------------------------------------------------
-    def _numpy_text(self, text=repr):
-        value = self._value
-        if value.ndim == 0:
-            return str(value[()])
-        out = text(np.asarray(value))
-        # As TensorFlow: a value that spans several lines starts on a line of its own.
-        return "\n" + out if text is repr and "\n" in out else out
-
-    def __repr__(self):
-        return (f"<mt.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
-                f"numpy={self._numpy_text()}>")
-
-    def __str__(self):
-        return f"mt.Tensor({self._numpy_text(str)}, shape={self.shape}, dtype={self.dtype.name})"
-
-    # -- operators: each is a recorded op from minitape.ops ----------------------------------
-    def __add__(self, other):
-        return _math.add(self, other)
-
-    def __radd__(self, other):
-        return _math.add(other, self)
-
-    def __sub__(self, other):
-        return _math.subtract(self, other)
-
-    def __rsub__(self, other):
-        return _math.subtract(other, self)
-
-    def __mul__(self, other):
-        return _math.multiply(self, other)
-
-    def __rmul__(self, other):
-        return _math.multiply(other, self)
-
-    def __truediv__(self, other):
-        return _math.divide(self, other)
-
-    def __rtruediv__(self, other):
-        return _math.divide(other, self)
-
-    def __pow__(self, other):
-        return _math.pow(self, other)
-
-    def __rpow__(self, other):
-        return _math.pow(other, self)
-
-    def __matmul__(self, other):
-        return _math.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _math.matmul(other, self)
-
-    def __neg__(self):
-        return _math.negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _math.abs(self)
-
-    def __lt__(self, other):
-        return _math.less(self, other)
-
-    def __le__(self, other):
-        return _math.less_equal(self, other)
-
-    def __gt__(self, other):
-        return _math.greater(self, other)
-
-    def __ge__(self, other):
-        return _math.greater_equal(self, other)
-
-    def __eq__(self, other):
-        return _math.equal(self, other)
-
-    def __ne__(self, other):
-        return _math.not_equal(self, other)
-
-    def __getitem__(self, key):
-        return _array.getitem(self, key)
-
-    def __setitem__(self, key, value):
-        if isinstance(self, Variable):
-            raise TypeError(f"'Variable' object does not support item assignment; write "
-                            f"v[{_key_text(key)}].assign(value), as in TensorFlow")
-        raise TypeError(f"'{type(self).__name__}' object does not support item assignment: a "
-                        f"Tensor is immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
-
-    # ``t[0].assign(1)`` on a plain Tensor gets an explanation, and ``hasattr(t, "assign")``
-    # stays False, as in TensorFlow: properties that raise AttributeError. (Not a
-    # ``__getattr__``: a class with one loses CPython's fast attribute access on every op.)
-    @property
-    def assign(self):
-        raise _immutable("assign", self)
-
-    @property
-    def assign_add(self):
-        raise _immutable("assign_add", self)
-
-    @property
-    def assign_sub(self):
-        raise _immutable("assign_sub", self)
-
-
-def _immutable(name, t):
-    return AttributeError(f"'{type(t).__name__}' object has no attribute {name!r}: a Tensor is "
-                          f"immutable, as in TensorFlow. {_IMMUTABLE_FIX}")
-
-
-_IMMUTABLE_FIX = ("To change values in place, keep them in a mt.Variable and assign into a slice "
-                  "of it, indexing the Variable itself in one step (v[1, 2].assign(9.0), "
-                  "v[0:2, :].assign(...)); or build a new Tensor (mt.where, mt.concat).")
 
 
 class Variable(Tensor):
@@ -376,7 +184,9 @@ class Variable(Tensor):
 
     Arithmetic on a Variable returns a Tensor. ``assign``, ``assign_add`` and ``assign_sub``
     replace the value; they are not differentiable, so the tape cannot see through them.
-    ``v[key].assign(value)`` (and ``assign_add``, ``assign_sub``) writes into a slice.
+    ``v[key].assign(value)`` (and ``assign_add``, ``assign_sub``) writes into a slice, and
+    ``scatter_nd_update`` at a list of indices: methods that ``minitape/ops/variable_ops.py``
+    builds on ``assign`` and gives the Variable.
 
     >>> import minitape as mt
     >>> mt.Variable(3.0, name="x0")
@@ -425,8 +235,9 @@ class Variable(Tensor):
         # ``binary_operands`` directly: ``h @ w``, ``z + b``). The snapshot carries the
         # Variable's id, so a tape that watches it sees the read; a later ``assign`` makes a
         # new array (``_store``) and leaves the snapshot's value as it was.
-        if _recording.tapes_recording:
-            _recording.variable_accessed(self)
+        if _recording.tapes_recording and self.trainable:
+            for tape in _recording.state.tapes:   # (a tape may watch it: variable_accessed)
+                tape.variable_accessed(self)
         return Tensor(self._value, self.name, self.id)
 
     def numpy(self):
@@ -435,204 +246,46 @@ class Variable(Tensor):
         value = self._value
         return value[()] if value.ndim == 0 else value.copy()
 
-    def _assign_value(self, value, method):
-        if type(value) is np.ndarray and value.dtype == self._dtype and value.shape == self._shape:
-            return self._store(_owned(value))   # (an optimizer's new array: no conversion)
-        new = convert_to_tensor(value, dtype=self.dtype, what=f"Variable.{method}")._value
-        self._check_shape(new.shape, method)
-        # (convert_to_tensor copied a caller's ndarray; a Tensor's array is never written.)
-        return self._store(new)
+    def assign(self, value):
+        """Replace the value (same shape and dtype). Not recorded: it cuts gradient history."""
+        return self._update(value, "assign", None)
+
+    def assign_add(self, delta):
+        """``self = self + delta`` (``delta`` may broadcast to the shape); not recorded."""
+        return self._update(delta, "assign_add", np.add)
+
+    def assign_sub(self, delta):
+        """``self = self - delta`` (``delta`` may broadcast to the shape); not recorded."""
+        return self._update(delta, "assign_sub", np.subtract)
+
+    def _update(self, value, method, combine):
+        if combine is None and type(value) is np.ndarray and value.dtype == self._dtype \
+                and value.shape == self._shape:
+            return self._store(owned_array(value))   # (an optimizer's new array: no conversion)
+        value = convert_to_tensor(value, dtype=self._dtype, what=f"Variable.{method}")
+        if _recording.tapes_recording:   # (a tape that tracks ``value`` notes it: mt.viz.explain)
+            for tape in _recording.state.tapes:
+                tape.variable_assigned(self, value, method)
+        shape = value._shape
+        try:   # (assign_add/assign_sub: a delta that broadcasts to the shape is fine)
+            fits = shape == self._shape or combine is not None and \
+                np.broadcast_shapes(shape, self._shape) == self._shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"Variable.{method}: the value has shape {value.shape} but the "
+                             f"Variable '{self.name}' has shape {self.shape}; reshape it first "
+                             "(mt.reshape)")
+        return self._store(value._value if combine is None else combine(self._value, value._value))
 
     def _store(self, new):
         # A new array, never an in-place write: what earlier operations saved stays valid.
-        # ``new`` has the Variable's shape and dtype, and no one else holds it. It is made
-        # read-only, so ``value`` can hand out the array itself.
+        # ``new`` has the Variable's shape and dtype, and no one else writes into it. It is
+        # made read-only, so ``value`` can hand out the array itself.
         new = new if type(new) is np.ndarray else np.array(new, dtype=self._dtype)
         new.setflags(write=False)
         self._value = new
         return self
-
-    def _check_shape(self, shape, method, broadcast=False):
-        if shape != self.shape:
-            if broadcast:  # assign_add/assign_sub: a delta that broadcasts to the shape is fine
-                try:
-                    if np.broadcast_shapes(self.shape, shape) == self.shape:
-                        return
-                except ValueError:
-                    pass
-            raise ValueError(
-                f"Variable.{method}: the value has shape {shape} but the Variable "
-                f"'{self.name}' has shape {self.shape}; reshape it first (mt.reshape)"
-            )
-
-    def assign(self, value):
-        """Replace the value (same shape and dtype). Not recorded: it cuts gradient history."""
-        if _recording.tapes_recording and isinstance(value, Tensor):
-            value = convert_to_tensor(value, dtype=self.dtype, what="Variable.assign")
-            _recording.variable_assigned(self, value, "assign")   # (noted, for mt.viz.explain)
-        return self._assign_value(value, "assign")
-
-    def assign_add(self, delta):
-        """``self = self + delta``, not recorded (see ``assign``)."""
-        delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_add")
-        if _recording.tapes_recording:
-            _recording.variable_assigned(self, delta, "assign_add")
-        self._check_shape(delta.shape, "assign_add", broadcast=True)
-        return self._store(self._value + delta._value)   # (a new array: no copy needed)
-
-    def assign_sub(self, delta):
-        """``self = self - delta``, not recorded (see ``assign``)."""
-        delta = convert_to_tensor(delta, dtype=self.dtype, what="Variable.assign_sub")
-        if _recording.tapes_recording:
-            _recording.variable_assigned(self, delta, "assign_sub")
-        self._check_shape(delta.shape, "assign_sub", broadcast=True)
-        return self._store(self._value - delta._value)   # (a new array: no copy needed)
-
-    def scatter_nd_update(self, indices, updates, name=None):
-        """Write ``updates`` at ``indices`` into the Variable, as
-        ``tf.Variable.scatter_nd_update``; returns the Variable.
-
-        ``indices`` is an integer array of shape ``(..., d)``: each last-axis row is the
-        index of one element (``d == v.ndim``) or of one slice (``d < v.ndim``) of ``v``.
-        ``updates`` has shape ``indices.shape[:-1] + v.shape[d:]``, ``v``'s dtype (Python
-        numbers are converted). Like ``assign``, the write is not recorded on any tape.
-        Where an index repeats, the last update wins.
-
-        Raises:
-            TypeError: non-integer indices, or updates of another dtype.
-            ValueError: shapes that do not fit, or an index out of range.
-
-        >>> import minitape as mt
-        >>> v = mt.Variable([1., 2., 3., 4.])
-        >>> v.scatter_nd_update([[0], [2]], [10., 30.]).numpy()
-        array([10.,  2., 30.,  4.], dtype=float32)
-        """
-        return self._scatter_nd(indices, updates, "scatter_nd_update", None)
-
-    def scatter_nd_add(self, indices, updates, name=None):
-        """Add ``updates`` at ``indices`` (repeated indices add up), as
-        ``tf.Variable.scatter_nd_add``; see ``scatter_nd_update``."""
-        return self._scatter_nd(indices, updates, "scatter_nd_add", np.add)
-
-    def scatter_nd_sub(self, indices, updates, name=None):
-        """Subtract ``updates`` at ``indices``, as ``tf.Variable.scatter_nd_sub``."""
-        return self._scatter_nd(indices, updates, "scatter_nd_sub", np.subtract)
-
-    def _scatter_nd(self, indices, updates, method, ufunc):
-        what = f"Variable.{method}"
-        idx = convert_to_tensor(indices, what=what)._value
-        if idx.dtype.kind not in "iu" or idx.ndim < 1:
-            raise TypeError(f"{what}: indices must be integers with the index on the last "
-                            f"axis (e.g. [[0], [2]]), got {indices!r:.60}")
-        depth = idx.shape[-1]
-        if depth > self.ndim:
-            raise ValueError(f"{what}: each index has {depth} numbers but the Variable "
-                             f"'{self.name}' has only {self.ndim} axes")
-        new = convert_to_tensor(updates, dtype=self.dtype, what=what)._value
-        expected = idx.shape[:-1] + self.shape[depth:]
-        if new.shape != expected:
-            raise ValueError(f"{what}: updates have shape {new.shape}, expected "
-                             f"{expected} (indices.shape[:-1] + variable.shape[{depth}:])")
-        bounds = np.array(self.shape[:depth])
-        if idx.size and ((idx < 0).any() or (idx >= bounds).any()):
-            raise ValueError(f"{what}: an index is out of range for the Variable "
-                             f"'{self.name}' of shape {self.shape}: {idx.tolist()!r:.80}")
-        full = self._value.copy()   # a new array, as assign: what a tape saved stays valid
-        key = tuple(idx.reshape(-1, depth).T)
-        rows = new.reshape((-1,) + self.shape[depth:])
-        if ufunc is None:
-            full[key] = rows
-        else:
-            ufunc.at(full, key, rows)
-        return self._store(full)
-
-    def __getitem__(self, key):
-        """``v[key]``: the slice's current value, a Tensor that can also write into ``v``.
-
-        As ``tf.Variable.__getitem__``: the result is a read of ``v`` (recorded like any
-        indexing, so gradients flow to ``v``) that also offers ``assign``, ``assign_add`` and
-        ``assign_sub``, which write into that slice of ``v`` and return ``v``. The writes
-        follow ``Variable.assign``'s rules (the slice's shape, ``v``'s dtype) and, like it, are
-        not recorded on any tape.
-
-        >>> import minitape as mt
-        >>> v = mt.Variable([[1., 2., 3.], [4., 5., 6.]])
-        >>> v[1, 2].assign(9)
-        <mt.Variable 'Variable' shape=(2, 3) dtype=float32, numpy=
-        array([[1., 2., 3.],
-               [4., 5., 9.]], dtype=float32)>
-        >>> v[0, :].assign_add([10., 10., 10.]).numpy()[0]
-        array([11., 12., 13.], dtype=float32)
-        """
-        read = _array.getitem(self, key)
-        return _VariableSlice(read, self, _array._index_key(key, "indexing"))
-
-    def __repr__(self):
-        return (f"<mt.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={self._numpy_text()}>")
-
-    __str__ = __repr__
-
-
-class _VariableSlice(Tensor):
-    """``v[key]`` for a Variable ``v``: a Tensor (the slice's value when it was read) whose
-    ``assign``, ``assign_add`` and ``assign_sub`` write into that slice of ``v``.
-
-    A write makes a new array for ``v`` (through ``Variable.assign``), never an in-place
-    write, so what a tape saved stays valid; nothing is recorded.
-    """
-
-    __slots__ = ("_variable", "_key")
-
-    def __init__(self, read, variable, key):
-        super().__init__(read._value, name=read.name, tensor_id=read.id)
-        self._variable = variable
-        self._key = key
-
-    def _write(self, value, method, delta=0):
-        variable, key = self._variable, self._key
-        what = f"Variable[{_key_text(key)}].{method}"
-        new = convert_to_tensor(value, dtype=variable.dtype, what=what)._value
-        current = variable._value[key]  # the slice now (v may have changed since the read)
-        shape = np.shape(current)
-        if new.shape != shape:
-            ok = False
-            if delta:  # assign_add/assign_sub: a delta that broadcasts to the slice is fine
-                try:
-                    ok = np.broadcast_shapes(shape, new.shape) == shape
-                except ValueError:
-                    pass
-            if not ok:
-                raise ValueError(
-                    f"{what}: the value has shape {new.shape} but the slice "
-                    f"[{_key_text(key)}] of Variable '{variable.name}' (shape "
-                    f"{variable.shape}) has shape {shape}; pass a value of that shape")
-        full = variable._value.copy()
-        full[key] = current + delta * new if delta else new
-        return variable.assign(full)
-
-    def assign(self, value):
-        """Write ``value`` (the slice's shape, ``v``'s dtype) into the slice; returns ``v``."""
-        return self._write(value, "assign")
-
-    def assign_add(self, delta):
-        """Add ``delta`` (broadcast to the slice's shape) to the slice; returns ``v``."""
-        return self._write(delta, "assign_add", 1)
-
-    def assign_sub(self, delta):
-        """Subtract ``delta`` (broadcast to the slice's shape) from the slice; returns ``v``."""
-        return self._write(delta, "assign_sub", -1)
-
-
-def _key_text(key):
-    """An indexing key as written between brackets: ``(0, slice(None, 2))`` -> ``0, :2``."""
-    def one(k):
-        if isinstance(k, slice):
-            text = ("" if k.start is None else str(k.start)) + ":" + \
-                   ("" if k.stop is None else str(k.stop))
-            return text + ("" if k.step is None else f":{k.step}")
-        return "..." if k is Ellipsis else repr(k)
-    return ", ".join(one(k) for k in (key if isinstance(key, tuple) else (key,)))
 
 
 # -- who owns the data --------------------------------------------------------------------------
@@ -651,7 +304,7 @@ def check_name(name, what):
     return name
 
 
-def _owned(array):
+def owned_array(array):
     """``array`` itself if nobody can write into it any more, else a copy the Tensor owns.
 
     A read-only view of a read-only array (what ``t.numpy()`` hands out) is kept without a
@@ -678,77 +331,6 @@ def _read_only_view(value):
 
 # -- conversion -------------------------------------------------------------------------------
 
-def _kind_error(value, what):
-    message = (f"{what} expected a Tensor, a Variable, a number, a list of numbers or a NumPy "
-               f"array, got {type(value).__name__} {value!r:.80}")
-    if isinstance(value, (str, bytes)) or getattr(value, "dtype", None) is not None and \
-            value.dtype.kind in "SU" or _holds_text(value):
-        from .._tf_names import out_of_scope_message
-        message += ". " + out_of_scope_message("A text Tensor (tf.string)", "text")
-    return TypeError(message)
-
-
-def _holds_text(value):
-    """Whether a (nested) list or tuple holds a str or bytes (a TensorFlow string Tensor)."""
-    if isinstance(value, (list, tuple)):
-        return any(isinstance(v, (str, bytes)) or _holds_text(v) for v in value)
-    return False
-
-
-def _from_python(value, dtype, what):
-    """Python number or (nested) list -> ndarray, with TensorFlow's default dtypes."""
-    if isinstance(value, (list, tuple)) and _contains_tensor(value):
-        from ..ops import array_ops  # a list holding Tensors is stacked, so gradients flow
-        return array_ops.stack([convert_to_tensor(v, dtype=dtype, what=what) for v in value])._value
-    try:
-        array = np.array(value)
-    except ValueError as e:
-        raise ValueError(f"{what}: could not make a rectangular array from {value!r:.80}: {e}") \
-            from None
-    kind = array.dtype.kind
-    if kind not in "biufc":
-        raise _kind_error(value, what)
-    if dtype is None:
-        if kind == "c":
-            return array.astype(dtypes.DEFAULT_COMPLEX)
-        if kind == "f":
-            return array.astype(dtypes.DEFAULT_FLOAT)
-        if kind in "iu":
-            if array.size and (array.max() > np.iinfo(np.int32).max
-                               or array.min() < np.iinfo(np.int32).min):
-                return array.astype(dtypes.int64)
-            return array.astype(dtypes.DEFAULT_INT)
-        return array
-    return _cast_checked(array, dtype, value, what)
-
-
-def _contains_tensor(seq):
-    for item in seq:
-        if isinstance(item, Tensor):
-            return True
-        if isinstance(item, (list, tuple)) and _contains_tensor(item):
-            return True
-    return False
-
-
-def _cast_checked(array, dtype, original, what):
-    """Cast ``array`` to ``dtype`` only where no information is lost (TensorFlow's rule)."""
-    if array.dtype == dtype:
-        return array
-    src, dst = array.dtype.kind, dtype.kind
-    ok = ((src == "b" and dst == "b") or (src in "iu" and dst in "iufc")
-          or (src == "f" and dst in "fc") or (src == "c" and dst == "c"))
-    if ok and src in "iu" and dst in "iu" and array.size:
-        info = np.iinfo(dtype)
-        ok = info.min <= array.min() and array.max() <= info.max
-    if not ok:
-        raise TypeError(
-            f"{what}: cannot convert {original!r:.60} ({array.dtype.name}) to a Tensor of dtype "
-            f"{dtype.name} without losing information; pass a value of that dtype or use mt.cast"
-        )
-    return array.astype(dtype)
-
-
 def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") -> Tensor:
     """Turn ``value`` into a Tensor, as ``tf.convert_to_tensor``.
 
@@ -766,7 +348,10 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
         An ndarray is copied (as TensorFlow does), so writing into it later cannot change
         the Tensor; only a read-only view of a read-only array (``t.numpy()``) is kept as is.
 
-    An ``mt.IndexedSlices`` gives the dense Tensor it stands for (as TensorFlow).
+    Anything that is not a Tensor goes to the conversion function registered for its type
+    (``register_tensor_conversion_function``, as TensorFlow): NumPy and Python data to
+    ``minitape/ops/constant_op.py``'s; a list that holds Tensors is stacked (a recorded op)
+    and an ``mt.IndexedSlices`` gives the dense Tensor it stands for.
 
     Raises:
         TypeError: for ``None``, strings and other non-numeric values, for a Tensor of
@@ -780,89 +365,36 @@ def convert_to_tensor(value, dtype=None, name=None, what="convert_to_tensor") ->
     >>> t
     <mt.Tensor: shape=(2,), dtype=float32, numpy=array([1., 1.], dtype=float32)>
     """
-    if type(value) is Tensor or type(value) is _VariableSlice:
+    if isinstance(value, Tensor):
         if dtype is not None and value._dtype != dtype:
             raise TypeError(
-                f"{what}: expected dtype {np.dtype(dtype).name}, got a Tensor of dtype "
-                f"{value.dtype.name}; minitape never casts Tensors silently: use "
-                f"mt.cast(x, mt.{np.dtype(dtype).name})"
-            )
-        return value
-    if isinstance(value, Variable):
-        if dtype is not None and value.dtype != dtype:
-            raise TypeError(
-                f"{what}: expected dtype {np.dtype(dtype).name}, got Variable '{value.name}' of "
-                f"dtype {value.dtype.name}; use mt.cast"
-            )
-        return value._read()
-    if isinstance(value, Tensor):  # a subclass
-        return value
+                f"{what}: expected dtype {np.dtype(dtype).name}, got a "
+                f"{type(value).__name__} of dtype {value.dtype.name}; minitape never casts "
+                f"Tensors silently: use mt.cast(x, mt.{np.dtype(dtype).name})")
+        return value._read() if isinstance(value, Variable) else value
     dtype = dtypes.as_dtype(dtype)
-    if isinstance(value, (np.ndarray, np.generic)):
-        if value.dtype.kind not in "biufc":
-            raise _kind_error(value, what)
-        # The Tensor owns its data: the caller's array is copied (a cast copies anyway), so
-        # a later ``a[:] = 5`` cannot change the Tensor, nor a value a tape saved, as in
-        # TensorFlow. (``np.array`` also turns a NumPy scalar or an ndarray subclass into a
-        # new plain ndarray.)
-        array = value if type(value) is np.ndarray else np.array(value)
-        if dtype is not None:
-            array = _cast_checked(array, dtype, value, what)
-        return Tensor(_owned(array) if array is value else array, name=name)
-    if isinstance(value, (numbers.Number, list, tuple)):
-        return Tensor(_from_python(value, dtype, what), name=name)
-    from ..control_flow import IndexedSlices
-    if isinstance(value, IndexedSlices):   # the dense Tensor it stands for, as TensorFlow
-        dense = value._dense()
-        return dense if dtype is None else convert_to_tensor(dense, dtype=dtype, what=what)
-    raise _kind_error(value, what)
+    for base_type, convert, _ in _conversion_functions:
+        if isinstance(value, base_type):
+            tensor = convert(value, dtype, name, what)
+            if tensor is not NotImplemented:
+                return tensor
+    raise TypeError(f"{what} expected a Tensor, a Variable, a number, a list of numbers or a "
+                    f"NumPy array, got {type(value).__name__} {value!r:.80}")
 
 
-def constant(value, dtype=None, name=None) -> Tensor:
-    """Make a Tensor from a Python value or ndarray, as ``tf.constant``.
+_conversion_functions: list = []   # (base_type, conversion_func, priority), by priority
 
-    The value is copied, so later changes to an ndarray do not change the Tensor. A Variable
-    or Tensor argument gives a new Tensor with the same value (not connected on any tape).
 
-    >>> import minitape as mt
-    >>> mt.constant(3.0)
-    <mt.Tensor: shape=(), dtype=float32, numpy=3.0>
-    >>> mt.constant([1, 2]).dtype
-    dtype('int32')
-    >>> mt.constant(1 + 2j)           # complex128, as TensorFlow (no gradients through it)
-    <mt.Tensor: shape=(), dtype=complex128, numpy=(1+2j)>
+def register_tensor_conversion_function(base_type, conversion_func, priority=100):
+    """Teach ``convert_to_tensor`` another kind of value, as
+    ``tf.register_tensor_conversion_function``.
+
+    ``conversion_func(value, dtype, name, what)`` is called for a ``value`` of ``base_type``
+    (a type or a tuple of types) that is not a Tensor, and returns a Tensor, or
+    ``NotImplemented`` to let the next function try; functions of lower ``priority`` try
+    first. The layers above the engine register theirs: NumPy arrays and Python numbers and
+    lists (``minitape/ops/constant_op.py``), lists that hold Tensors, stacked with a recorded
+    op (``ops/array_ops.py``, priority 99), ``mt.IndexedSlices`` (its dense Tensor).
     """
-    if isinstance(value, Tensor):
-        value = value._value
-    t = convert_to_tensor(value, dtype=dtype, name=name, what="constant")
-    # (convert_to_tensor already copied an ndarray: the new Tensor owns its array.)
-    t = Tensor(t._value, name=name)
-    if on_creation is not None:
-        on_creation(t)
-    return t
-
-
-def convert_like(value, dtype, what) -> Tensor:
-    """Convert the non-Tensor operand of a binary op to the Tensor operand's dtype."""
-    if type(value) is Tensor and value._dtype is dtype:   # (a Tensor already of that dtype)
-        return value
-    if isinstance(value, Tensor):
-        return convert_to_tensor(value, dtype=dtype, what=what)
-    if isinstance(value, (float, int)) and not isinstance(value, bool):
-        # The hot path: a Python scalar in an operation with a Tensor.
-        if dtype.kind == "f":
-            return Tensor(dtype.type(value))
-        if dtype.kind in "iu" and isinstance(value, int):
-            return Tensor(_cast_checked(np.asarray(value), dtype, value, what)[()])
-        if dtype.kind == "c":
-            return Tensor(dtype.type(value))
-        raise TypeError(
-            f"{what}: cannot use the Python value {value!r} with a Tensor of dtype {dtype.name} "
-            f"without losing information; use a value of that dtype or mt.cast the Tensor"
-        )
-    return convert_to_tensor(value, dtype=dtype, what=what)
-
-
-from . import recording as _recording  # noqa: E402  (circular: it and ops need Tensor)
-from ..ops import array_ops as _array  # noqa: E402
-from ..ops import math_ops as _math  # noqa: E402
+    _conversion_functions.append((base_type, conversion_func, priority))
+    _conversion_functions.sort(key=lambda entry: entry[2])

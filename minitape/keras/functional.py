@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes, module
-from ..engine.tensor import Tensor, constant
+from ..engine.tensor import Tensor
+from ..ops.constant_op import constant
 from .layers import Layer, accepts
 from .models import Model, unrecorded
 

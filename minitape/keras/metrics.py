@@ -33,7 +33,8 @@ import numpy as np
 
 from .. import dtypes
 from ..module import unique_name
-from ..engine.tensor import Tensor, Variable, constant
+from ..engine.tensor import Tensor, Variable
+from ..ops.constant_op import constant
 from . import losses as _losses
 from ._serialization import deserialize_object, serialize_object
 

@@ -27,7 +27,8 @@ from ..engine import recording
 from ..module import Module
 from ..ops import random_ops, reduction_ops
 from ..engine.tape import GradientTape
-from ..engine.tensor import Tensor, constant
+from ..engine.tensor import Tensor
+from ..ops.constant_op import constant
 from . import losses as _losses
 from . import metrics as _metrics
 from .layers import Layer, accepts

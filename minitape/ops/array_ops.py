@@ -13,10 +13,11 @@ import string
 import numpy as np
 
 from .. import dtypes
-from ..engine import backward as _backward
+from ..engine import backward as _backward, jacobians as _jacobians
 from ..engine.registry import RegisterGradient, no_gradient, register_forward
 from ..engine.recording import record
-from ..engine.tensor import Tensor, check_name, convert_to_tensor
+from ..engine.tensor import (Tensor, check_name, convert_to_tensor,
+                             register_tensor_conversion_function)
 from .axes import check_axes, check_axis, check_perm, invalid_argument
 
 
@@ -1048,3 +1049,45 @@ def call_per_row(op, fn, out_grads, batch_ndim):
 
 
 _backward.call_per_row = call_per_row
+
+
+def _len(tensor):
+    if tensor.ndim == 0:
+        raise TypeError("len() of a 0-d Tensor (a scalar) is not defined")
+    return tensor.shape[0]
+
+
+def _iter(tensor):
+    if tensor.ndim == 0:
+        raise TypeError("iteration over a 0-d Tensor (a scalar) is not defined")
+    return (getitem(tensor, i) for i in builtins.range(tensor.shape[0]))
+
+
+# ``x[0]``, ``x[:, 1]``, ``len(x)`` and ``for row in x`` on a Tensor: ``getitem`` (the ops give
+# the engine's Tensor its operators, as TensorFlow's array_ops does; the arithmetic ones are
+# attached in ``math_ops``).
+Tensor.__getitem__ = getitem
+Tensor.__len__ = _len
+Tensor.__iter__ = _iter
+
+
+def _contains_tensor(seq):
+    return builtins.any(isinstance(item, Tensor) or isinstance(item, (list, tuple))
+                        and _contains_tensor(item) for item in seq)
+
+
+def _autopack(value, dtype, name, what):
+    """``mt.constant([x, 2.0 * x])``: a list that holds Tensors is stacked, a recorded op, so
+    gradients flow to its entries (TensorFlow's autopacking)."""
+    if not _contains_tensor(value):
+        return NotImplemented
+    return stack([convert_to_tensor(v, dtype=dtype, what=what) for v in value], name=name)
+
+
+register_tensor_conversion_function((list, tuple), _autopack)
+
+
+# The engine reshapes, transposes and joins gradients with these recorded ops (the rows of a
+# vectorized Jacobian), but imports nothing above it: the ops install them.
+_jacobians.reshape, _jacobians.transpose = reshape, transpose
+_jacobians.stack, _jacobians.concat = stack, concat

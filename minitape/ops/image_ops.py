@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.recording import record
-from ..engine.tensor import Tensor, convert_like
+from ..engine.tensor import Tensor
+from .constant_op import convert_like
 from .math_ops import floating
 
 

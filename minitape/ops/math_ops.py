@@ -20,7 +20,8 @@ import numpy as np
 from .. import dtypes, errors
 from ..engine.registry import RegisterGradient, no_gradient, register_forward
 from ..engine.recording import record
-from ..engine.tensor import Tensor, Variable, convert_like, convert_to_tensor
+from ..engine.tensor import Tensor, Variable, convert_to_tensor
+from .constant_op import convert_like
 from . import array_ops, reduction_ops
 from .axes import check_axes
 
@@ -1021,3 +1022,30 @@ register_forward("BatchMatMulV2", lambda op, a, b: matmul(a, b, op.get_attr("tra
 RegisterGradient("BatchMatMulV2", batched=True)(_matmul_grad)
 
 _ = builtins
+
+
+# -- Tensor's Python operators ----------------------------------------------------------------
+# ``x * y`` on Tensors is ``multiply(x, y)``: the ops give the engine's Tensor its operators,
+# one line each, as TensorFlow's math_ops does (``_override_operator``), so the engine imports
+# no op. (Indexing, ``x[0]``, is ``array_ops.getitem``, attached in ``array_ops``.)
+Tensor.__add__ = add
+Tensor.__radd__ = lambda x, y: add(y, x)
+Tensor.__sub__ = subtract
+Tensor.__rsub__ = lambda x, y: subtract(y, x)
+Tensor.__mul__ = multiply
+Tensor.__rmul__ = lambda x, y: multiply(y, x)
+Tensor.__truediv__ = divide
+Tensor.__rtruediv__ = lambda x, y: divide(y, x)
+Tensor.__pow__ = pow
+Tensor.__rpow__ = lambda x, y: pow(y, x)
+Tensor.__matmul__ = matmul
+Tensor.__rmatmul__ = lambda x, y: matmul(y, x)
+Tensor.__neg__ = negative
+Tensor.__pos__ = lambda x: x
+Tensor.__abs__ = abs
+Tensor.__lt__ = less
+Tensor.__le__ = less_equal
+Tensor.__gt__ = greater
+Tensor.__ge__ = greater_equal
+Tensor.__eq__ = equal
+Tensor.__ne__ = not_equal

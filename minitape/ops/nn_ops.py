@@ -11,7 +11,8 @@ import numpy as np
 from ..engine.registry import RegisterGradient, register_forward
 from ..engine import recording
 from ..engine.recording import record
-from ..engine.tensor import Tensor, convert_like, convert_to_tensor
+from ..engine.tensor import Tensor, convert_to_tensor
+from .constant_op import convert_like
 from . import array_ops, math_ops, reduction_ops
 from .axes import check_axis
 from .math_ops import floating

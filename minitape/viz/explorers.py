@@ -42,7 +42,8 @@ import numpy as np
 
 from ..engine.forward import ForwardAccumulator
 from ..engine.tape import GradientTape
-from ..engine.tensor import Tensor, constant, convert_to_tensor
+from ..engine.tensor import Tensor, convert_to_tensor
+from ..ops.constant_op import constant
 from ..functional import hessian
 from ..lessons import fallback_metadata
 from .draw import DARK_THEME_STYLE

@@ -56,8 +56,9 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..engine.tape import GradientTape
-from ..engine.tensor import Tensor, Variable, constant
+from ..engine.tensor import Tensor, Variable
 from ..lessons import fallback_metadata
+from ..ops.constant_op import constant
 from .draw import DARK_THEME_STYLE
 
 GRID = 60     # points per side of the decision-boundary grid
