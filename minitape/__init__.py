@@ -83,8 +83,9 @@ debugging.install_numpy_warnings()   # NumPy's warnings from ops point at the le
 config.record_source_lines(True)
 
 
-def _draw_tape(tape, include, exclude):
-    """``tape.display_hook``: a tape shown as a notebook cell's last expression is drawn."""
+def _draw_tape(tape, include=None, exclude=None):
+    """A tape shown as a notebook cell's last expression is drawn (the engine draws nothing
+    itself: this is attached to it here, as the ops attach the Tensor's operators)."""
     try:
         from .viz import draw_tape
         return draw_tape(tape)._repr_mimebundle_(include=include, exclude=exclude)
@@ -94,7 +95,7 @@ def _draw_tape(tape, include, exclude):
 
 from .engine import tape as _tape  # noqa: E402
 
-_tape.display_hook = _draw_tape
+_tape.GradientTape._repr_mimebundle_ = _draw_tape
 
 # The engine's modules kept their old import paths: ``minitape.tape`` is ``minitape.engine.tape``
 # (the same module object, so ``from minitape.tape import TapeObserver`` keeps working).

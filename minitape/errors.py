@@ -11,6 +11,10 @@ SavedModel, as TensorFlow does.
 
 from __future__ import annotations
 
+import numpy as np
+
+from .dtypes import complex_gradient_error
+
 __all__ = [
     "OpError", "CancelledError", "UnknownError", "InvalidArgumentError",
     "DeadlineExceededError", "NotFoundError", "AlreadyExistsError", "PermissionDeniedError",
@@ -90,3 +94,23 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from ._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
+
+
+# -- the messages the engine raises with Python's own exceptions --------------------------------
+
+def outside_minitape_error(t, what):
+    """The TypeError for a target or source ``t`` that is not a minitape Tensor."""
+    if isinstance(t, (np.ndarray, np.generic)):
+        return TypeError(
+            f"{what}: got a NumPy {type(t).__name__}, which was computed outside minitape (for "
+            "example by np.mean), so no tape recorded how it was made; compute it with minitape "
+            "operations (mt.reduce_mean, mt.math.sin, ...) inside the tape"
+        )
+    return TypeError(f"{what}: expected a minitape Tensor or Variable, got "
+                     f"{type(t).__name__} {t!r:.60}")
+
+
+def complex_target_error(target, what):
+    """The TypeError for a complex target: minitape does not differentiate complex numbers."""
+    return complex_gradient_error(what, f" (the target is a {target.dtype.name} Tensor of "
+                                        f"shape {target.shape})")

@@ -215,8 +215,7 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
     if len(in_grads) != len(op.input_ids):
         raise ValueError(
             f"the gradient function of {op.type} returned {len(in_grads)} gradient(s) but the op "
-            f"has {len(op.input_ids)} input(s); return one per input (None where there is none)"
-        )
+            f"has {len(op.input_ids)} input(s); return one per input (None where there is none)")
     return in_grads
 
 
@@ -232,8 +231,7 @@ def _check_gradient(op, k, g, batch_ndim):
         raise ValueError(
             f"the gradient function of {op.type} returned shape {g.shape[batch_ndim:]} for "
             f"input {k} of shape {op.input_shapes[k]}; a gradient must have its input's shape "
-            "(sum over broadcast axes with unbroadcast)"
-        )
+            "(sum over broadcast axes with unbroadcast)")
     if g.dtype != op.input_dtypes[k]:
         raise TypeError(f"the gradient function of {op.type} returned dtype {g.dtype.name} for "
                         f"input {k} of dtype {op.input_dtypes[k].name}")

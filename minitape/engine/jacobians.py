@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tape import (UnconnectedGradients, check_sources, complex_target_error,
-                   outside_minitape_error, pack_results)
+from ..errors import complex_target_error, outside_minitape_error
+from .tape import UnconnectedGradients, check_sources, pack_results
 from .tensor import Tensor
 
 # A Jacobian's rows are joined and reshaped with recorded ops, so that a tape around the call
@@ -32,13 +32,14 @@ reshape = transpose = stack = concat = None
 
 def _check_parallel_iterations(parallel_iterations, what):
     """``parallel_iterations`` as an int, or None; ValueError unless None or a positive int."""
-    if parallel_iterations is not None and (
-            isinstance(parallel_iterations, bool)
-            or not isinstance(parallel_iterations, (int, np.integer)) or parallel_iterations < 1):
-        raise ValueError(f"GradientTape.{what}: parallel_iterations must be None (every "
-                         "cotangent in one backward pass) or a positive int (at most that many "
-                         f"per pass), got {parallel_iterations!r}")
-    return None if parallel_iterations is None else int(parallel_iterations)
+    if parallel_iterations is None:
+        return None
+    if isinstance(parallel_iterations, (int, np.integer)) and parallel_iterations >= 1 \
+            and not isinstance(parallel_iterations, bool):
+        return int(parallel_iterations)
+    raise ValueError(f"GradientTape.{what}: parallel_iterations must be None (one backward "
+                     f"pass) or a positive int (at most that many rows a pass), got "
+                     f"{parallel_iterations!r}")
 
 
 # A vectorized pass's temporaries are (cotangents in the pass) x (a tensor of the tape). When
@@ -67,12 +68,10 @@ def _begin(tape, what, target, sources, experimental_use_pfor):
     if not isinstance(target, Tensor):
         raise outside_minitape_error(target, f"GradientTape.{what} target")
     if not experimental_use_pfor and not tape.persistent:
-        raise RuntimeError(
+        raise RuntimeError(   # (TensorFlow's error, and why)
             f"GradientTape must be created with persistent=True to compute the {what} with "
-            "experimental_use_pfor set to False (the loop runs one backward pass per element "
-            "of the target, and a non-persistent tape answers once): create it with "
-            "mt.GradientTape(persistent=True), or leave experimental_use_pfor=True (one "
-            "vectorized pass), as in TensorFlow")
+            "experimental_use_pfor set to False: the loop runs one backward pass per element "
+            "of the target, and a non-persistent tape answers once")
     tape.begin_backward(what)
     flat_sources = check_sources(sources, what)
     if target.dtype.kind == "c":

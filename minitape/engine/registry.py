@@ -77,8 +77,7 @@ class RegisterGradient:
                 + ("a gradient" if _registry[self.op_type] is not None else "a no_gradient entry")
                 + "; gradients are global, so pick another op type (mt.primitive) or use "
                 "mt.custom_gradient for a one-off change (re-running a notebook cell that "
-                f"registers your own op type: RegisterGradient('{self.op_type}', override=True))"
-            )
+                f"registers your own op type: RegisterGradient('{self.op_type}', override=True))")
         _registry[self.op_type] = fn
         if self.batched:
             _batched.add(self.op_type)

@@ -33,6 +33,7 @@ import numpy as np
 
 from .backward import add_gradients, backward
 from ..dtypes import complex_gradient_error
+from ..errors import complex_target_error, outside_minitape_error
 from ..nest import flatten, pack_like
 from .recording import Operation, next_seq, record, state, tapes_recording  # noqa: F401
 from .tensor import Tensor, Variable, convert_to_tensor, new_tensor_id
@@ -98,10 +99,6 @@ observer_factories: list = []
 """Callables ``factory(tape) -> observer or None``: each new GradientTape attaches what they
 return, so the observer sees the tape from its first op (``mt.config.record_source_lines``
 adds ``mt.viz``'s record here)."""
-
-display_hook = None
-"""None, or ``f(tape, include, exclude) -> mimebundle``: how a notebook shows a tape (the
-engine draws nothing itself; ``minitape/__init__.py`` sets ``mt.viz``'s drawing)."""
 
 _tape_numbers = itertools.count(1).__next__
 
@@ -175,18 +172,15 @@ class GradientTape:
         return self._observers
 
     def add_observer(self, observer):
-        """Attach ``observer`` (a ``TapeObserver``, or any object with its five methods): the
-        tape calls it as each op is recorded, at each event and at each backward step.
+        """Attach ``observer`` (an instance of a ``TapeObserver`` subclass): the tape calls it
+        as each op is recorded, at each event and at each backward step.
 
         Raises:
-            TypeError: ``observer`` lacks one of ``TapeObserver``'s methods.
+            TypeError: ``observer`` is not a ``TapeObserver``.
         """
-        missing = [m for m in ("op_recorded", "event", "backward_began", "backward_step",
-                               "backward_ended") if not callable(getattr(observer, m, None))]
-        if missing:
-            raise TypeError(f"add_observer expects an object with TapeObserver's methods; "
-                            f"{type(observer).__name__} lacks {', '.join(missing)} (subclass "
-                            "mt.tape.TapeObserver)")
+        if not isinstance(observer, TapeObserver):
+            raise TypeError(f"add_observer expects a TapeObserver, got {type(observer).__name__}"
+                            " (subclass mt.tape.TapeObserver and override what you need)")
         if observer not in self._observers:
             self._observers += (observer,)
 
@@ -257,8 +251,7 @@ class GradientTape:
             if not isinstance(t, Tensor):
                 raise TypeError(
                     f"GradientTape.watch expects Tensors or Variables, got "
-                    f"{type(t).__name__} {t!r:.60}; convert it first with mt.constant(...)"
-                )
+                    f"{type(t).__name__} {t!r:.60}; convert it first with mt.constant(...)")
             self._watch_one(t, warn=True)
 
     def _watch_one(self, t, warn):
@@ -414,13 +407,10 @@ class GradientTape:
         if self._recording and not self._persistent:
             self._pop()  # a non-persistent tape stops recording before its backward pass
         elif self._recording:
-            warnings.warn(
+            warnings.warn(  # (TensorFlow's warning, shortened)
                 "Calling GradientTape.gradient on a persistent tape inside its context is "
-                "significantly less efficient than calling it outside the context (it causes "
-                "the gradient ops to be recorded on the tape, leading to increased CPU and "
-                "memory usage). Only call GradientTape.gradient inside the context if you "
-                "actually want to trace the gradient in order to compute higher order "
-                "derivatives.", UserWarning, stacklevel=3)
+                "significantly less efficient: the gradient ops are recorded on the tape. Only "
+                "do it to compute higher order derivatives.", UserWarning, stacklevel=3)
 
     def run_backward(self, seeds, flat_sources, batch_ndim=0, release=None):
         """One backward pass over this tape, after ``begin_backward``: ``seeds`` maps target
@@ -478,30 +468,12 @@ class GradientTape:
         except Exception:
             pass
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        """A tape shown as the last expression of a notebook cell draws itself (with
-        ``display_hook``, which ``import minitape`` sets to ``mt.viz``'s drawing)."""
-        if display_hook is None:
-            return {"text/plain": repr(self)}
-        return display_hook(self, include, exclude)
-
     def __repr__(self):
         kind = "persistent " if self._persistent else ""
         return f"<mt.GradientTape {kind}ops={len(self._ops)} watched={len(self._watched)}>"
 
 
 # -- targets, sources and results ---------------------------------------------------------------
-
-def outside_minitape_error(t, what):
-    if isinstance(t, (np.ndarray, np.generic)):
-        return TypeError(
-            f"{what}: got a NumPy {type(t).__name__}, which was computed outside minitape (for "
-            "example by np.mean), so no tape recorded how it was made; compute it with minitape "
-            "operations (mt.reduce_mean, mt.math.sin, ...) inside the tape"
-        )
-    return TypeError(f"{what}: expected a minitape Tensor or Variable, got "
-                     f"{type(t).__name__} {t!r:.60}")
-
 
 def _seed_gradients(targets, output_gradients):
     for t in targets:
@@ -538,11 +510,6 @@ def check_sources(sources, what):
                                          f" (a source is a {s.dtype.name} Tensor of shape "
                                          f"{s.shape})")
     return flat
-
-
-def complex_target_error(target, what):
-    return complex_gradient_error(what, f" (the target is a {target.dtype.name} Tensor of "
-                                        f"shape {target.shape})")
 
 
 def pack_results(sources, flat_sources, grads, unconnected, batch_shape):

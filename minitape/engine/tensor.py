@@ -143,8 +143,7 @@ class Tensor:
         if self._value.size != 1:
             raise ValueError(
                 f"the truth value of a Tensor of shape {self.shape} is ambiguous: bool() needs "
-                "exactly one element; use mt.reduce_any / mt.reduce_all style reductions first"
-            )
+                "exactly one element; use mt.reduce_any / mt.reduce_all style reductions first")
         return bool(self._value)
 
     def _scalar(self, kind):
