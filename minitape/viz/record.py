@@ -328,62 +328,69 @@ class TapeRecord(TapeObserver):
     def note(self, op):
         """The ``OpNote`` of ``op``, or None if this record did not see it recorded."""
         note = self._notes.get(id(op))
-        if type(note) is tuple:
-            origin = note[1]
-            if origin is not None and type(origin[0]) is CodeType:   # (one pair: see
-                origin = (origin,)                                    # op_recorded)
-            note = self._notes[id(op)] = OpNote(note[0], origin, *note[2:])
+        if type(note) is tuple:     # (the flat tuple ``op_recorded`` made: see there)
+            seq, first, lasti, calls, backward_of, forward, needs, names = note[:8]
+            origin = ((first, lasti),) if type(first) is CodeType else first
+            note = self._notes[id(op)] = OpNote(seq, origin, calls, backward_of, note[8:],
+                                                names, forward, needs)
         return note
 
     # -- the observer -------------------------------------------------------------------------
     def op_recorded(self, tape, op, inputs, outputs, forward, needs):
-        # (This runs for every recorded op, so it makes few objects: the note is a plain
-        # tuple, made an OpNote when a tool reads it; its origin is the learner's one
-        # ``(code, offset)`` pair when the line is not a ``return``, made a tuple of pairs
-        # then too; the common case, one output, is written out.)
-        found = _learner_frame(sys._getframe(2))
+        # This runs for every recorded op, so it makes one object, a flat tuple, made an
+        # OpNote when a tool reads it: ``(seq, code, offset, module calls, backward_of,
+        # forward, needs, names, *values)``, where ``code, offset`` is the learner's line
+        # when it is not a ``return`` (the common case), else ``origin, None`` (the line and
+        # its callers': see ``learner_frames``). The common case, one output, is written out.
+        try:      # (from the op function that called ``record``: ``record`` is minitape's)
+            found = _learner_frame(sys._getframe(3))
+        except ValueError:       # (called with a shallower stack than ``record``'s)
+            found = _learner_frame(sys._getframe(1))
         if found is None:
-            origin = None
+            first = lasti = None
         else:
-            frame, code, lasti = found
-            origin = _with_callers(frame, code, lasti) if lasti in _return_offsets(code) \
-                else (code, lasti)
-        if len(outputs) == 1 and len(inputs) <= 2:
-            z = outputs[0]
-            if len(inputs) == 2:
-                a, b = inputs
-                both = (a, b, z)
-                values = (a._value if not a._shape or a._value.size <= SMALL_VALUE_SIZE
-                          else None,
-                          b._value if not b._shape or b._value.size <= SMALL_VALUE_SIZE
-                          else None, z._value if not z._shape or z._value.size <= 16 else None)
-                named = a.name is not None or b.name is not None or z.name is not None
-            else:
-                both = (*inputs, z)
-                values = tuple(map(_small, both))
-                named = True
-        else:
-            both = (*inputs, *outputs)
-            values = tuple(map(_small, both))
-            named = True
-        names = None
-        if named:
-            for t in both:
-                if t.name is not None:
-                    names = tuple(t.name for t in both)
-                    break
+            frame, first, lasti = found
+            if lasti in _return_offsets(first):
+                first, lasti = _with_callers(frame, first, lasti), None
+        calls = module_calls() if calls_running else ()
+        backward_of = _passes.running[-1] if _passes_running and _passes.running else None
+        if not self._persistent:
+            needs = None
+        if forward is not None:
+            self._with_forward.append(id(op))
         if _created:
             origins = self.origins
             for t in inputs:
                 origin_made = _created.get(t.id)   # (a constant or Variable the learner made)
                 if origin_made is not None:
                     origins[t.id] = origin_made
-        if forward is not None:
-            self._with_forward.append(id(op))
-        self._notes[id(op)] = (
-            next_seq(), origin, module_calls() if calls_running else (),
-            _passes.running[-1] if _passes_running and _passes.running else None,
-            values, names, forward, needs if self._persistent else None)
+        if len(outputs) == 1 and len(inputs) == 2:
+            a, b = inputs
+            z = outputs[0]
+            names = (None if a.name is None and b.name is None and z.name is None else
+                     (a.name, b.name, z.name))
+            self._notes[id(op)] = (
+                next_seq(), first, lasti, calls, backward_of, forward, needs, names,
+                a._value if not a._shape or a._value.size <= SMALL_VALUE_SIZE else None,
+                b._value if not b._shape or b._value.size <= SMALL_VALUE_SIZE else None,
+                z._value if not z._shape or z._value.size <= SMALL_VALUE_SIZE else None)
+            return
+        if len(outputs) == 1 and len(inputs) == 1:
+            a, z = inputs[0], outputs[0]
+            names = None if a.name is None and z.name is None else (a.name, z.name)
+            self._notes[id(op)] = (
+                next_seq(), first, lasti, calls, backward_of, forward, needs, names,
+                a._value if not a._shape or a._value.size <= SMALL_VALUE_SIZE else None,
+                z._value if not z._shape or z._value.size <= SMALL_VALUE_SIZE else None)
+            return
+        both = (*inputs, *outputs)
+        names = None
+        for t in both:
+            if t.name is not None:
+                names = tuple(t.name for t in both)
+                break
+        self._notes[id(op)] = (next_seq(), first, lasti, calls, backward_of, forward, needs,
+                               names, *map(_small, both))
 
     def event(self, tape, kind, seq, detail):
         if kind == "reset":          # the tape forgot its ops
@@ -394,7 +401,7 @@ class TapeRecord(TapeObserver):
             for key in self._with_forward:
                 note = notes.get(key)
                 if type(note) is tuple:
-                    notes[key] = note[:6] + (None,) + note[7:]
+                    notes[key] = note[:5] + (None,) + note[6:]
                 elif note is not None:
                     note.forward = None
             self._with_forward = []
