@@ -299,6 +299,10 @@ def main(argv=None):
         results[name]["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
         results[name]["repeats"] = repeats
 
+    print("garbage collector on while timed; "
+          + (f"{args.threads} thread(s) per BLAS/OpenMP pool" if args.threads
+             else "each library's default threads")
+          + "; minitape records the learner's source lines (the default)\n")
     print(table(results))
     print("\nAPIs timed (a peer with several: each one, the fastest in the table above):\n"
           + apis_table(results))
@@ -315,6 +319,8 @@ def main(argv=None):
     out_path.write_text(json.dumps({"command": command.strip(), "quick": args.quick,
                                     "threads": args.threads or "library defaults",
                                     "garbage_collector": "on while timed",
+                                    "minitape_source_lines": "recorded (mt.viz's record on "
+                                                             "every tape, the default)",
                                     "machine": machine(), "workloads": all_results,
                                     "targets": ts}, indent=1))
     print(f"\nwrote {out_path.relative_to(ROOT) if out_path.is_relative_to(ROOT) else out_path}")

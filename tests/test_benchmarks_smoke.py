@@ -205,3 +205,25 @@ def test_hand_written_train_step_moves_each_weight_against_its_gradient():
         grad = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
         taken = after[k][index] - layers[k // 2][k % 2][index]
         assert abs(taken / -lr - grad) < 1e-7
+
+
+def test_minitape_is_timed_with_the_record_a_learner_gets(monkeypatch):
+    # Issue 30/31: the targets hold with source capture on, as ``import minitape`` sets it;
+    # the adapter's tapes carry mt.viz's record even if a test switched it off before.
+    import importlib
+
+    import minitape as mt
+    from minitape.viz.record import TapeRecord
+
+    was = mt.config.source_lines_recorded()
+    mt.config.record_source_lines(False)
+    try:
+        module = importlib.reload(importlib.import_module("benchmarks.adapters.minitape_adapter"))
+        assert mt.config.source_lines_recorded()
+        made = []
+        monkeypatch.setattr(TapeRecord, "op_recorded",
+                            lambda self, *args: made.append(args[1].type))
+        y, g = module.chain(np.array(0.5), 2)()
+        assert made == ["Sin", "Mul", "Mul", "Mul", "AddV2"] * 2
+    finally:
+        mt.config.record_source_lines(was)

@@ -24,7 +24,6 @@ import collections
 import pathlib
 import textwrap
 
-import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "minitape"
 ENGINE = PACKAGE / "engine"
@@ -37,19 +36,10 @@ NOT_THE_ENGINE = {
         "a Keras Functional model's own nested inputs (keras/functional.py), not Operation's",
     ("keras/saving.py", "model._outputs"):
         "a Keras Functional model's own nested outputs (keras/functional.py), not Operation's",
-    ("viz/record.py", "last._inputs"):
-        "the record's own LastPass field (viz/record.py), not Operation's",
 }
 
 # The engine-private reads that remain, (file, attribute) -> (how many, why). At most 10 in all.
-ALLOWED = {
-    ("viz/record.py", "_value"): (
-        10, "the record keeps every recorded op's small values (issue 30): read per op, with "
-            "source capture on by default, so it reads the array itself (the speed part of "
-            "issue 31 owns this file)"),
-    ("viz/record.py", "_shape"): (
-        4, "per op, as _value: `not t._shape` says a 0-d Tensor without building a TensorShape"),
-}
+ALLOWED = {}
 AT_MOST = 10
 
 
@@ -202,9 +192,6 @@ def test_tools_read_the_engine_only_through_allowed_private_reads():
     assert not grown, f"more private reads than allowed (found, allowed): {grown}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "viz/record.py (owned by the speed part of issue 31) still reads _value/_shape 14 times; "
-    "remove this mark when it reads at most 10 (strict: an unexpected pass fails)"))
 def test_at_most_ten_engine_private_reads_counting_the_record():
     total = sum(_by_attribute(scan()).values())
     assert total <= AT_MOST, f"{total} engine-private reads outside the engine and the ops"

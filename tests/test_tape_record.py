@@ -269,3 +269,78 @@ def test_backward_steps_yields_tensors_whether_or_not_a_tape_records():
     np.testing.assert_array_equal(gradient_value(grads[x.id]), grads_t[x.id].numpy())
     # d/dx sum(softplus(2x)) = 2 sigmoid(2x), by hand
     np.testing.assert_allclose(grads[x.id].numpy(), 2 / (1 + np.exp(-2 * x.numpy())))
+
+
+# -- what the record keeps per op, kept cheap (issue 31 item 5, issue 30 item 3) ----------------
+
+def _square_on_its_own_line(v):
+    s = v * v
+    return s
+
+
+def _square_returned(v):
+    return v * v
+
+
+def _square_returned_inside_with(v):
+    with mt.device("/CPU:0"):
+        return v * v
+
+
+def _twice_returned(v):
+    return _square_returned(v)
+
+
+def _lines(origin):
+    return [source_line(frame)[1] for frame in origin]
+
+
+def test_origin_climbs_to_the_callers_only_through_return_lines():
+    # The caller's line names what a helper returns (``loss = loss_fn(...)``); a line that is
+    # not a ``return`` needs no caller, so only its own frame is kept.
+    x = mt.Variable(3.0)
+    with mt.GradientTape() as tape:
+        a = _square_on_its_own_line(x)
+        b = _square_returned(x)
+        c = _square_returned_inside_with(x)
+        d = _twice_returned(x)
+    assert [float(t) for t in (a, b, c, d)] == [9.0] * 4
+    origins = [note(tape, op).origin for op in tape.operations]
+    assert _lines(origins[0]) == ["s = v * v"]
+    assert _lines(origins[1]) == ["return v * v", "b = _square_returned(x)"]
+    assert _lines(origins[2]) == ["return v * v", "c = _square_returned_inside_with(x)"]
+    assert _lines(origins[3]) == ["return v * v", "return _square_returned(v)",
+                                  "d = _twice_returned(x)"]
+    # Every origin is a tuple of (code, instruction offset) pairs, whatever was stored.
+    for origin in origins:
+        assert all(isinstance(code, type(_lines.__code__)) and isinstance(offset, int)
+                   for code, offset in origin)
+
+
+def test_learner_frames_matches_the_note_of_an_op():
+    from minitape.viz.record import learner_frames
+    assert learner_frames(1)[0][0] is test_learner_frames_matches_the_note_of_an_op.__code__
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_last_pass_summarizes_large_contributions_and_sums_what_reached(persistent):
+    x = mt.Variable(np.arange(20.0))
+    w = mt.Variable(2.0, dtype=mt.float64)
+    with mt.GradientTape(persistent=persistent) as tape:
+        y = mt.reduce_sum(x * w) + w * w
+    tape.gradient(y, [x, w])
+    last = record_of(tape).last_pass
+    mul_vec, reduce_sum, mul_w, add = tape.operations
+    seq = {op.type + str(k): note(tape, op).seq for k, op in enumerate(tape.operations)}
+    assert last.visited == [note(tape, op).seq for op in (add, mul_w, reduce_sum, mul_vec)]
+    into_x = last.contributions[(seq["Mul0"], 0)]       # 20 elements: more than 16
+    if persistent:                                      # (min, mean, max) of dy/dx = w
+        assert into_x == (2.0, 2.0, 2.0)
+    else:
+        assert into_x is None
+    # w gets sum(x) = 190 from x * w and 2 w = 4 from w * w: the pass's total is 194.
+    assert float(last.contributions[(seq["Mul0"], 1)]) == 190.0
+    assert float(last.contributions[(seq["Mul2"], 0)]) == float(
+        last.contributions[(seq["Mul2"], 1)]) == 2.0
+    assert float(last.reached[w.id]) == 194.0
+    assert float(last.reached[y.id]) == 1.0             # the seed

@@ -249,7 +249,9 @@ def add_gradients(a, b):
 
 
 def gradient_value(g):
-    """The array of a gradient the walk holds (a Tensor's value), for the tools that show it."""
+    """The array of a Tensor the walk holds (a gradient, a seed, an op's input), neither
+    copied nor viewed, for the tools that show or note it: they only read it. (``numpy()`` is
+    the learner's read-only view; this is the observers' cheaper read, once per op.)"""
     return g._value
 
 

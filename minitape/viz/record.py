@@ -24,13 +24,16 @@ without one is still drawn, with shapes and dtypes only.
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 import threading
+from types import CodeType
 
 import numpy as np
 
 from ..module import calls_running, module_calls
+from ..engine.backward import gradient_value as array_of   # (a Tensor's array, no copy)
 from ..engine.recording import next_seq
 from ..engine.tape import TapeObserver
 from ..engine.tensor import Tensor
@@ -51,17 +54,28 @@ _is_inside: dict = {}
 
 def learner_frames(depth=2):
     """``((code, instruction offset), ...)`` of the first frames outside the minitape package,
-    innermost first, at most ``MAX_FRAMES`` (up to a module's top level: a script or a notebook
-    cell); None if every frame is minitape's own.
+    innermost first (up to a module's top level: a script or a notebook cell); None if every
+    frame is minitape's own.
 
     The first is the line of the learner's code that made the current op (``y = x * x``
-    calls ``Tensor.__mul__`` -> ``multiply`` -> ``record``); the next ones the lines that
-    called it (a helper, a Keras layer's ``call``). References only: ``source_span`` formats
+    calls ``Tensor.__mul__`` -> ``multiply`` -> ``record``). The next ones, at most
+    ``MAX_FRAMES`` in all, are the lines that called it, kept only while the line is a
+    function's ``return`` (``loss = loss_fn(y, y_hat)`` names what the helper returned:
+    ``labels._names_from_code`` climbs no further). References only: ``source_span`` formats
     one when a drawing asks.
     """
-    frame = sys._getframe(depth)
+    found = _learner_frame(sys._getframe(depth))
+    if found is None:
+        return None
+    frame, code, lasti = found
+    return _with_callers(frame, code, lasti) if lasti in _return_offsets(code) else \
+        ((code, lasti),)
+
+
+def _learner_frame(frame):
+    """``(frame, code, instruction offset)`` of the first frame outside minitape from
+    ``frame`` outwards, or None."""
     is_inside = _is_inside
-    found = ()
     while frame is not None:
         code = frame.f_code
         filename = code.co_filename
@@ -69,11 +83,57 @@ def learner_frames(depth=2):
         if inside is None:
             inside = is_inside[filename] = filename.startswith(_PACKAGE_DIR)
         if not inside:
-            found += ((code, frame.f_lasti),)
-            if len(found) == MAX_FRAMES or code.co_name == "<module>":
-                break
+            return frame, code, frame.f_lasti
         frame = frame.f_back
-    return found or None
+    return None
+
+
+def _with_callers(frame, code, lasti):
+    """``learner_frames`` from the learner's ``frame`` (at ``code``, ``lasti``) on: it and
+    the learner's frames that called it, while each is a ``return`` line."""
+    found = ((code, lasti),)
+    while len(found) < MAX_FRAMES and code.co_name != "<module>" and \
+            lasti in _return_offsets(code):
+        caller = _learner_frame(frame.f_back)
+        if caller is None:
+            break
+        frame, code, lasti = caller
+        found += ((code, lasti),)
+    return found
+
+
+_returns: dict = {}
+"""code object -> the instruction offsets on its lines that hold a ``return`` (a frozenset):
+met by ``_return_offsets``, so that each code object is read once."""
+
+
+def _return_offsets(code):
+    """The offsets of the instructions of ``code`` whose line holds a ``return``: the
+    instructions whose value the function may return, the only ones whose callers' lines
+    name what they computed."""
+    offsets = _returns.get(code)
+    if offsets is None:
+        if len(_returns) > 10_000:     # (every run of a notebook cell makes new code objects)
+            _returns.clear()
+        offsets = _returns[code] = _find_return_offsets(code)
+    return offsets
+
+
+def _find_return_offsets(code):
+    # One entry of ``co_positions`` per code unit, inline caches included: a frame's
+    # ``f_lasti`` inside a call points at the call's last cache entry.
+    positions = list(code.co_positions())
+    raw = code.co_code
+    lines = set()
+    for k, (line, end, _, _) in enumerate(positions):
+        if raw[2 * k] in _RETURN_OPCODES and line is not None:
+            # (a ``return`` inside ``with`` is marked with the lines of the whole statement)
+            lines.update(range(line, (end or line) + 1))
+    return frozenset(2 * k for k, (line, _, _, _) in enumerate(positions) if line in lines)
+
+
+_RETURN_OPCODES = frozenset(dis.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST")
+                            if name in dis.opmap)
 
 
 _created: dict = {}
@@ -160,19 +220,21 @@ class LastPass:
             gradient to, or of a target (its seed): the sum of its contributions (same rule
             for large values; a large total made of several contributions is None).
         gradients: ``tensor id -> Tensor``, the gradients the pass returned (the sources').
+
+    The walk hands over one step per op (``add_step``); the three views above are made from
+    them when a tool first reads one (after the pass: ``TapeRecord.last_pass``), so a pass
+    nobody draws costs one tuple per step.
     """
 
-    __slots__ = ("visited", "contributions", "gradients", "summarize_large", "seeds",
-                 "_inputs", "_reached")
+    __slots__ = ("gradients", "summarize_large", "seeds", "_steps", "_visited",
+                 "_contributions", "_reached")
 
     def __init__(self, summarize_large=True):
-        self.visited = []
-        self.contributions = {}
         self.gradients = {}
         self.summarize_large = summarize_large
         self.seeds = {}        # target id -> kept value of its seed
-        self._inputs = {}      # op seq -> input ids, to find each edge's tensor
-        self._reached = None
+        self._steps = []       # (op seq, input ids, gradient per input: kept values)
+        self._visited = self._contributions = self._reached = None
 
     def keep(self, value):
         """What to keep of a gradient's ndarray: itself (small), a summary, or None."""
@@ -180,12 +242,44 @@ class LastPass:
             return value
         return summarize(value) if self.summarize_large else None
 
+    def add_step(self, seq, input_ids, in_grads):
+        """Note one step of the walk: op ``seq`` (with inputs ``input_ids``) sent
+        ``in_grads`` (ndarrays, Tensors or None) back to its inputs."""
+        for g in in_grads:
+            if g is not None and (g if type(g) is not Tensor else array_of(g)).size > \
+                    SMALL_VALUE_SIZE:
+                # (a large gradient is summarized now, not kept: the walk frees it)
+                in_grads = tuple(None if g is None else
+                                 _kept(self.keep(g if type(g) is not Tensor else array_of(g)))
+                                 for g in in_grads)
+                break
+        self._steps.append((seq, input_ids, in_grads))
+
+    @property
+    def visited(self):
+        if self._visited is None:
+            self._visited = [seq for seq, _, _ in self._steps]
+        return self._visited
+
+    @property
+    def contributions(self):
+        if self._contributions is None:
+            contributions = {}
+            for seq, _, in_grads in self._steps:
+                for k, g in enumerate(in_grads):
+                    if g is not None:
+                        contributions[(seq, k)] = (array_of(g) if type(g) is Tensor else
+                                                   None if g is _NOT_KEPT else g)
+            self._contributions = contributions
+        return self._contributions
+
     @property
     def reached(self):
         if self._reached is None:
+            inputs = {seq: ids for seq, ids, _ in self._steps}
             parts = {}
             for (seq, k), value in self.contributions.items():
-                parts.setdefault(self._inputs[seq][k], []).append(value)
+                parts.setdefault(inputs[seq][k], []).append(value)
             reached = dict(self.seeds)
             for i, values in parts.items():
                 if len(values) == 1:
@@ -198,8 +292,18 @@ class LastPass:
         return self._reached
 
 
+_NOT_KEPT = ("not kept",)
+"""What ``LastPass.add_step`` stores for a large gradient it keeps nothing of (None there
+means no gradient)."""
+
+
+def _kept(value):
+    return _NOT_KEPT if value is None else value
+
+
 def _small(t):
-    return t._value if not t._shape or t._value.size <= SMALL_VALUE_SIZE else None
+    value = array_of(t)
+    return value if value.size <= SMALL_VALUE_SIZE else None
 
 
 class TapeRecord(TapeObserver):
@@ -219,84 +323,101 @@ class TapeRecord(TapeObserver):
         self._notes = {}       # id(op) -> OpNote (the tape holds its ops until a reset,
                                # which clears this too, so an id means one op here)
         self._pass = None      # the LastPass being filled
+        self._with_forward = []   # the keys of the notes that hold a ``forward``
         self._persistent = bool(tape is not None and tape.persistent)
 
     # -- what the tools read ------------------------------------------------------------------
     def note(self, op):
         """The ``OpNote`` of ``op``, or None if this record did not see it recorded."""
         note = self._notes.get(id(op))
-        if type(note) is tuple:
-            note = self._notes[id(op)] = OpNote(*note)
+        if type(note) is tuple:     # (the flat tuple ``op_recorded`` made: see there)
+            seq, first, lasti, calls, backward_of, forward, needs, names = note[:8]
+            origin = ((first, lasti),) if type(first) is CodeType else first
+            note = self._notes[id(op)] = OpNote(seq, origin, calls, backward_of, note[8:],
+                                                names, forward, needs)
         return note
 
     # -- the observer -------------------------------------------------------------------------
     def op_recorded(self, tape, op, inputs, outputs, forward, needs):
-        # (This runs for every recorded op: the common case, one output, is written out,
-        # and the note is a plain tuple, made an OpNote when a tool reads it.)
-        if len(outputs) == 1 and len(inputs) <= 2:
-            z = outputs[0]
-            both = (*inputs, z)
-            if len(inputs) == 2:
-                a, b = inputs
-                values = (a._value if not a._shape or a._value.size <= SMALL_VALUE_SIZE
-                          else None,
-                          b._value if not b._shape or b._value.size <= SMALL_VALUE_SIZE
-                          else None, z._value if not z._shape or z._value.size <= 16 else None)
-            else:
-                values = tuple(map(_small, both))
+        # This runs for every recorded op, so it makes one object, a flat tuple, made an
+        # OpNote when a tool reads it: ``(seq, code, offset, module calls, backward_of,
+        # forward, needs, names, *values)``, where ``code, offset`` is the learner's line
+        # when it is not a ``return`` (the common case), else ``origin, None`` (the line and
+        # its callers': see ``learner_frames``). The common case, one output, is written out.
+        try:      # (from the op function that called ``record``: ``record`` is minitape's)
+            found = _learner_frame(sys._getframe(3))
+        except ValueError:       # (called with a shallower stack than ``record``'s)
+            found = _learner_frame(sys._getframe(1))
+        if found is None:
+            first = lasti = None
         else:
-            both = (*inputs, *outputs)
-            values = tuple(map(_small, both))
+            frame, first, lasti = found
+            if lasti in _return_offsets(first):
+                first, lasti = _with_callers(frame, first, lasti), None
+        calls = module_calls() if calls_running else ()
+        backward_of = _passes.running[-1] if _passes_running and _passes.running else None
+        if not self._persistent:
+            needs = None
+        if forward is not None:
+            self._with_forward.append(id(op))
+        if _created:
+            origins = self.origins
+            for t in inputs:
+                origin_made = _created.get(t.id)   # (a constant or Variable the learner made)
+                if origin_made is not None:
+                    origins[t.id] = origin_made
+        if len(outputs) == 1 and len(inputs) == 2:
+            a, b = inputs
+            z = outputs[0]
+            names = (None if a.name is None and b.name is None and z.name is None else
+                     (a.name, b.name, z.name))
+            self._notes[id(op)] = (
+                next_seq(), first, lasti, calls, backward_of, forward, needs, names,
+                _small(a), _small(b), _small(z))
+            return
+        if len(outputs) == 1 and len(inputs) == 1:
+            a, z = inputs[0], outputs[0]
+            names = None if a.name is None and z.name is None else (a.name, z.name)
+            self._notes[id(op)] = (
+                next_seq(), first, lasti, calls, backward_of, forward, needs, names,
+                _small(a), _small(z))
+            return
+        both = (*inputs, *outputs)
         names = None
         for t in both:
             if t.name is not None:
                 names = tuple(t.name for t in both)
                 break
-        if _created:
-            origins = self.origins
-            for t in inputs:
-                origin = _created.get(t.id)   # (a constant or Variable the learner made)
-                if origin is not None:
-                    origins[t.id] = origin
-        self._notes[id(op)] = (
-            next_seq(), learner_frames(2), module_calls() if calls_running else (),
-            _passes.running[-1] if _passes_running and _passes.running else None,
-            values, names, forward, needs if self._persistent else None)
+        self._notes[id(op)] = (next_seq(), first, lasti, calls, backward_of, forward, needs,
+                               names, *map(_small, both))
 
     def event(self, tape, kind, seq, detail):
         if kind == "reset":          # the tape forgot its ops
             self._notes = {}
+            self._with_forward = []
         elif kind == "released":     # drop what a custom gradient's function holds
             notes = self._notes
-            for key, note in notes.items():
+            for key in self._with_forward:
+                note = notes.get(key)
                 if type(note) is tuple:
-                    if note[6] is not None:
-                        notes[key] = note[:6] + (None,) + note[7:]
-                else:
+                    notes[key] = note[:5] + (None,) + note[6:]
+                elif note is not None:
                     note.forward = None
+            self._with_forward = []
 
     def backward_began(self, tape, seeds, source_ids, batch_ndim):
         _passes.running.append(tape.number)
         _passes_running.append(self)
         if batch_ndim == 0:
             last = self._pass = LastPass(tape.persistent)
-            last.seeds = {i: last.keep(g._value) for i, g in seeds.items()}
+            last.seeds = {i: last.keep(array_of(g)) for i, g in seeds.items()}
 
     def backward_step(self, tape, op, out_grads, in_grads):
         last = self._pass
-        if last is None:
-            return
-        note = self._notes.get(id(op))
-        seq = note[0] if type(note) is tuple else note.seq if note is not None else -id(op)
-        last._inputs[seq] = op.input_ids
-        contributions = last.contributions
-        for k, g in enumerate(in_grads):
-            if g is not None:
-                value = g if type(g) is not Tensor else g._value
-                # (``keep`` written out for the common case, a small value kept as it is)
-                contributions[(seq, k)] = value if value.size <= SMALL_VALUE_SIZE else \
-                    last.keep(value)
-        last.visited.append(seq)
+        if last is not None:
+            note = self._notes.get(id(op))
+            last.add_step(note[0] if type(note) is tuple else
+                          note.seq if note is not None else -id(op), op.input_ids, in_grads)
 
     def backward_ended(self, tape, gradients):
         _passes.running.pop()
