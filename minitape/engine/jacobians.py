@@ -32,11 +32,9 @@ reshape = transpose = stack = concat = None
 
 def _check_parallel_iterations(parallel_iterations, what):
     """``parallel_iterations`` as an int, or None; ValueError unless None or a positive int."""
-    if parallel_iterations is None:
-        return None
-    if isinstance(parallel_iterations, (int, np.integer)) and parallel_iterations >= 1 \
-            and not isinstance(parallel_iterations, bool):
-        return int(parallel_iterations)
+    p = parallel_iterations
+    if p is None or isinstance(p, (int, np.integer)) and not isinstance(p, bool) and p >= 1:
+        return None if p is None else int(p)
     raise ValueError(f"GradientTape.{what}: parallel_iterations must be None (one backward "
                      f"pass) or a positive int (at most that many rows a pass), got "
                      f"{parallel_iterations!r}")

@@ -407,10 +407,13 @@ class GradientTape:
         if self._recording and not self._persistent:
             self._pop()  # a non-persistent tape stops recording before its backward pass
         elif self._recording:
-            warnings.warn(  # (TensorFlow's warning, shortened)
+            warnings.warn(  # (TensorFlow's warning, word for word)
                 "Calling GradientTape.gradient on a persistent tape inside its context is "
-                "significantly less efficient: the gradient ops are recorded on the tape. Only "
-                "do it to compute higher order derivatives.", UserWarning, stacklevel=3)
+                "significantly less efficient than calling it outside the context (it causes the "
+                "gradient ops to be recorded on the tape, leading to increased CPU and memory "
+                "usage). Only call GradientTape.gradient inside the context if you actually want "
+                "to trace the gradient in order to compute higher order derivatives.",
+                UserWarning, stacklevel=3)
 
     def run_backward(self, seeds, flat_sources, batch_ndim=0, release=None):
         """One backward pass over this tape, after ``begin_backward``: ``seeds`` maps target
