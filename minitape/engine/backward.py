@@ -38,6 +38,8 @@ a gradient function without batch axes once per row of a vectorized Jacobian).
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import recording, registry
@@ -81,7 +83,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
     """
     if reaches_source is None:
         reaches_source = downstream_of(ops, source_ids)
-    lookup = registry.lookup
+    rules, lookup = registry._registry, registry.lookup
     for op in reversed(ops):
         # 1. Gather the cotangents that arrived at the op's outputs (None: none arrived).
         output_ids, input_ids = op.output_ids, op.input_ids
@@ -96,7 +98,7 @@ def backward_steps(ops, grads, source_ids, batch_ndim=0, release=False, check_co
         if out_grads is not None and not reaches_source.isdisjoint(input_ids):
             if check_complex:
                 _check_complex_path(op, reaches_source)
-            fn = op.grad_fn or lookup(op.type)   # (LookupError if it has no entry)
+            fn = op.grad_fn or rules.get(op.type) or lookup(op.type)   # (LookupError if none)
         if fn is None:
             if release:
                 op.release()
@@ -248,11 +250,11 @@ def add_gradients(a, b):
     return Tensor(a._value + b._value)
 
 
-def gradient_value(g):
-    """The array of a Tensor the walk holds (a gradient, a seed, an op's input), neither
-    copied nor viewed, for the tools that show or note it: they only read it. (``numpy()`` is
-    the learner's read-only view; this is the observers' cheaper read, once per op.)"""
-    return g._value
+# ``gradient_value(g)``: the array of a Tensor the walk holds (a gradient, a seed, an op's
+# input), neither copied nor viewed, for the tools that show or note it: they only read it.
+# (``numpy()`` is the learner's read-only view; this is the observers' cheaper read, several
+# per op, hence a C getter rather than a Python function.)
+gradient_value = operator.attrgetter("_value")
 
 
 from .tensor import Tensor  # noqa: E402  (circular: Tensor's module imports the tape)

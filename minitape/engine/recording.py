@@ -193,12 +193,12 @@ class Operation:
         return None if saved is None else saved[2]
 
     @property
-    def inputs(self):
-        return _saved(self._inputs, self.type, "input", self.input_ids)
+    def inputs(self):   # (every gradient function reads it: ``saved`` read directly)
+        return _saved(self.saved and self.saved[0], self.type, "input", self.input_ids)
 
     @property
     def outputs(self):
-        return _saved(self._outputs, self.type, "output", self.output_ids)
+        return _saved(self.saved and self.saved[1], self.type, "output", self.output_ids)
 
     def get_attr(self, name):
         """The non-tensor argument ``name`` (e.g. ``axis``), as ``tf.Operation.get_attr``."""

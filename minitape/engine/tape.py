@@ -24,6 +24,7 @@ be there from a tape's first op (``mt.config.record_source_lines`` adds ``mt.viz
 from __future__ import annotations
 
 import contextlib
+import functools
 import enum
 import itertools
 import warnings
@@ -434,10 +435,9 @@ class GradientTape:
         if not self._recording and source_ids <= tracked and source_ids.issuperset(self._watched):
             reaches = tracked
         observers, on_step, grads = self._observers, None, None
-        if observers:
-            def on_step(*step):
-                for observer in observers:
-                    observer.backward_step(self, *step)
+        if observers:   # (the usual case, one observer: one C-level partial call per step)
+            calls = [functools.partial(o.backward_step, self) for o in observers]
+            on_step = calls[0] if len(calls) == 1 else lambda *step: [f(*step) for f in calls]
         for observer in observers:
             observer.backward_began(self, seeds, source_ids, batch_ndim)
         try:

@@ -352,7 +352,8 @@ class TapeRecord(TapeObserver):
             first = lasti = None
         else:
             frame, first, lasti = found
-            if lasti in _return_offsets(first):
+            offsets = _returns.get(first)   # (``_return_offsets``, its common case written out)
+            if lasti in (offsets if offsets is not None else _return_offsets(first)):
                 first, lasti = _with_callers(frame, first, lasti), None
         calls = module_calls() if calls_running else ()
         backward_of = _passes.running[-1] if _passes_running and _passes.running else None
@@ -371,16 +372,21 @@ class TapeRecord(TapeObserver):
             z = outputs[0]
             names = (None if a.name is None and b.name is None and z.name is None else
                      (a.name, b.name, z.name))
+            va, vb, vz = array_of(a), array_of(b), array_of(z)   # (``_small``, written out)
             self._notes[id(op)] = (
                 next_seq(), first, lasti, calls, backward_of, forward, needs, names,
-                _small(a), _small(b), _small(z))
+                va if va.size <= SMALL_VALUE_SIZE else None,
+                vb if vb.size <= SMALL_VALUE_SIZE else None,
+                vz if vz.size <= SMALL_VALUE_SIZE else None)
             return
         if len(outputs) == 1 and len(inputs) == 1:
             a, z = inputs[0], outputs[0]
             names = None if a.name is None and z.name is None else (a.name, z.name)
+            va, vz = array_of(a), array_of(z)
             self._notes[id(op)] = (
                 next_seq(), first, lasti, calls, backward_of, forward, needs, names,
-                _small(a), _small(z))
+                va if va.size <= SMALL_VALUE_SIZE else None,
+                vz if vz.size <= SMALL_VALUE_SIZE else None)
             return
         both = (*inputs, *outputs)
         names = None
@@ -413,11 +419,17 @@ class TapeRecord(TapeObserver):
             last.seeds = {i: last.keep(array_of(g)) for i, g in seeds.items()}
 
     def backward_step(self, tape, op, out_grads, in_grads):
+        # (Once per step of every pass: ``LastPass.add_step`` written out for its common
+        # case, gradients kept whole because they are small.)
         last = self._pass
         if last is not None:
             note = self._notes.get(id(op))
-            last.add_step(note[0] if type(note) is tuple else
-                          note.seq if note is not None else -id(op), op.input_ids, in_grads)
+            seq = note[0] if type(note) is tuple else note.seq if note is not None else -id(op)
+            for g in in_grads:
+                if g is not None and array_of(g).size > SMALL_VALUE_SIZE:
+                    last.add_step(seq, op.input_ids, in_grads)
+                    return
+            last._steps.append((seq, op.input_ids, in_grads))
 
     def backward_ended(self, tape, gradients):
         _passes.running.pop()
