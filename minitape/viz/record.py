@@ -344,8 +344,11 @@ class TapeRecord(TapeObserver):
         # forward, needs, names, *values)``, where ``code, offset`` is the learner's line
         # when it is not a ``return`` (the common case), else ``origin, None`` (the line and
         # its callers': see ``learner_frames``). The common case, one output, is written out.
-        try:      # (from the op function that called ``record``: ``record`` is minitape's)
-            found = _learner_frame(sys._getframe(3))
+        # The walk starts above the op function that called ``record`` (frame 3, always
+        # minitape's: only minitape's ops record), so that Python need not make a frame
+        # object for it on every op: the learner's frame, usually the next one, has one.
+        try:
+            found = _learner_frame(sys._getframe(4))
         except ValueError:       # (called with a shallower stack than ``record``'s)
             found = _learner_frame(sys._getframe(1))
         if found is None:
