@@ -197,7 +197,7 @@ def _take(op, grads, out_grads, source_ids, batch_ndim):
 def _unneeded_inputs(op, reaches_source):
     """The indices of ``op``'s inputs whose gradient nobody needs (``skip_input_indices``):
     those no source lies upstream of, e.g. a constant, or the batch of data in a matmul."""
-    return tuple(k for k, i in enumerate(op.input_ids) if i not in reaches_source)
+    return tuple([k for k, i in enumerate(op.input_ids) if i not in reaches_source])
 
 
 def call_gradient(op, fn, out_grads, batch_ndim=0):
