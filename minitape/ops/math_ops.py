@@ -126,13 +126,16 @@ def unbroadcast(g, shape, batch_ndim=0):
     kept. This is the one place in minitape where broadcasting is undone (``_summed_axes``
     says which axes).
     """
-    if g._shape == shape and not batch_ndim:  # the hot path: nothing was broadcast
+    g_shape = g._shape
+    if g_shape == shape and not batch_ndim:  # the hot path: nothing was broadcast
         return g
-    if g.shape[batch_ndim:] == shape:
+    if g_shape[batch_ndim:] == shape:
         return g
-    lead, axes = _summed_axes(g.shape, shape, batch_ndim)
-    if axes and len(axes) == lead:  # only leading axes were added (a bias): sum them away
-        return reduction_ops.reduce_sum(g, axis=axes[0] if lead == 1 else axes)
+    lead = len(g_shape) - batch_ndim - len(shape)
+    if lead > 0 and g_shape[batch_ndim + lead:] == shape:   # a bias: only leading axes added
+        return reduction_ops.reduce_sum(
+            g, axis=batch_ndim if lead == 1 else tuple(range(batch_ndim, batch_ndim + lead)))
+    _, axes = _summed_axes(g_shape, shape, batch_ndim)   # (and axes of size 1)
     if axes:
         g = reduction_ops.reduce_sum(g, axis=axes, keepdims=True)
     return array_ops.reshape(g, g.shape[:batch_ndim] + tuple(shape))
@@ -937,6 +940,29 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     minitape.errors.InvalidArgumentError: matmul: cannot multiply shapes (2, 3) and (2, 3): ...
     """
     a, b = binary_operands(a, b, "MatMul")
+    av, bv = a._value, b._value
+    # The common case first: two float matrices (a layer's ``h @ w``, and the products of its
+    # gradient). A transpose is a NumPy view (no copy); BLAS reads it as a transposed matrix.
+    if av.ndim == 2 and bv.ndim == 2 and a._dtype.kind == "f":
+        if transpose_a:
+            av = av.T
+        if transpose_b:
+            bv = bv.T
+        if av.shape[1] == bv.shape[0]:
+            c = _out(av @ bv, name)
+            record("MatMul", (a, b), (c,), attrs=_TRANSPOSES[bool(transpose_a), bool(transpose_b)])
+            return c
+    return _matmul_general(a, b, transpose_a, transpose_b, name)
+
+
+# A MatMul's attributes, one dict per pair of flags, made once (an op's ``attrs`` is only read).
+_TRANSPOSES = {(ta, tb): {"transpose_a": ta, "transpose_b": tb}
+               for ta in (False, True) for tb in (False, True)}
+
+
+def _matmul_general(a, b, transpose_a, transpose_b, name):
+    """``matmul`` of two converted operands: the checks (and their errors), stacks of matrices
+    (``BatchMatMulV2``), integer matrices."""
     if a._dtype.kind == "b":
         _no_bool(a, "MatMul")
     av, bv = a._value, b._value
@@ -944,7 +970,6 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
         raise errors.InvalidArgumentError(None, "MatMul", (
             f"matmul needs two Tensors of rank 2 or more (matrices), got shapes {a.shape} and "
             f"{b.shape}; add an axis with mt.reshape or mt.expand_dims, e.g. [[1., 2., 3.]]"))
-    # A transpose is a NumPy view (no copy); BLAS reads it as a transposed matrix.
     if transpose_a:
         av = av.swapaxes(-1, -2)
     if transpose_b:
@@ -967,8 +992,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
                 "must be equal or 1")) from None
     op_type = "MatMul" if av.ndim == 2 and bv.ndim == 2 else "BatchMatMulV2"
     c = _out(_matmul_values(av, bv), name)
-    record(op_type, (a, b), (c,),
-           attrs={"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)})
+    record(op_type, (a, b), (c,), attrs=_TRANSPOSES[bool(transpose_a), bool(transpose_b)])
     return c
 
 
@@ -995,8 +1019,10 @@ def _matmul_grad(op, dy):
     # TensorFlow's four cases. With c = a @ b: da = dy @ b^T, db = a^T @ dy; when the op
     # used a^T (or b^T) the same rule, transposed, gives the gradient of the stored a (or b).
     a, b = op.inputs
-    nb = op.batch_ndim
-    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    attrs = op.attrs
+    ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+    # Two matrices need no unbroadcast (batch axes of a vectorized Jacobian stay in front).
+    batched = op.type != "MatMul"
     # Skipping an unneeded side matters here: for a layer's input batch it is a whole matmul.
     da = db = None
     if wanted(op, 0):
@@ -1004,13 +1030,15 @@ def _matmul_grad(op, dy):
             da = matmul(dy, b, transpose_b=not tb)           # dy @ b^T  (or dy @ b)
         else:
             da = matmul(b, dy, transpose_a=tb, transpose_b=True)  # (dy @ b^T)^T
-        da = unbroadcast(da, op.input_shapes[0], nb)
+        if batched:
+            da = unbroadcast(da, op.input_shapes[0], op.batch_ndim)
     if wanted(op, 1):
         if not tb:
             db = matmul(a, dy, transpose_a=not ta)           # a^T @ dy  (or a @ dy)
         else:
             db = matmul(dy, a, transpose_a=True, transpose_b=ta)  # (a^T @ dy)^T
-        db = unbroadcast(db, op.input_shapes[1], nb)
+        if batched:
+            db = unbroadcast(db, op.input_shapes[1], op.batch_ndim)
     return da, db
 
 

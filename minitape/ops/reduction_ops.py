@@ -65,7 +65,7 @@ def _spread(op, dy):
     """``dy`` with the reduced axes restored: shape ``batch + kept`` (size 1 on reduced axes),
     or ``dy`` itself where broadcasting restores them anyway (``keepdims=True``, or the
     reduced axes were the leading ones, as in a full reduction or a bias's batch axis)."""
-    shape = _spread_shape(op, dy.shape)
+    shape = _spread_shape(op, dy._shape)
     return dy if shape is None else array_ops.reshape(dy, shape)
 
 
@@ -104,7 +104,7 @@ register_forward("Sum", lambda op, x: reduce_sum(x, op.get_attr("axis"), op.get_
 @RegisterGradient("Sum", batched=True)
 def _sum_grad(op, dy):
     g = _spread(op, dy)
-    return array_ops.broadcast_to(g, g.shape[:op.batch_ndim] + op.input_shapes[0])
+    return array_ops.broadcast_to(g, g._shape[:op.batch_ndim] + op.input_shapes[0])
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):

@@ -1,0 +1,125 @@
+"""The ops on a training step's path take short paths that give the general paths' Tensors.
+
+Issue 31 item 5 (the MLP targets): ``matmul`` of two float matrices skips the checks and the
+stacked-matrix handling that only other operands need, and shares its ``attrs`` dict;
+``unbroadcast`` sums a bias's leading axes at once instead of going through the general
+``_summed_axes`` sum and reshape. Each short path is compared with the general path (same
+values, bit for bit, and the same dtype), and the gradients through it with central
+differences, to second order, and with the hand-written NumPy training step.
+"""
+
+import numpy as np
+import pytest
+
+import minitape as mt
+from minitape.ops import array_ops, math_ops, reduction_ops
+from minitape.testing import check_grads
+
+RNG = np.random.default_rng(31)
+FLAGS = [(False, False), (True, False), (False, True), (True, True)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("transpose_a, transpose_b", FLAGS)
+def test_two_matrices_give_the_general_paths_tensor(dtype, transpose_a, transpose_b):
+    a0 = RNG.standard_normal((5, 3) if transpose_a else (3, 5)).astype(dtype)
+    b0 = RNG.standard_normal((4, 5) if transpose_b else (5, 4)).astype(dtype)
+    a, b = mt.constant(a0), mt.constant(b0)
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch([a, b])
+        fast = mt.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+        general = math_ops._matmul_general(a, b, transpose_a, transpose_b, None)
+    assert fast.dtype == general.dtype == dtype and fast.shape == general.shape == (3, 4)
+    np.testing.assert_array_equal(fast.numpy(), general.numpy())
+    # ... the same numbers as NumPy's product, and the same recorded op
+    want = (a0.T if transpose_a else a0) @ (b0.T if transpose_b else b0)
+    np.testing.assert_array_equal(fast.numpy(), want)
+    ops = tape.operations
+    assert [op.type for op in ops] == ["MatMul", "MatMul"]
+    assert ops[0].attrs == ops[1].attrs == {"transpose_a": transpose_a,
+                                            "transpose_b": transpose_b}
+
+
+def test_the_short_path_leaves_other_operands_to_the_general_one():
+    # stacks, integers and bad shapes still get the general path's results and errors
+    stack = mt.constant(RNG.standard_normal((2, 3, 4)))
+    assert mt.matmul(stack, mt.ones([4, 5], mt.float64)).shape == (2, 3, 5)
+    ints = mt.matmul(mt.constant([[1, 2]]), mt.constant([[3], [4]]))
+    assert ints.dtype == np.int32 and ints.numpy().tolist() == [[11]]
+    with pytest.raises(mt.errors.InvalidArgumentError, match="inner dimensions 3 and 2"):
+        mt.matmul(mt.ones([2, 3]), mt.ones([2, 3]))
+    with pytest.raises(mt.errors.InvalidArgumentError, match="after transpose_a=True"):
+        mt.matmul(mt.ones([2, 3]), mt.ones([2, 3]), transpose_a=True, transpose_b=True)
+    with pytest.raises(TypeError, match="bool"):
+        mt.matmul(mt.constant([[True]]), mt.constant([[False]]))
+
+
+@pytest.mark.parametrize("transpose_a, transpose_b", FLAGS)
+def test_matmul_gradients_match_central_differences_to_second_order(transpose_a, transpose_b):
+    a0 = RNG.standard_normal((4, 3) if transpose_a else (3, 4))
+    b0 = RNG.standard_normal((2, 4) if transpose_b else (4, 2))
+    check_grads(lambda a, b: mt.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+                ** 2, a0, b0, order=2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("g_shape, shape, batch_ndim", [
+    ((64, 10), (10,), 0),          # a bias next to a batch
+    ((2, 5, 3), (3,), 0),          # two leading axes
+    ((2, 5, 3), (5, 3), 0),
+    ((5, 3), (), 0),               # a scalar
+    ((7, 5, 3), (3,), 1),          # a vectorized Jacobian's batch axis in front
+    ((7, 2, 5, 3), (5, 3), 1),
+])
+def test_a_bias_gradient_sums_the_leading_axes_as_the_general_path(dtype, g_shape, shape,
+                                                                  batch_ndim):
+    g0 = RNG.standard_normal(g_shape).astype(dtype)
+    got = math_ops.unbroadcast(mt.constant(g0), shape, batch_ndim)
+    # the general path: every summed axis kept, then reshaped
+    _, axes = math_ops._summed_axes(g_shape, shape, batch_ndim)
+    general = array_ops.reshape(
+        reduction_ops.reduce_sum(mt.constant(g0), axis=axes, keepdims=True),
+        g_shape[:batch_ndim] + shape)
+    assert got.shape == general.shape == g_shape[:batch_ndim] + shape
+    assert got.dtype == general.dtype == dtype
+    np.testing.assert_array_equal(got.numpy(), general.numpy())
+
+
+def test_unbroadcast_of_size_one_axes_takes_the_general_path():
+    g0 = RNG.standard_normal((2, 4, 3))
+    got = math_ops.unbroadcast(mt.constant(g0), (4, 1))
+    np.testing.assert_allclose(got.numpy(), g0.sum(axis=(0, 2)).reshape(4, 1), rtol=1e-12)
+    check_grads(lambda x, b: (x + b) ** 2, g0, RNG.standard_normal((4, 1)), order=2)
+
+
+def test_a_training_step_gives_the_hand_written_numpy_gradients():
+    # The benchmark's MLP (784-256-10 shrunk to 12-8-5): the same ops, against NumPy by hand.
+    sizes, batch = [12, 8, 5], 6
+    layers = [(RNG.standard_normal((m, n)) * 0.5, RNG.standard_normal(n) * 0.1)
+              for m, n in zip(sizes[:-1], sizes[1:])]
+    x = RNG.standard_normal((batch, sizes[0]))
+    onehot = np.eye(sizes[-1])[RNG.integers(0, sizes[-1], batch)]
+    variables = [mt.Variable(a) for wb in layers for a in wb]
+    with mt.GradientTape() as tape:
+        h = mt.constant(x)
+        for i in range(0, len(variables), 2):
+            h = mt.matmul(h, variables[i]) + variables[i + 1]
+            if i < len(variables) - 2:
+                h = mt.nn.relu(h)
+        loss = mt.reduce_mean(mt.nn.softmax_cross_entropy_with_logits(mt.constant(onehot), h))
+    grads = tape.gradient(loss, variables)
+    # by hand
+    hs, h = [x], x
+    for i, (w, b) in enumerate(layers):
+        z = h @ w + b
+        h = np.maximum(z, 0) if i < len(layers) - 1 else z
+        hs.append(h)
+    p = np.exp(h - h.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    dz, want = (p - onehot) / batch, []
+    for i in reversed(range(len(layers))):
+        want[:0] = [hs[i].T @ dz, dz.sum(axis=0)]
+        dz = (dz @ layers[i][0].T) * (hs[i] > 0)
+    for g, w in zip(grads, want):
+        assert g.dtype == np.float64 and g.shape == w.shape
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-15)
