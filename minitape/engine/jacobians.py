@@ -102,21 +102,16 @@ def _vectorized_backward(tape, target, n, seeds, flat_sources, parallel_iteratio
     """
     if parallel_iterations is None:
         parallel_iterations = auto_chunk(tape, n, np.dtype(target.dtype).itemsize)
-    if parallel_iterations >= n:
-        grads = tape.run_backward({target.id: Tensor(seeds(0, n))}, flat_sources,
-                                   batch_ndim=1)
-        return {s.id: grads[s.id] for s in flat_sources if grads.get(s.id) is not None}
     rows = {}
-    for start in range(0, n, parallel_iterations):
-        chunk = Tensor(seeds(start, min(start + parallel_iterations, n)))
-        grads = tape.run_backward({target.id: chunk}, flat_sources, batch_ndim=1,
-                                   release=False)
+    for start in range(0, max(n, 1), parallel_iterations):   # (n = 0: one empty pass)
+        stop = min(start + parallel_iterations, n)   # (the last pass releases the tape)
+        grads = tape.run_backward({target.id: Tensor(seeds(start, stop))}, flat_sources,
+                                   batch_ndim=1, release=None if stop == n else False)
         for s in flat_sources:
             if grads.get(s.id) is not None:
                 rows.setdefault(s.id, []).append(grads[s.id])
-    if not tape.persistent:
-        tape.release()
-    return {i: concat(parts, axis=0) for i, parts in rows.items()}
+    return {i: parts[0] if len(parts) == 1 else concat(parts, axis=0)
+            for i, parts in rows.items()}
 
 
 def jacobian(tape, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
