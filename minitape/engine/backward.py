@@ -223,7 +223,11 @@ def call_gradient(op, fn, out_grads, batch_ndim=0):
 
 def _check_gradient(op, k, g, batch_ndim):
     """Raise if ``g``, the gradient ``op``'s rule returned for input ``k``, is not a Tensor
-    of that input's shape (after ``batch_ndim`` batch axes) and dtype."""
+    of that input's shape (after ``batch_ndim`` batch axes) and dtype. (A vectorized
+    Jacobian's gradients all come here: the good ones return at once.)"""
+    if (type(g) is Tensor and g._dtype is op.dtypes[k] and len(g._shape) >= batch_ndim
+            and g._shape[batch_ndim:] == op.shapes[k]):
+        return
     if not isinstance(g, Tensor):
         raise TypeError(f"the gradient function of {op.type} returned {type(g).__name__} for "
                         f"input {k}; gradients must be minitape Tensors (so that they can be "

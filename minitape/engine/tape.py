@@ -270,6 +270,11 @@ class GradientTape:
         """The Variables this tape watched, in first-use order (a tuple)."""
         return tuple(v for v in self._watched.values() if isinstance(v, Variable))
 
+    def tracks(self, tensor):
+        """True if this tape would record an op that reads ``tensor``: it is watched, or an op
+        the tape recorded made it (the ``Pow`` rule asks, to know an exponent is a constant)."""
+        return tensor.id in self._tracked
+
     # -- what recording.py and Variable call ------------------------------------------------
     def record_operation(self, op_type, inputs, outputs, attrs, keep_inputs, keep_outputs,
                          grad_fn=None, forward=None, residuals=None):

@@ -18,6 +18,7 @@ import math as _pymath
 import numpy as np
 
 from .. import dtypes, errors
+from ..engine import recording
 from ..engine.registry import RegisterGradient, no_gradient, register_forward
 from ..engine.recording import record
 from ..engine.tensor import Tensor, Variable, convert_to_tensor
@@ -351,13 +352,25 @@ def _pow_grad(op, dy):
     nb = op.batch_ndim
     gx = gy = None
     if wanted(op, 0):
-        gx = unbroadcast(dy * y * x ** (y - 1), op.input_shapes[0], nb)
+        # (``x ** (y - 1)`` is ``x`` itself for ``x**2``: one op fewer on a tape that records
+        # this gradient, a Hessian's outer tape, with the same numbers to every order)
+        power = x if _constant_two(y) else x ** (y - 1)
+        gx = unbroadcast(dy * y * power, op.input_shapes[0], nb)
     if wanted(op, 1):  # skipped for a constant exponent, as in x**2: no log to compute
         positive = greater(x, 0)
         safe_x = array_ops.where(positive, x, array_ops.ones_like(x))
         gy = dy * z * array_ops.where(positive, log(safe_x), array_ops.zeros_like(x))
         gy = unbroadcast(gy, op.input_shapes[1], nb)
     return gx, gy
+
+
+def _constant_two(y):
+    """Is the exponent ``y`` the number 2 and a constant to every recording tape and forward
+    accumulator? Then no one needs the dependence of ``x ** (y - 1)`` on ``y``."""
+    if y._shape != () or y._value != 2 or recording.accumulators_recording:
+        return False
+    return not recording.tapes_recording or not builtins.any(
+        tape.tracks(y) for tape in recording.state.tapes)
 
 
 def square(x, name=None):

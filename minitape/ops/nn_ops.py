@@ -76,8 +76,7 @@ def _zero_gradient(op, g, k):
     wanted: the gradient of a step function, as TensorFlow's ``zeros_like(x)``."""
     if not math_ops.wanted(op, k):
         return None
-    return array_ops.zeros(tuple(g.shape[:op.batch_ndim]) + op.input_shapes[k],
-                           op.input_dtypes[k])
+    return Tensor(np.zeros(g._shape[:op.batch_ndim] + op.shapes[k], op.dtypes[k]))
 
 
 def elu(features, name=None):
