@@ -76,8 +76,9 @@ def free_port() -> int:
 class Lab:
     """A JupyterLab server of our own, in its own folders and process group."""
 
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, config_path: Path | None = None):
         self.base = base
+        self.config_path = config_path     # JUPYTER_CONFIG_PATH, e.g. ``make lab``'s
         self.root = base / "work"                       # what the server shows
         self.home = base / "home"
         self.config = base / "config"
@@ -113,7 +114,16 @@ class Lab:
             IPYTHONDIR=str(self.home / ".ipython"),
             PYTHONUNBUFFERED="1",
         )
+        if self.config_path is not None:
+            env["JUPYTER_CONFIG_PATH"] = str(self.config_path)
         return env
+
+    def __enter__(self) -> "Lab":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
     def start(self) -> None:
         # A port can be taken between free_port() and the server's bind; try a few.
@@ -198,12 +208,8 @@ def _pids_with_argument(text: str) -> list:
 
 @pytest.fixture
 def lab(tmp_path):
-    server = Lab(tmp_path / "lab")
-    try:
-        server.start()
+    with Lab(tmp_path / "lab") as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -40,23 +40,11 @@ CELLS = [
 VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-class LabAsMakeLab(Lab):
-    """The test server, with the configuration ``make lab`` (scripts/run.sh) adds."""
-
-    def env(self) -> dict:
-        env = super().env()
-        env["JUPYTER_CONFIG_PATH"] = str(ROOT / "jupyter-config")
-        return env
-
-
 @pytest.fixture
 def lab(tmp_path):
-    server = LabAsMakeLab(tmp_path / "lab")
-    try:
-        server.start()
+    # The test server, with the configuration ``make lab`` (scripts/run.sh) adds.
+    with Lab(tmp_path / "lab", config_path=ROOT / "jupyter-config") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def open_notebook(page, server, name):
