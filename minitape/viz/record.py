@@ -233,7 +233,7 @@ class LastPass:
         self.gradients = {}
         self.summarize_large = summarize_large
         self.seeds = {}        # target id -> kept value of its seed
-        self._steps = []       # (op seq, input ids, gradient per input: kept values)
+        self._steps = []       # (op seq, input ids, tuple of kept values, one per input)
         self._visited = self._contributions = self._reached = None
 
     def keep(self, value):
@@ -245,15 +245,12 @@ class LastPass:
     def add_step(self, seq, input_ids, in_grads):
         """Note one step of the walk: op ``seq`` (with inputs ``input_ids``) sent
         ``in_grads`` (ndarrays, Tensors or None) back to its inputs."""
-        for g in in_grads:
-            if g is not None and (g if type(g) is not Tensor else array_of(g)).size > \
-                    SMALL_VALUE_SIZE:
-                # (a large gradient is summarized now, not kept: the walk frees it)
-                in_grads = tuple(None if g is None else
-                                 _kept(self.keep(g if type(g) is not Tensor else array_of(g)))
-                                 for g in in_grads)
-                break
-        self._steps.append((seq, input_ids, in_grads))
+        # (Arrays in a tuple, which the garbage collector stops tracking; a large gradient
+        # is summarized now, not kept: the walk frees it.)
+        values = [None if g is None else g if type(g) is not Tensor else array_of(g)
+                  for g in in_grads]
+        self._steps.append((seq, input_ids, tuple(None if v is None else _kept(self.keep(v))
+                                                  for v in values)))
 
     @property
     def visited(self):
@@ -268,8 +265,7 @@ class LastPass:
             for seq, _, in_grads in self._steps:
                 for k, g in enumerate(in_grads):
                     if g is not None:
-                        contributions[(seq, k)] = (array_of(g) if type(g) is Tensor else
-                                                   None if g is _NOT_KEPT else g)
+                        contributions[(seq, k)] = None if g is _NOT_KEPT else g
             self._contributions = contributions
         return self._contributions
 
@@ -423,16 +419,29 @@ class TapeRecord(TapeObserver):
 
     def backward_step(self, tape, op, out_grads, in_grads):
         # (Once per step of every pass: ``LastPass.add_step`` written out for its common
-        # case, gradients kept whole because they are small.)
+        # case, one or two small gradients, kept whole.) The step keeps the gradients'
+        # arrays in a tuple, not the walk's list of Tensors: a tuple of arrays holds nothing
+        # the garbage collector follows, so it stops tracking it, and the thousands of
+        # steps of a long pass are not walked again by every full collection.
         last = self._pass
         if last is not None:
             note = self._notes.get(id(op))
             seq = note[0] if type(note) is tuple else note.seq if note is not None else -id(op)
-            for g in in_grads:
-                if g is not None and array_of(g).size > SMALL_VALUE_SIZE:
-                    last.add_step(seq, op.input_ids, in_grads)
+            if len(in_grads) == 1:
+                g = in_grads[0]
+                value = None if g is None else array_of(g)
+                if value is None or value.size <= SMALL_VALUE_SIZE:
+                    last._steps.append((seq, op.input_ids, (value,)))
                     return
-            last._steps.append((seq, op.input_ids, in_grads))
+            elif len(in_grads) == 2:
+                g, h = in_grads
+                value = None if g is None else array_of(g)
+                other = None if h is None else array_of(h)
+                if (value is None or value.size <= SMALL_VALUE_SIZE) and \
+                        (other is None or other.size <= SMALL_VALUE_SIZE):
+                    last._steps.append((seq, op.input_ids, (value, other)))
+                    return
+            last.add_step(seq, op.input_ids, in_grads)
 
     def backward_ended(self, tape, gradients):
         _passes.running.pop()
