@@ -356,7 +356,8 @@ def test_the_last_pass_holds_nothing_the_collector_walks():
         y = x
         for _ in range(50):
             y = mt.math.sin(y) * 1.0001 + y * y * 0.001
-        z = mt.reduce_sum(mt.ones([20], dtype=mt.float64) * y[0])     # a gradient larger than 16 elements
+        # (a gradient larger than 16 elements, which the record summarizes)
+        z = mt.reduce_sum(mt.ones([20], dtype=mt.float64) * y[0])
     g = tape.gradient(z, x)
     last = record_of(tape).last_pass
     gc.collect()
