@@ -123,3 +123,55 @@ def test_a_training_step_gives_the_hand_written_numpy_gradients():
     for g, w in zip(grads, want):
         assert g.dtype == np.float64 and g.shape == w.shape
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, axis, keepdims", [
+    ((64,), None, False),          # a training step's loss: the mean of the batch's losses
+    ((4, 3), 0, False), ((4, 3), 1, False), ((4, 3), 1, True), ((2, 3, 4), (0, 2), False),
+])
+def test_the_mean_rule_is_one_division_giving_dy_over_n_everywhere(dtype, shape, axis, keepdims):
+    # The rule divides dy by an array of n's of the input's shape: one RealDiv op, where
+    # dividing first and then spreading with BroadcastTo took two; the same numbers, bit for bit.
+    x = mt.constant(RNG.standard_normal(shape).astype(dtype))
+    dy0 = RNG.standard_normal(np.mean(x.numpy(), axis=axis, keepdims=keepdims).shape)
+    dy = mt.constant(dy0.astype(dtype))
+    with mt.GradientTape() as outer:
+        outer.watch(dy)
+        with mt.GradientTape() as tape:
+            tape.watch(x)
+            y = mt.reduce_mean(x, axis=axis, keepdims=keepdims)
+        g = tape.gradient(y, x, output_gradients=dy)
+    types = [op.type for op in outer.operations]   # (a Reshape first where dy lacks axes)
+    assert types in (["RealDiv"], ["Reshape", "RealDiv"])
+    n = x.numpy().size // np.asarray(dy0).size
+    kept = np.mean(x.numpy(), axis=axis, keepdims=True).shape
+    want = np.broadcast_to(dy.numpy().reshape(kept) / dtype(n), shape)
+    assert g.dtype == dtype and g.shape == shape
+    np.testing.assert_array_equal(g.numpy(), want)
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), (0, True)])
+def test_the_mean_rule_to_second_order_and_in_a_vectorized_jacobian(axis, keepdims):
+    x0 = RNG.standard_normal((3, 4))
+    check_grads(lambda x: mt.reduce_mean(x * x * x, axis=axis, keepdims=keepdims), x0, order=2)
+    # the rule with a batch of cotangents (batch_ndim > 0) against the loop, one row at a time
+    x = mt.constant(x0)
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = mt.reduce_mean(x * x, axis=axis, keepdims=keepdims)
+    vectorized = tape.jacobian(y, x).numpy()
+    looped = tape.jacobian(y, x, experimental_use_pfor=False).numpy()
+    np.testing.assert_allclose(vectorized, looped, rtol=1e-15, atol=0)
+    n = x0.size // np.mean(x0, axis=axis).size
+    closed = np.zeros(np.mean(x0, axis=axis, keepdims=keepdims).shape + x0.shape)
+    for out in np.ndindex(closed.shape[:-2]):   # d mean_j / d x_i = 2 x_i / n where i in j
+        row = np.zeros(x0.shape)
+        if axis is None:
+            row[:] = 2 * x0 / n
+        elif axis == 1:
+            row[out[0]] = 2 * x0[out[0]] / n
+        else:
+            row[:, out[-1]] = 2 * x0[:, out[-1]] / n
+        closed[out] = row
+    np.testing.assert_allclose(vectorized, closed, rtol=1e-14)
