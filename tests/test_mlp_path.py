@@ -175,3 +175,30 @@ def test_the_mean_rule_to_second_order_and_in_a_vectorized_jacobian(axis, keepdi
             row[:, out[-1]] = 2 * x0[:, out[-1]] / n
         closed[out] = row
     np.testing.assert_allclose(vectorized, closed, rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_cross_entropy_rule_gives_the_formulas_numbers_and_its_jacobian(dtype):
+    # The logits' gradient ``(softmax * sum(labels) - labels) * dy`` is computed in one new
+    # array: bit for bit the formula's numbers; labels that are no distribution (sums != 1)
+    # check the ``sum(labels)`` factor.
+    logits0 = RNG.standard_normal((6, 5)).astype(dtype)
+    labels0 = RNG.uniform(0, 1, (6, 5)).astype(dtype)
+    dy0 = RNG.standard_normal(6).astype(dtype)
+    logits, labels = mt.constant(logits0), mt.constant(labels0)
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(logits)
+        loss = mt.nn.softmax_cross_entropy_with_logits(labels, logits)
+    g = tape.gradient(loss, logits, output_gradients=mt.constant(dy0))
+    e = np.exp(logits0 - logits0.max(axis=1, keepdims=True))
+    s = e / e.sum(axis=1, keepdims=True)
+    total = labels0.sum(axis=1, keepdims=True)
+    assert g.dtype == dtype
+    np.testing.assert_array_equal(g.numpy(), (s * total - labels0) * dy0[:, None])
+    # a batch of cotangents (a vectorized Jacobian): row i of d loss_i / d logits only
+    vectorized = tape.jacobian(loss, logits).numpy()
+    looped = tape.jacobian(loss, logits, experimental_use_pfor=False).numpy()
+    closed = np.zeros((6, 6, 5), dtype)
+    closed[np.arange(6), np.arange(6)] = s * total - labels0
+    np.testing.assert_array_equal(vectorized, looped)
+    np.testing.assert_allclose(vectorized, closed, rtol=1e-5 if dtype == np.float32 else 1e-13)
