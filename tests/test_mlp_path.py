@@ -3,9 +3,11 @@
 Issue 31 item 5 (the MLP targets): ``matmul`` of two float matrices skips the checks and the
 stacked-matrix handling that only other operands need, and shares its ``attrs`` dict;
 ``unbroadcast`` sums a bias's leading axes at once instead of going through the general
-``_summed_axes`` sum and reshape. Each short path is compared with the general path (same
-values, bit for bit, and the same dtype), and the gradients through it with central
-differences, to second order, and with the hand-written NumPy training step.
+``_summed_axes`` sum and reshape; the mean's rule is one division that also spreads ``dy``
+(no BroadcastTo), and the cross-entropy's logits gradient is computed in one new array. Each
+short path is compared with the general path or the formula (same values, bit for bit, and the
+same dtype), and the gradients through it with central differences, to second order, in a
+vectorized Jacobian, and with the hand-written NumPy training step.
 """
 
 import numpy as np
