@@ -3,9 +3,11 @@
 Issue 31 item 5 (the MLP targets): ``matmul`` of two float matrices skips the checks and the
 stacked-matrix handling that only other operands need, and shares its ``attrs`` dict;
 ``unbroadcast`` sums a bias's leading axes at once instead of going through the general
-``_summed_axes`` sum and reshape. Each short path is compared with the general path (same
-values, bit for bit, and the same dtype), and the gradients through it with central
-differences, to second order, and with the hand-written NumPy training step.
+``_summed_axes`` sum and reshape; the mean's rule is one division that also spreads ``dy``
+(no BroadcastTo), and the cross-entropy's logits gradient is computed in one new array. Each
+short path is compared with the general path or the formula (same values, bit for bit, and the
+same dtype), and the gradients through it with central differences, to second order, in a
+vectorized Jacobian, and with the hand-written NumPy training step.
 """
 
 import numpy as np
@@ -123,3 +125,82 @@ def test_a_training_step_gives_the_hand_written_numpy_gradients():
     for g, w in zip(grads, want):
         assert g.dtype == np.float64 and g.shape == w.shape
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, axis, keepdims", [
+    ((64,), None, False),          # a training step's loss: the mean of the batch's losses
+    ((4, 3), 0, False), ((4, 3), 1, False), ((4, 3), 1, True), ((2, 3, 4), (0, 2), False),
+])
+def test_the_mean_rule_is_one_division_giving_dy_over_n_everywhere(dtype, shape, axis, keepdims):
+    # The rule divides dy by an array of n's of the input's shape: one RealDiv op, where
+    # dividing first and then spreading with BroadcastTo took two; the same numbers, bit for bit.
+    x = mt.constant(RNG.standard_normal(shape).astype(dtype))
+    dy0 = RNG.standard_normal(np.mean(x.numpy(), axis=axis, keepdims=keepdims).shape)
+    dy = mt.constant(dy0.astype(dtype))
+    with mt.GradientTape() as outer:
+        outer.watch(dy)
+        with mt.GradientTape() as tape:
+            tape.watch(x)
+            y = mt.reduce_mean(x, axis=axis, keepdims=keepdims)
+        g = tape.gradient(y, x, output_gradients=dy)
+    types = [op.type for op in outer.operations]   # (a Reshape first where dy lacks axes)
+    assert types in (["RealDiv"], ["Reshape", "RealDiv"])
+    n = x.numpy().size // np.asarray(dy0).size
+    kept = np.mean(x.numpy(), axis=axis, keepdims=True).shape
+    want = np.broadcast_to(dy.numpy().reshape(kept) / dtype(n), shape)
+    assert g.dtype == dtype and g.shape == shape
+    np.testing.assert_array_equal(g.numpy(), want)
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), (0, True)])
+def test_the_mean_rule_to_second_order_and_in_a_vectorized_jacobian(axis, keepdims):
+    x0 = RNG.standard_normal((3, 4))
+    check_grads(lambda x: mt.reduce_mean(x * x * x, axis=axis, keepdims=keepdims), x0, order=2)
+    # the rule with a batch of cotangents (batch_ndim > 0) against the loop, one row at a time
+    x = mt.constant(x0)
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = mt.reduce_mean(x * x, axis=axis, keepdims=keepdims)
+    vectorized = tape.jacobian(y, x).numpy()
+    looped = tape.jacobian(y, x, experimental_use_pfor=False).numpy()
+    np.testing.assert_allclose(vectorized, looped, rtol=1e-15, atol=0)
+    n = x0.size // np.mean(x0, axis=axis).size
+    closed = np.zeros(np.mean(x0, axis=axis, keepdims=keepdims).shape + x0.shape)
+    for out in np.ndindex(closed.shape[:-2]):   # d mean_j / d x_i = 2 x_i / n where i in j
+        row = np.zeros(x0.shape)
+        if axis is None:
+            row[:] = 2 * x0 / n
+        elif axis == 1:
+            row[out[0]] = 2 * x0[out[0]] / n
+        else:
+            row[:, out[-1]] = 2 * x0[:, out[-1]] / n
+        closed[out] = row
+    np.testing.assert_allclose(vectorized, closed, rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_cross_entropy_rule_gives_the_formulas_numbers_and_its_jacobian(dtype):
+    # The logits' gradient ``(softmax * sum(labels) - labels) * dy`` is computed in one new
+    # array: bit for bit the formula's numbers; labels that are no distribution (sums != 1)
+    # check the ``sum(labels)`` factor.
+    logits0 = RNG.standard_normal((6, 5)).astype(dtype)
+    labels0 = RNG.uniform(0, 1, (6, 5)).astype(dtype)
+    dy0 = RNG.standard_normal(6).astype(dtype)
+    logits, labels = mt.constant(logits0), mt.constant(labels0)
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(logits)
+        loss = mt.nn.softmax_cross_entropy_with_logits(labels, logits)
+    g = tape.gradient(loss, logits, output_gradients=mt.constant(dy0))
+    e = np.exp(logits0 - logits0.max(axis=1, keepdims=True))
+    s = e / e.sum(axis=1, keepdims=True)
+    total = labels0.sum(axis=1, keepdims=True)
+    assert g.dtype == dtype
+    np.testing.assert_array_equal(g.numpy(), (s * total - labels0) * dy0[:, None])
+    # a batch of cotangents (a vectorized Jacobian): row i of d loss_i / d logits only
+    vectorized = tape.jacobian(loss, logits).numpy()
+    looped = tape.jacobian(loss, logits, experimental_use_pfor=False).numpy()
+    closed = np.zeros((6, 6, 5), dtype)
+    closed[np.arange(6), np.arange(6)] = s * total - labels0
+    np.testing.assert_array_equal(vectorized, looped)
+    np.testing.assert_allclose(vectorized, closed, rtol=1e-5 if dtype == np.float32 else 1e-13)

@@ -377,7 +377,15 @@ def _ce_logits_grad_values(dy, labels, logits, axis, softmax=None):
     total = np.add.reduce(labels, axis=axis, keepdims=True)
     at = _axis_after_batch(axis, logits.ndim, dy.ndim)
     dy = dy.reshape(dy.shape[:at] + (1,) + dy.shape[at:])
-    return (softmax * total - labels) * dy
+    # ``(softmax * total - labels) * dy``, the last two steps written into the first's new
+    # array (the same numbers, without two more arrays); with a vectorized Jacobian's batch
+    # axes, ``dy`` makes the result larger: then a new array.
+    d_logits = softmax * total
+    d_logits -= labels
+    if dy.ndim > d_logits.ndim:
+        return d_logits * dy
+    d_logits *= dy
+    return d_logits
 
 
 register_forward("SoftmaxCrossEntropyWithLogitsGrad", lambda op, dy, labels, logits: (
