@@ -137,14 +137,7 @@ register_forward("Mean", lambda op, x: reduce_mean(x, op.get_attr("axis"), op.ge
 
 @RegisterGradient("Mean", batched=True)
 def _mean_grad(op, dy):
-    # ``dy / n`` on every element of the input, as TensorFlow's ``_MeanGrad`` (Sum's rule,
-    # then a division), in one op (RealDiv): dividing ``dy`` by an array of n's of the
-    # input's shape spreads it over the reduced axes too, where Sum's rule needs a
-    # BroadcastTo. (One op fewer on a training step's backward pass, and on an outer tape's
-    # Hessian.)
-    count = np.empty(op.input_shapes[0], op.input_dtypes[0])
-    count.fill(_mean_count(op))   # (what ``np.full`` does, without its Python layers)
-    return _spread(op, dy) / Tensor(count)
+    return _sum_grad(op, dy / float(_mean_count(op)))  # (divide first: fewer elements)
 
 
 def _mean_count(op):
