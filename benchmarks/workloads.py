@@ -545,6 +545,9 @@ def import_time(contestants, repeats, quick):
     times, notes = {}, {}
     for name in contestants:
         module = adapters.IMPORT_NAMES[name]
+        if module is None:   # (a yardstick written here, nothing to import)
+            notes[name] = "n/a: not a library"
+            continue
         samples = []
         for _ in range(max(3, repeats)):
             proc = subprocess.run([sys.executable, "-c", code.format(m=module)],

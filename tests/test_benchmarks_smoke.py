@@ -227,3 +227,29 @@ def test_minitape_is_timed_with_the_record_a_learner_gets(monkeypatch):
         assert made == ["Sin", "Mul", "Mul", "Mul", "AddV2"] * 2
     finally:
         mt.config.record_source_lines(was)
+
+
+@pytest.mark.parametrize("name", ["scalar_chain", "small_ops", "mlp"])
+def test_the_lean_yardstick_is_checked_and_never_called_a_peer(name):
+    # ``lean`` (benchmarks/adapters/lean_tape.py) is checked against the hand-written NumPy
+    # result like every contestant, and stays out of "the fastest peer" whatever its time.
+    from benchmarks.__main__ import _fastest_peer
+
+    result = workloads.WORKLOADS[name](SMALL + ["lean"], repeats=1, quick=True)
+    (row,) = result["rows"]
+    assert set(row["values"]) == {"numpy", "minitape", "lean"}
+    assert _fastest_peer({**row["values"], "torch": 1e9, "lean": 1e-9}) == ("torch", 1e9)
+
+
+def test_the_lean_tape_gradient_matches_finite_differences():
+    # Independently of the NumPy floor: dy/dx of 3 chain steps at x = 0.5, float64.
+    lean = adapters.load("lean")[0]
+    y, g = lean.chain(np.array(0.5), 3)()
+
+    def f(x):
+        for _ in range(3):
+            x = np.sin(x) * 1.0001 + x * x * 0.001
+        return x
+    eps = 1e-6
+    assert abs(y - f(0.5)) < 1e-15
+    assert abs(g - (f(0.5 + eps) - f(0.5 - eps)) / (2 * eps)) < 1e-8

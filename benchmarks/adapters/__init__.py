@@ -43,8 +43,9 @@ import importlib
 # ``chunk_size``), besides its one-pass default: the table keeps each library's fastest.
 VECTORIZED_CHUNKS = (128, 256)
 
-# Table order: the floor first, then minitape, then the peers.
-CONTESTANTS = ["numpy", "minitape", "torch", "autograd", "mygrad", "tensorflow", "jax"]
+# Table order: the floor first, then minitape, then the peers; last ``lean``, a yardstick
+# (``lean_tape.py``: the leanest tape on NumPy, what any NumPy tape can reach), not a library.
+CONTESTANTS = ["numpy", "minitape", "torch", "autograd", "mygrad", "tensorflow", "jax", "lean"]
 
 # What each peer's adapter needs to import, for the "skipped" notes.
 MODULES = {
@@ -55,12 +56,13 @@ MODULES = {
     "mygrad": "mygrad_adapter",
     "tensorflow": "tensorflow_adapter",
     "jax": "jax_adapter",
+    "lean": "lean_tape",
 }
 
 # The name a contestant imports under (for the `import` workload).
 IMPORT_NAMES = {"numpy": "numpy", "minitape": "minitape", "torch": "torch",
                 "autograd": "autograd", "mygrad": "mygrad", "tensorflow": "tensorflow",
-                "jax": "jax"}
+                "jax": "jax", "lean": None}
 
 
 def load(name):
