@@ -218,11 +218,13 @@ def _numpy_error(kind, flag):
     if frame is None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         return
+    # (No ``module_globals``: with it, ``warn_explicit`` asks the module's loader for its
+    # source at once, and for a program given with ``python -c`` or on standard input that
+    # loader raises ImportError. The line is read from the file, as ``warnings.warn`` does.)
     module_globals = frame.f_globals
     warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
                            module=module_globals.get("__name__"),
-                           registry=module_globals.setdefault("__warningregistry__", {}),
-                           module_globals=module_globals)
+                           registry=module_globals.setdefault("__warningregistry__", {}))
 
 
 def install_numpy_warnings():

@@ -113,6 +113,30 @@ def test_a_forward_warning_points_at_the_learners_line():
                              "divide by zero encountered in log")]
 
 
+@pytest.mark.parametrize("how", ["-c", "stdin"])
+def test_a_program_with_no_file_warns_at_its_line_and_goes_on(how):
+    # ``python -c`` and ``python -`` (a heredoc, a teacher's pipe): the program's module has
+    # a loader that cannot give its source, which ``warn_explicit`` must not ask for (it
+    # raised ImportError "'__main__' is not a built-in module" instead of warning).
+    import subprocess
+    import sys
+    program = ("import minitape as mt\n"
+               "x = mt.Variable(0.0)\n"
+               "with mt.GradientTape() as tape:\n"
+               "    y = mt.math.log(x)\n"
+               "print(float(y), float(tape.gradient(y, x)))\n")
+    args = [sys.executable, "-W", "default::RuntimeWarning"]
+    proc = subprocess.run(args + (["-c", program] if how == "-c" else ["-"]),
+                          input=None if how == "-c" else program,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["-inf", "inf"]
+    where = "<string>" if how == "-c" else "<stdin>"
+    assert f"{where}:4: RuntimeWarning: divide by zero encountered in log" in proc.stderr
+    assert f"{where}:4: RuntimeWarning: divide by zero encountered in the gradient of Log" \
+        in proc.stderr
+
+
 def test_an_operator_warning_names_the_operation():
     def run():
         return mt.constant(1.0) / 0.0  # operator warning
