@@ -130,15 +130,16 @@ def _where(backward_op):
     if backward_op is not None:
         from .viz.record import source_line
         location, text = source_line(_recorded_at(backward_op))
-        if location:
-            return f"the op was recorded at {location}: {text}"
+        if location:   # (no text for a program with no file: ``python -c``, stdin)
+            return f"the op was recorded at {location}" + (f": {text}" if text else "")
     frame = learner_frame_of(sys._getframe(1))
     if frame is None:
         return None
     text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     verb = "the backward pass was asked for at" if backward_op is not None else "called at"
     from .viz.record import short_location
-    return f"{verb} {short_location(frame.f_code.co_filename, frame.f_lineno)}: {text}"
+    return (f"{verb} {short_location(frame.f_code.co_filename, frame.f_lineno)}"
+            + (f": {text}" if text else ""))
 
 
 # -- the learner's frame, and the op a backward step is computing ---------------------------------

@@ -124,14 +124,18 @@ def test_a_program_with_no_file_warns_at_its_line_and_goes_on(how):
                "x = mt.Variable(0.0)\n"
                "with mt.GradientTape() as tape:\n"
                "    y = mt.math.log(x)\n"
-               "print(float(y), float(tape.gradient(y, x)))\n")
+               "print(float(y), float(tape.gradient(y, x)))\n"
+               "print(mt.viz.explain(tape, y, x).replace(chr(10), ' '))\n")
     args = [sys.executable, "-W", "default::RuntimeWarning"]
     proc = subprocess.run(args + (["-c", program] if how == "-c" else ["-"]),
                           input=None if how == "-c" else program,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["-inf", "inf"]
+    numbers, why = proc.stdout.splitlines()
+    assert numbers.split() == ["-inf", "inf"]
     where = "<string>" if how == "-c" else "<stdin>"
+    # explain names the op's line, and no missing source text ("None") in its place
+    assert f"is log (op #1, {where}:4): log at x = 0.0 has derivative inf" in why, why
     assert f"{where}:4: RuntimeWarning: divide by zero encountered in log" in proc.stderr
     assert f"{where}:4: RuntimeWarning: divide by zero encountered in the gradient of Log" \
         in proc.stderr

@@ -169,3 +169,32 @@ def test_names_also_on_a_tape_drawn_after_gradient(persistent):
         loss = loss_fn(squared, 0.0)
     tape.gradient(loss, x)
     assert labels(tape, x, squared, loss) == ["x", "squared", "loss"]
+
+
+def test_a_program_with_no_source_file_gets_its_names_from_the_bytecode():
+    # ``python -c``, standard input, ``exec`` of a string: no line to read, but the compiled
+    # code still says where each value is stored (``sq = x * x``: the multiply, then
+    # STORE_NAME sq), and a helper's returned value takes the caller's name (``loss``); a
+    # sub-expression stored nowhere keeps its op's name (``sin #2``).
+    import subprocess
+    import sys
+    program = ("import minitape as mt\n"
+               "def shifted(a):\n"
+               "    return mt.math.sin(a) + 1.0\n"
+               "x = mt.constant(2.0)\n"
+               "with mt.GradientTape() as tape:\n"
+               "    tape.watch(x)\n"
+               "    sq = x * x\n"
+               "    loss = shifted(sq)\n"
+               "c = mt.constant(3.0)\n"
+               "import re\n"
+               "dot = mt.viz.draw_tape(tape, legend=False).source\n"
+               "found = re.findall('label=<<B>([^<]*)</B>((?:<BR/>[^<]*)*)>', dot)\n"
+               "print(sorted({name for name, rest in found if 'float32' in rest}))\n"
+               "print(mt.viz.explain(tape, loss, c).replace(chr(10), ' '))\n")
+    proc = subprocess.run([sys.executable, "-"], input=program, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    names, why = proc.stdout.splitlines()
+    assert names == str(sorted(["x", "sq", "sin #2", "1.0", "loss"])), names
+    assert why.startswith("the source c is a plain Tensor") and "tape.watch(c)" in why, why

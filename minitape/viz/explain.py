@@ -237,7 +237,7 @@ def _op_ref(tape, ops, op):
     if location and location.startswith("cell "):   # "cell 59:3": the code says which cell
         location = f"line {location.split(':')[-1]} of its cell"
     return (f"op #{_op_number(ops, op)}" + _loop_place(tape, op)
-            + (f", {location}: {text}" if location else ""))
+            + (f", {location}" + (f": {text}" if text else "") if location else ""))
 
 
 def _loop_place(tape, op):

@@ -31,6 +31,7 @@ value, so only it takes the assigned name or the sub-expression's text.
 from __future__ import annotations
 
 import ast
+import dis
 import linecache
 import re
 
@@ -81,6 +82,12 @@ class _Lines:
             self._cache[key] = (text, indent, stmt)
         return self._cache[key]
 
+    def instructions(self, code):
+        """``code``'s instructions (``dis``), cached like the lines."""
+        if code not in self._cache:
+            self._cache[code] = list(dis.get_instructions(code))
+        return self._cache[code]
+
 
 def _span_matches(node, indent, start, end):
     return (start is not None and node.col_offset + indent == start
@@ -95,7 +102,9 @@ def _assigned_names(origin, n_outputs, lines):
     if span is None:
         return None
     filename, line, start, end = span
-    _, indent, stmt = lines.statement(filename, line)
+    text, indent, stmt = lines.statement(filename, line)
+    if not text:   # no source to read (``python -c``, standard input, ``exec`` of a string)
+        return _stored_name(origin, lines)
     target = None
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         if start is None or _span_matches(stmt.value, indent, start, end):
@@ -113,13 +122,34 @@ def _assigned_names(origin, n_outputs, lines):
     return [ast.unparse(target)]
 
 
+def _stored_name(origin, lines):
+    """``[name]`` when the instruction right after ``origin`` stores its value in a name
+    (``x = mt.Variable(0.0)`` compiles to the call, then ``STORE_NAME x``), else None: the
+    bytecode says what the missing source line would."""
+    code, lasti = origin
+    following = next((i for i in lines.instructions(code) if i.offset > lasti), None)
+    return [following.argval] if following is not None and following.opname in _STORES \
+        else None
+
+
+def _next_instruction(origin, lines):
+    """The name of the instruction after ``origin``'s (``"RETURN_VALUE"``), or None."""
+    code, lasti = origin
+    return next((i.opname for i in lines.instructions(code) if i.offset > lasti), None)
+
+
+_STORES = frozenset({"STORE_NAME", "STORE_FAST", "STORE_GLOBAL", "STORE_DEREF"})
+
+
 def _returned(origin, lines):
     """True when the instruction at ``origin`` computes the whole value of a ``return``."""
     span = source_span(origin)
     if span is None:
         return False
     filename, line, start, end = span
-    _, indent, stmt = lines.statement(filename, line)
+    text, indent, stmt = lines.statement(filename, line)
+    if not text:   # no source: the bytecode returns the value at once
+        return _next_instruction(origin, lines) == "RETURN_VALUE"
     return (isinstance(stmt, ast.Return) and stmt.value is not None
             and _span_matches(stmt.value, indent, start, end))
 
