@@ -118,6 +118,19 @@ def test_a_target_computed_after_the_tape_closed():
     code, text = diagnose(tape, loss, x)
     assert code == "target_after_tape"
     assert "after the `with` block" in text and "NumPy" not in text
+    # explain calls it by the learner's name even though no tape recorded it: the name the
+    # calling code holds it under (issue 30: "explain names the target ... as the learner
+    # wrote them"); a source only the code names (made with the record off) likewise
+    assert str.__str__(explain(tape, loss, x)).startswith("the target loss was computed after")
+    was = mt.config.source_lines_recorded()
+    mt.config.record_source_lines(False)
+    try:
+        weight = mt.Variable(1.0)
+    finally:
+        mt.config.record_source_lines(was)
+    with mt.GradientTape() as tape2:
+        out = weight * 2.0
+    assert "to the source weight (a Variable)" in explain(tape2, out * 3.0, weight)
 
 
 def test_an_assign_inside_the_tape_is_named():

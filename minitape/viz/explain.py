@@ -45,6 +45,7 @@ the source x is a plain Tensor, not a Variable, and the tape never watched it
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 
@@ -54,6 +55,7 @@ from ..engine.tensor import Tensor, Variable
 from .graph import gradient_kind, stop_recording_spans
 from .labels import is_fallback, tensor_labels
 from .record import note_of
+from ..debugging import learner_frame_of
 
 
 class Explanation(str):
@@ -90,20 +92,46 @@ def explain(tape, target, source) -> str:
         An ``Explanation`` (a ``str``): the reason and what to do about it, naming tensors
         as the drawings label them (the learner's variable names).
     """
-    return Explanation(_name_target(tape, target, source, diagnose(tape, target, source)[1]))
+    sentence = diagnose(tape, target, source)[1]
+    caller = _names_in(learner_frame_of(sys._getframe(1)), target, source)
+    if isinstance(source, Tensor) and caller.get("source"):
+        # A source the drawing can only call ``t1`` (made where no line was recorded) is
+        # called by the name the learner's code holds it under.
+        label = _name_of(tape, target, source)
+        if is_fallback(label):
+            sentence = re.sub(rf"\b{re.escape(label)}\b", caller["source"], sentence)
+    return Explanation(_name_target(tape, target, source, sentence, caller.get("target")))
 
 
-def _name_target(tape, target, source, sentence):
+def _names_in(frame, target, source):
+    """``{"target": name, "source": name}``: the names ``frame`` (the code that called
+    ``explain``) holds the target and the source under, where it holds one."""
+    names = {}
+    if frame is None:
+        return names
+    for key, value in (("target", target), ("source", source)):
+        held = [k for k, v in list(frame.f_locals.items())
+                if v is value and k.isidentifier() and not k.startswith("_")]
+        if held:
+            names[key] = held[0]
+    return names
+
+
+def _name_target(tape, target, source, sentence, caller_name=None):
     """``sentence`` with "the target" called by the learner's name for it ("the target
-    loss"), when the code gave it one (not ``t3``, not ``sin #3``)."""
+    loss"), when the code gave it one (not ``t3``, not ``sin #3``): the drawing's label, else
+    the name the calling code holds it under (``caller_name``: a target the tape never
+    recorded, computed after the ``with`` block)."""
     if not isinstance(target, Tensor) or not isinstance(source, Tensor):
         return sentence
     from .graph import tape_graph
     try:
         label = tape_graph(tape, target, source).tensor(target).label
     except (KeyError, TypeError):
-        return sentence
-    if is_fallback(label):
+        label = None
+    if label is None or is_fallback(label):
+        label = caller_name
+    if label is None:
         return sentence
     return re.sub(r"\bthe target\b", f"the target {label}", sentence)
 
