@@ -212,3 +212,21 @@ def test_an_op_in_a_loop_is_named_with_its_iteration_and_the_drawing_that_unfold
         z = mt.where(x > 0.0, mt.math.log(x), 0.0)
     with np.errstate(all="ignore"):
         assert "iteration" not in str(mt.viz.explain(flat, z, x))
+
+
+def test_a_variable_replaced_by_a_tensor_in_a_training_loop_is_called_by_its_name():
+    # The classic: ``w = w - lr * g`` turns the Variable into a plain Tensor made outside any
+    # tape (no line recorded for it), so the next step's gradient is None. explain calls it
+    # ``w`` in its sentence and in the code it suggests, not ``t1`` and ``x``.
+    w = mt.Variable(1.0)
+    for _ in range(2):
+        with mt.GradientTape() as tape:
+            loss = (w * 3.0 - 2.0) ** 2
+        g = tape.gradient(loss, w)
+        if g is None:
+            break
+        w = w - 0.1 * g
+    assert g is None
+    text = str.__str__(explain(tape, loss, w))
+    assert text.startswith("the source w is a plain Tensor, not a Variable"), text
+    assert "tape.watch(w)" in text and "`w = w + 1`" in text and "w.assign_add(1)" in text

@@ -92,14 +92,8 @@ def explain(tape, target, source) -> str:
         An ``Explanation`` (a ``str``): the reason and what to do about it, naming tensors
         as the drawings label them (the learner's variable names).
     """
-    sentence = diagnose(tape, target, source)[1]
     caller = _names_in(learner_frame_of(sys._getframe(1)), target, source)
-    if isinstance(source, Tensor) and caller.get("source"):
-        # A source the drawing can only call ``t1`` (made where no line was recorded) is
-        # called by the name the learner's code holds it under.
-        label = _name_of(tape, target, source)
-        if is_fallback(label):
-            sentence = re.sub(rf"\b{re.escape(label)}\b", caller["source"], sentence)
+    sentence = diagnose(tape, target, source, caller.get("source"))[1]
     return Explanation(_name_target(tape, target, source, sentence, caller.get("target")))
 
 
@@ -136,16 +130,18 @@ def _name_target(tape, target, source, sentence, caller_name=None):
     return re.sub(r"\bthe target\b", f"the target {label}", sentence)
 
 
-def diagnose(tape, target, source) -> tuple:
+def diagnose(tape, target, source, source_name=None) -> tuple:
     """``(reason code, sentence)``; see the module docstring for the reasons, in order.
 
     A target given as a list/tuple/dict (their sum is differentiated) is connected if any of
-    its entries is; otherwise the first entry's reason is given.
+    its entries is; otherwise the first entry's reason is given. ``source_name``: what to
+    call the source when the drawing can only call it ``t1`` (``explain`` passes the name
+    the calling code holds it under).
     """
     if not isinstance(tape, GradientTape):
         raise TypeError(f"explain expects a minitape GradientTape, got {type(tape).__name__}")
     if isinstance(target, (list, tuple, dict)):
-        answers = [diagnose(tape, t, source) for t in flatten(target)] or \
+        answers = [diagnose(tape, t, source, source_name) for t in flatten(target)] or \
             [("unconnected", "the target is empty: there is nothing to differentiate")]
         return next((a for a in answers if a[0] == "connected"), answers[0])
     if not isinstance(source, Tensor):
@@ -153,6 +149,8 @@ def diagnose(tape, target, source) -> tuple:
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "
                 "so no tape can follow it: create it with mt.Variable(...) or mt.constant(...)")
     label = _name_of(tape, target, source)
+    if source_name and is_fallback(label):
+        label = source_name
     # A name from the code (not ``t3``, not a constant's value) can be written as code.
     name = label if label.isidentifier() and not re.fullmatch(r"t\d+", label) else None
     src = _describe(source, "source", label)
