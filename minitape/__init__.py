@@ -17,6 +17,7 @@ from . import dtypes
 from .dtypes import float16, float32, float64, int32, int64, complex64, complex128
 from .dtypes import bool_ as bool  # noqa: A001 (TensorFlow's name: mt.bool)
 from .engine.tensor import Tensor, Variable, convert_to_tensor
+from .ops import conversions  # noqa: F401  (gives Tensor np.asarray(t), float(t), bool(t), ...)
 from .ops.constant_op import constant
 from .engine.tape import GradientTape, UnconnectedGradients
 from .engine.registry import RegisterGradient, no_gradient

@@ -142,6 +142,7 @@ def record_source_lines(enabled=True):
     elif not enabled and _attach_record in tape.observer_factories:
         tape.observer_factories.remove(_attach_record)
     tensor.on_creation = _note_creation if enabled else None
+    tensor.on_leaving = _note_leaving if enabled else None
 
 
 def source_lines_recorded():
@@ -159,3 +160,10 @@ def _attach_record(tape):
 def _note_creation(tensor):
     from .viz.record import note_creation
     note_creation(tensor)
+
+
+def _note_leaving(tensor, frame):
+    from .engine.recording import tapes_recording
+    if tapes_recording:   # (only while a tape records: else nothing to note, at once)
+        from .viz.record import note_leaving
+        note_leaving(tensor, frame)

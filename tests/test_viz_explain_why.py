@@ -230,3 +230,39 @@ def test_a_variable_replaced_by_a_tensor_in_a_training_loop_is_called_by_its_nam
     text = str.__str__(explain(tape, loss, w))
     assert text.startswith("the source w is a plain Tensor, not a Variable"), text
     assert "tape.watch(w)" in text and "`w = w + 1`" in text and "w.assign_add(1)" in text
+
+
+def test_a_numpy_function_on_the_source_inside_the_tape_is_named_with_its_line(source_lines):
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        y = np.square(x)  # NumPy reads the Variable
+        z = mt.constant(y) * 2.0
+    assert tape.gradient(z, x) is None
+    code, text = diagnose(tape, z, x)
+    assert code == "left_minitape"
+    assert f"at {HERE}:{line_of('# NumPy reads the Variable')} (`y = np.square(x)  #" in text
+    assert "never read" not in text and "branch not taken" not in text
+
+
+def test_float_of_a_recorded_tensor_is_named_with_its_line(source_lines):
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        y = x * x
+        z = mt.constant(float(y)) * 3.0  # float() leaves minitape
+    code, text = diagnose(tape, z, x)
+    assert code == "numpy_path"
+    assert f"y was turned into a NumPy or Python value at {HERE}:" \
+           f"{line_of('# float() leaves minitape')}" in text
+
+
+def test_numpy_reads_outside_the_tape_or_by_minitape_itself_are_not_blamed(source_lines):
+    from minitape.viz.record import left_at
+    x = mt.Variable(2.0)
+    np.square(x)                      # before the tape: not while it recorded
+    with mt.GradientTape() as tape:
+        w = mt.Variable(1.0)
+        y = w * 2.0
+        mt.viz.draw_tape(tape)        # minitape's own reads of the tensors
+    assert left_at(w.id) is None and left_at(y.id) is None
+    code, _ = diagnose(tape, y, x)
+    assert code == "not_read"

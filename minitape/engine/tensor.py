@@ -18,12 +18,15 @@ What the layers above give the classes: the Python operators (``x * y`` is the o
 ``multiply``: ``minitape/ops/math_ops.py``), indexing (``ops/array_ops.py``), the partial
 writes of a Variable (``v[0].assign(...)``, ``scatter_nd_update``: ``ops/variable_ops.py``,
 which also explains to ``t[0] = 1`` and ``t.assign(...)`` that a Tensor is immutable),
-and how a Tensor prints (``repr``, ``str``, ``f"{t:.2f}"``: ``minitape/printing.py``).
+how a Tensor prints (``repr``, ``str``, ``f"{t:.2f}"``: ``minitape/printing.py``), and how
+it becomes a NumPy or Python value (``np.asarray(t)``, ``float(t)``, ``bool(t)``:
+``ops/conversions.py``).
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 
@@ -46,6 +49,13 @@ on_creation = None
 """None, or a function ``f(tensor)`` that ``constant`` and ``Variable`` call with each Tensor
 they make: ``mt.viz``'s record notes where the learner made it (``x = mt.constant(3.0)``
 before a tape: the drawings call it ``x``). Set by ``mt.config.record_source_lines``."""
+
+on_leaving = None
+"""None, or a function ``f(tensor, frame)`` called when a Tensor's value leaves minitape as
+NumPy or Python (``t.numpy()``, ``np.asarray(t)`` and NumPy's functions, ``float(t)``: see
+``minitape/ops/conversions.py``), ``frame`` being the code that asked: ``mt.viz`` notes where
+the learner's code did it inside a tape (``np.square(x)``: no tape can follow that). Set by
+``mt.config.record_source_lines``."""
 
 
 class Tensor:
@@ -118,53 +128,12 @@ class Tensor:
         No copy is made; writing into the result raises NumPy's ``ValueError: assignment
         destination is read-only``. Use ``t.numpy().copy()`` for an array you can change.
         """
+        if on_leaving is not None:
+            on_leaving(self, sys._getframe(1))
         value = self._value
         if value.ndim == 0:
             return value[()]
         return _read_only_view(value)
-
-    def __array__(self, dtype=None, copy=None):
-        """``np.asarray(t)``: a read-only view of the value (no copy), as ``numpy()``.
-
-        ``np.array(t)`` (``copy=True``) and a ``dtype`` other than the Tensor's give a new,
-        writable array; ``copy=False`` with another dtype raises ``ValueError``, as NumPy 2.
-        """
-        value = self._value
-        if copy or type(value) is not np.ndarray:  # (a NumPy scalar: asarray makes a new array)
-            return np.array(value, dtype=dtype, copy=True)
-        if dtype is not None and np.dtype(dtype) != value.dtype:
-            if copy is False:
-                raise ValueError(f"np.asarray(Tensor, dtype={np.dtype(dtype).name}, copy=False): "
-                                 f"the Tensor's dtype is {value.dtype.name}, so a copy is needed")
-            return value.astype(dtype)
-        return _read_only_view(value)
-
-    def __bool__(self):
-        if self._value.size != 1:
-            raise ValueError(
-                f"the truth value of a Tensor of shape {self.shape} is ambiguous: bool() needs "
-                "exactly one element; use mt.reduce_any / mt.reduce_all style reductions first")
-        return bool(self._value)
-
-    def _scalar(self, kind):
-        if self._value.size != 1:
-            raise TypeError(f"{kind.__name__}() needs a one-element Tensor, got shape "
-                            f"{self.shape}")
-        return kind(self._value.reshape(()))
-
-    def __float__(self):
-        return self._scalar(float)
-
-    def __int__(self):
-        return self._scalar(int)
-
-    def __complex__(self):
-        return self._scalar(complex)
-
-    def __index__(self):
-        if self._dtype.kind not in "iu" or self._value.ndim != 0:
-            raise TypeError(f"only a 0-d integer Tensor can be used as an index, got {self!r}")
-        return int(self._value)
 
     # Equality is elementwise, as in TensorFlow 2; hashing stays by identity so that
     # Tensors and Variables can still be put in sets and used as dict keys.
@@ -242,6 +211,8 @@ class Variable(Tensor):
     def numpy(self):
         """The value as NumPy: a NumPy scalar for a 0-d Variable, else a **writable copy**
         (as ``tf.Variable.numpy``): changing it does not change the Variable; use ``assign``."""
+        if on_leaving is not None:
+            on_leaving(self, sys._getframe(1))
         value = self._value
         return value[()] if value.ndim == 0 else value.copy()
 

@@ -6,12 +6,14 @@
 2. the target is not a minitape Tensor (an ndarray from NumPy) or is an integer tensor;
 3. the tape never watched the source: a Tensor (only ``watch`` watches Tensors; also what you
    get when ``x = x + 1`` replaces a Variable), a non-trainable Variable, a tape created with
-   ``watch_accessed_variables=False``, or a Variable never read while the tape recorded
-   (read inside ``stop_recording``, before a ``reset``, or not at all);
+   ``watch_accessed_variables=False``, or a Variable never read by an op while the tape
+   recorded (read inside ``stop_recording``, before a ``reset``, only by NumPy: the line of
+   ``np.square(x)`` is named, or not at all);
 4. the target was not produced by any recorded operation: it was computed after the ``with``
    block ended, or from the integer output of an op without a gradient (``argmax``, a
    comparison: the tape records nothing computed from it, a cast included), or the path went
-   through NumPy;
+   through NumPy or Python (the line of ``np.mean(y)``, ``y.numpy()`` or ``float(y)`` is
+   named: ``minitape.tensor.on_leaving`` tells ``mt.viz`` where a value left minitape);
 5. the path exists, but every path goes through ``stop_gradient``, another op without a
    gradient, or an integer tensor (one path that carries a gradient is enough: in
    ``mt.where(x > 0, x, 0.0)`` the comparison only chooses the branch);
@@ -54,7 +56,7 @@ from ..engine.tape import GradientTape
 from ..engine.tensor import Tensor, Variable
 from .graph import gradient_kind, stop_recording_spans
 from .labels import is_fallback, tensor_labels
-from .record import note_of
+from .record import left_at, note_of, source_line
 from ..debugging import learner_frame_of
 
 
@@ -311,6 +313,15 @@ def _not_watched(tape, target, source, src, ops, produced, name):
         return pause
     if any(e.kind == "reset" for e in tape.events):
         return _reset_sentence()
+    where = _left_while_recording(tape, source.id)
+    if where:
+        return ("left_minitape",
+                f"{src} was turned into a NumPy or Python value at {where}, inside the tape: a "
+                "NumPy function (np.square(x)), .numpy() or float() gives a plain value that no "
+                f"tape can follow, so nothing the tape recorded depends on {_code(name, 'it')}; "
+                "use "
+                "minitape's operations on the Tensor itself (mt.math.square, mt.reduce_mean, "
+                "...) all the way to the target")
     return ("not_read",
             f"{src} was never read while the tape was recording (the code that uses it ran "
             "outside the `with` block, on a branch not taken, or not at all), so nothing the tape "
@@ -336,11 +347,53 @@ def _target_not_recorded(tape, target, source, src, ops, produced):
     broken = _integer_output_op(ops, source)
     if broken is not None:
         return _integer_sentence(tape, ops, broken, src, recorded=False)
+    left = []
+    for i in _tape_ids(tape, ops):
+        found = _left_while_recording(tape, i, stamp=True)
+        if found:
+            left.append((found, i))
+    if left:
+        (_, where), i = max(left)    # the last value that left (the nearest to the target)
+        name = _label_of(tape, target, i) or "a tensor the tape recorded"
+        return ("numpy_path",
+                "the target was not produced by any operation this tape recorded: "
+                f"{name} was turned into a NumPy or Python value at {where} (a NumPy function, "
+                ".numpy() or float() gives a plain value that no tape can follow) and came "
+                f"back as a constant, so nothing connects the target to {src}; use minitape "
+                "operations (mt.reduce_mean, mt.math.square, ...) all the way from the source "
+                "to the target")
     return ("numpy_path",
             "the target was not produced by any operation this tape recorded, so nothing "
             f"connects it to {src}: somewhere the computation left minitape (a NumPy function "
             "such as np.mean, or .numpy()) and came back as a constant; use minitape operations "
             "(mt.reduce_mean, ...) all the way from the source to the target")
+
+
+def _tape_ids(tape, ops):
+    """The ids of the tensors ``tape`` watched or whose ops it recorded, in order."""
+    ids = dict.fromkeys(w.id for w in tape.watched)
+    for op in ops:
+        ids.update(dict.fromkeys(op.input_ids + op.output_ids))
+    return ids
+
+
+def _left_while_recording(tape, tensor_id, stamp=False):
+    """Where (``"cell 3:2 (`y = np.square(x)`)"``) the learner's code took ``tensor_id`` out
+    of minitape while ``tape`` recorded, or None; ``stamp=True``: ``(stamp, where)``."""
+    left = left_at(tensor_id)
+    if left is None:
+        return None
+    seq, origin = left
+    entered = [e.seq for e in tape.events if e.kind in ("entered", "resumed")]
+    ended = [e.seq for e in tape.events if e.kind in ("exited", "paused")]
+    inside = any(a < seq and not any(a < b < seq for b in ended) for a in entered)
+    if not inside:
+        return None
+    location, text = source_line(origin[0])
+    if location and location.startswith("cell "):
+        location = f"line {location.split(':')[-1]} of its cell"
+    where = f"{location} (`{text}`)" if text else location
+    return (seq, where) if stamp else where
 
 
 def _blocked_path(tape, ops, target_id, source, src, upstream):

@@ -158,6 +158,32 @@ def created(tensor_id):
     return _created.get(tensor_id)
 
 
+_left: dict = {}
+"""tensor id -> ``(stamp, origin)``: where the learner's code last turned the Tensor into a
+NumPy or Python value while a tape recorded (``np.square(x)``, ``float(y)``, ``y.numpy()``),
+stamped from the global sequence so that ``explain`` can tell it happened while a given
+tape recorded; the newest ``MAX_CREATED``."""
+
+
+def note_leaving(tensor, frame):
+    """``minitape.tensor.on_leaving`` while a tape records: note where the learner's code
+    (``frame``) took ``tensor`` out of minitape. minitape's own reads (a drawing's
+    ``np.asarray``) are not noted."""
+    code = frame.f_code
+    if code.co_filename.startswith(_PACKAGE_DIR):
+        return
+    _left.pop(tensor.id, None)          # (re-inserted: the newest last, the oldest dropped)
+    _left[tensor.id] = (next_seq(), ((code, frame.f_lasti),))
+    if len(_left) > MAX_CREATED:
+        del _left[next(iter(_left))]
+
+
+def left_at(tensor_id):
+    """``(stamp, origin)`` of where the learner's code last took ``tensor_id`` out of
+    minitape while a tape recorded, or None."""
+    return _left.get(tensor_id)
+
+
 def summarize(value):
     """``value`` (an ndarray) itself if it is small, else its ``(min, mean, max)`` as floats."""
     if value.size <= SMALL_VALUE_SIZE:
