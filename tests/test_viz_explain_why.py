@@ -266,3 +266,12 @@ def test_numpy_reads_outside_the_tape_or_by_minitape_itself_are_not_blamed(sourc
     assert left_at(w.id) is None and left_at(y.id) is None
     code, _ = diagnose(tape, y, x)
     assert code == "not_read"
+
+
+def test_the_double_where_fix_is_written_with_the_learners_name():
+    w = mt.Variable(0.0)
+    with mt.GradientTape() as tape:
+        loss = mt.where(w > 0.0, mt.math.log(w), 0.0)
+    tape.gradient(loss, w)
+    assert "e.g. mt.where(w > 0.0, mt.math.log(mt.where(w > 0.0, w, 1.0)), 0.0)" in \
+        explain(tape, loss, w)

@@ -753,9 +753,10 @@ def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
     where = f" ({_op_ref(tape, ops, op)})"
     from_where = (upstream == 0.0 and len(users) == 1 and users[0].type == "SelectV2")
     if from_where:
+        v = x_name if x_name.isidentifier() and not is_fallback(x_name) else "x"
         fix = ("the usual fix is the double where: make the branch where does not choose "
                "safe too, so that its derivative is finite there, e.g. "
-               f"mt.where(x > 0.0, mt.math.{fname}(mt.where(x > 0.0, x, 1.0)), 0.0)"
+               f"mt.where({v} > 0.0, mt.math.{fname}(mt.where({v} > 0.0, {v}, 1.0)), 0.0)"
                if fname in ("log", "sqrt", "reciprocal") else
                "the usual fix is the double where: feed the op a safe value where its result "
                "is not chosen (an inner mt.where), so that its derivative is finite there")
