@@ -163,7 +163,5 @@ def _note_creation(tensor):
 
 
 def _note_leaving(tensor, frame):
-    from .engine.recording import tapes_recording
-    if tapes_recording:   # (only while a tape records: else nothing to note, at once)
-        from .viz.record import note_leaving
-        note_leaving(tensor, frame)
+    from .viz.record import note_leaving
+    note_leaving(tensor, frame)

@@ -51,11 +51,11 @@ they make: ``mt.viz``'s record notes where the learner made it (``x = mt.constan
 before a tape: the drawings call it ``x``). Set by ``mt.config.record_source_lines``."""
 
 on_leaving = None
-"""None, or a function ``f(tensor, frame)`` called when a Tensor's value leaves minitape as
-NumPy or Python (``t.numpy()``, ``np.asarray(t)`` and NumPy's functions, ``float(t)``: see
-``minitape/ops/conversions.py``), ``frame`` being the code that asked: ``mt.viz`` notes where
-the learner's code did it inside a tape (``np.square(x)``: no tape can follow that). Set by
-``mt.config.record_source_lines``."""
+"""None, or a function ``f(tensor, frame)`` called, while a tape records, when a Tensor's
+value leaves minitape as NumPy or Python (``t.numpy()``, ``np.asarray(t)`` and NumPy's
+functions, ``float(t)``: see ``minitape/ops/conversions.py``), ``frame`` being the code that
+asked: ``mt.viz`` notes where the learner's code did it (``np.square(x)``: no tape can
+follow that). Set by ``mt.config.record_source_lines``."""
 
 
 class Tensor:
@@ -128,7 +128,7 @@ class Tensor:
         No copy is made; writing into the result raises NumPy's ``ValueError: assignment
         destination is read-only``. Use ``t.numpy().copy()`` for an array you can change.
         """
-        if on_leaving is not None:
+        if on_leaving is not None and _recording.tapes_recording:
             on_leaving(self, sys._getframe(1))
         value = self._value
         if value.ndim == 0:
@@ -211,7 +211,7 @@ class Variable(Tensor):
     def numpy(self):
         """The value as NumPy: a NumPy scalar for a 0-d Variable, else a **writable copy**
         (as ``tf.Variable.numpy``): changing it does not change the Variable; use ``assign``."""
-        if on_leaving is not None:
+        if on_leaving is not None and _recording.tapes_recording:
             on_leaving(self, sys._getframe(1))
         value = self._value
         return value[()] if value.ndim == 0 else value.copy()

@@ -5,8 +5,8 @@ These give the Tensor its conversions, as ``math_ops`` gives it its operators. W
 return is a plain NumPy or Python value: no tape can follow it, so a gradient through
 ``np.square(x)`` or ``float(y)`` is None. ``Tensor.numpy()`` (in the engine) is the same
 kind of exit. Each one tells ``minitape.engine.tensor.on_leaving``, when it is set
-(``mt.config.record_source_lines``: the default), which Tensor left and which code asked,
-so that ``mt.viz.explain`` can name that line as the cause of a None gradient.
+(``mt.config.record_source_lines``: the default) and a tape records, which Tensor left and
+which code asked, so that ``mt.viz.explain`` can name that line as the cause of a None gradient.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 from ..engine import tensor as _tensor
+from ..engine.recording import tapes_recording
 from ..engine.tensor import Tensor
 
 
@@ -25,7 +26,7 @@ def _array(self, dtype=None, copy=None):
     ``np.array(t)`` (``copy=True``) and a ``dtype`` other than the Tensor's give a new,
     writable array; ``copy=False`` with another dtype raises ``ValueError``, as NumPy 2.
     """
-    if _tensor.on_leaving is not None:
+    if _tensor.on_leaving is not None and tapes_recording:
         _tensor.on_leaving(self, sys._getframe(1))
     value = self._value
     if copy or type(value) is not np.ndarray:  # (a NumPy scalar: asarray makes a new array)
@@ -51,7 +52,7 @@ def _scalar(self, kind, frame):
     code that asked."""
     if self._value.size != 1:
         raise TypeError(f"{kind.__name__}() needs a one-element Tensor, got shape {self.shape}")
-    if _tensor.on_leaving is not None:
+    if _tensor.on_leaving is not None and tapes_recording:
         _tensor.on_leaving(self, frame)
     return kind(self._value.reshape(()))
 
