@@ -275,3 +275,21 @@ def test_the_double_where_fix_is_written_with_the_learners_name():
     tape.gradient(loss, w)
     assert "e.g. mt.where(w > 0.0, mt.math.log(mt.where(w > 0.0, w, 1.0)), 0.0)" in \
         explain(tape, loss, w)
+
+
+def test_a_watch_after_the_target_was_computed_is_named():
+    x = mt.constant(3.0)
+    with mt.GradientTape() as tape:
+        y = x * x
+        tape.watch(x)                  # too late: the multiply was not recorded
+    assert tape.gradient(y, x) is None
+    code, text = diagnose(tape, y, x)
+    assert code == "watched_late"
+    assert text.startswith("tape.watch(x) came after the target was computed")
+    assert "NumPy" not in text
+    # a watch before the computation, then another one after it, is not blamed
+    with mt.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        tape.watch(x)
+    assert diagnose(tape, y, x)[0] == "connected"

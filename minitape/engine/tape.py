@@ -54,7 +54,9 @@ class TapeEvent:
     ``"resumed"``, ``"reset"``, ``"gradient"`` (a backward pass began; ``detail`` names the
     method), ``"released"`` (a non-persistent tape freed what it saved), or ``"assigned"``
     (a Variable update took a tensor the tape tracks, which is not recorded as an op:
-    ``detail`` is ``(method, Variable name, tensor id, Variable id)``). ``seq`` is a stamp
+    ``detail`` is ``(method, Variable name, tensor id, Variable id)``), or ``"watched"``
+    (``watch`` was called: ``detail`` is ``(a tensor id larger than any made before, the ids
+    watched)``; a Variable watched because an op read it makes no event). ``seq`` is a stamp
     of the global sequence that ops get too: the event happened after every op with a
     smaller ``seq`` and before every op with a larger one."""
 
@@ -248,12 +250,16 @@ class GradientTape:
         Raises:
             TypeError: if an item is not a minitape Tensor or Variable.
         """
-        for t in flatten(tensor):
+        flat = flatten(tensor)
+        for t in flat:
             if not isinstance(t, Tensor):
                 raise TypeError(
                     f"GradientTape.watch expects Tensors or Variables, got "
                     f"{type(t).__name__} {t!r:.60}; convert it first with mt.constant(...)")
             self._watch_one(t, warn=True)
+        # (``detail``: a tensor id larger than any made before, and the ids watched, so that
+        # ``mt.viz.explain`` can tell a ``watch`` that came after the target was computed.)
+        self._event("watched", (new_tensor_id(), tuple(t.id for t in flat)))
 
     def _watch_one(self, t, warn):
         if t._dtype.kind != "f":

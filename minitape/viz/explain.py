@@ -10,10 +10,11 @@
    recorded (read inside ``stop_recording``, before a ``reset``, only by NumPy: the line of
    ``np.square(x)`` is named, or not at all);
 4. the target was not produced by any recorded operation: it was computed after the ``with``
-   block ended, or from the integer output of an op without a gradient (``argmax``, a
-   comparison: the tape records nothing computed from it, a cast included), or the path went
-   through NumPy or Python (the line of ``np.mean(y)``, ``y.numpy()`` or ``float(y)`` is
-   named: ``minitape.tensor.on_leaving`` tells ``mt.viz`` where a value left minitape);
+   block ended, or before ``tape.watch(x)`` (the watch came too late), or from the integer
+   output of an op without a gradient (``argmax``, a comparison: the tape records nothing
+   computed from it, a cast included), or the path went through NumPy or Python (the line
+   of ``np.mean(y)``, ``y.numpy()`` or ``float(y)`` is named: ``minitape.tensor.on_leaving``
+   tells ``mt.viz`` where a value left minitape);
 5. the path exists, but every path goes through ``stop_gradient``, another op without a
    gradient, or an integer tensor (one path that carries a gradient is enough: in
    ``mt.where(x > 0, x, 0.0)`` the comparison only chooses the branch);
@@ -184,7 +185,7 @@ def diagnose(tape, target, source, source_name=None) -> tuple:
     if not tracked:
         return _not_watched(tape, target, source, src, ops, produced, name)
     if target.id not in produced and target.id not in watched:
-        return _target_not_recorded(tape, target, source, src, ops, produced)
+        return _target_not_recorded(tape, target, source, src, ops, produced, name)
 
     upstream = _upstream(ops, target.id)           # everything the target depends on
     if source.id in upstream:
@@ -328,7 +329,7 @@ def _not_watched(tape, target, source, src, ops, produced, name):
             "recorded depends on it: compute the target from it inside the tape")
 
 
-def _target_not_recorded(tape, target, source, src, ops, produced):
+def _target_not_recorded(tape, target, source, src, ops, produced, name=None):
     """The source is watched, but no recorded op produced the target."""
     if isinstance(target, Variable):
         return ("unconnected",
@@ -344,6 +345,15 @@ def _target_not_recorded(tape, target, source, src, ops, produced):
                 "longer recorded, so no recorded operation produced it and nothing connects "
                 f"it to {src}: compute it inside the `with` block (indent the line that "
                 "computes it), then call tape.gradient after the block")
+    watches = [e.detail[0] for e in tape.events
+               if e.kind == "watched" and source.id in e.detail[1]]
+    if watches and watches[0] > target.id:
+        name = _code(name, "x")
+        return ("watched_late",
+                f"tape.watch({name}) came after the target was computed: a tape records an "
+                "operation only when one of its inputs is already watched, so the operations "
+                f"that made the target from {src} were not recorded; call tape.watch({name}) "
+                "first, at the top of the `with` block, before the lines that use it")
     broken = _integer_output_op(ops, source)
     if broken is not None:
         return _integer_sentence(tape, ops, broken, src, recorded=False)
