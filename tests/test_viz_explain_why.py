@@ -293,3 +293,17 @@ def test_a_watch_after_the_target_was_computed_is_named():
         y = x * x
         tape.watch(x)
     assert diagnose(tape, y, x)[0] == "connected"
+
+
+def test_a_numpy_function_written_in_python_is_blamed_at_the_learners_line(source_lines):
+    # np.mean is Python code inside NumPy that calls np.asarray: the line named is the
+    # learner's, not NumPy's _methods.py (the TensorFlow guide's "NumPy detour").
+    x = mt.Variable([[1.0, 2.0], [3.0, 4.0]])
+    with mt.GradientTape() as tape:
+        x2 = x**2
+        y = np.mean(x2, axis=0)  # the detour through NumPy
+        y = mt.reduce_mean(y, axis=0)
+    code, text = diagnose(tape, y, x)
+    assert code == "numpy_path"
+    assert f"x2 was turned into a NumPy or Python value at {HERE}:" \
+           f"{line_of('# the detour through NumPy')} (`y = np.mean(x2, axis=0)" in text

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dis
 import os
 import sys
+import sysconfig
 import threading
 from types import CodeType
 
@@ -167,8 +168,14 @@ tape recorded; the newest ``MAX_CREATED``."""
 
 def note_leaving(tensor, frame):
     """``minitape.tensor.on_leaving`` while a tape records: note where the learner's code
-    (``frame``) took ``tensor`` out of minitape. minitape's own reads (a drawing's
-    ``np.asarray``) are not noted."""
+    took ``tensor`` out of minitape. ``frame`` asked for the value; it may be a library's
+    (``np.mean`` is Python code in NumPy that calls ``np.asarray``, ``plt.plot`` is
+    matplotlib's): the learner's line is the first frame outwards that is no library's.
+    minitape's own reads (a drawing's ``np.asarray``) are not noted."""
+    while frame is not None and _in_library(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return
     code = frame.f_code
     if code.co_filename.startswith(_PACKAGE_DIR):
         return
@@ -176,6 +183,29 @@ def note_leaving(tensor, frame):
     _left[tensor.id] = (next_seq(), ((code, frame.f_lasti),))
     if len(_left) > MAX_CREATED:
         del _left[next(iter(_left))]
+
+
+def _in_library(filename):
+    """True for a file of the standard library or of an installed package (NumPy,
+    matplotlib, IPython, ...), not the learner's code nor minitape's (each file name is
+    looked up once)."""
+    inside = _libraries.get(filename)
+    if inside is None:
+        inside = _libraries[filename] = (filename.startswith(_LIBRARY_DIRS)
+                                         and not filename.startswith(_PACKAGE_DIR))
+    return inside
+
+
+def _library_dirs():
+    """Where the standard library and installed packages live (``sysconfig``'s paths)."""
+    paths = sysconfig.get_paths()
+    dirs = {os.path.join(paths[key], "") for key in ("stdlib", "platstdlib", "purelib",
+                                                      "platlib") if paths.get(key)}
+    return tuple(sorted(dirs)) + ("<frozen ",)
+
+
+_libraries: dict = {}   # file name -> True for a library's file (``_in_library``)
+_LIBRARY_DIRS = _library_dirs()
 
 
 def left_at(tensor_id):
