@@ -1084,7 +1084,7 @@ def _autopack(value, dtype, name, what):
     return stack([convert_to_tensor(v, dtype=dtype, what=what) for v in value], name=name)
 
 
-register_tensor_conversion_function((list, tuple), _autopack)
+register_tensor_conversion_function((list, tuple), _autopack, priority=99)   # (before data)
 
 
 # The engine reshapes, transposes and joins gradients with these recorded ops (the rows of a
