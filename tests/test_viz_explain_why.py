@@ -251,7 +251,7 @@ def test_float_of_a_recorded_tensor_is_named_with_its_line(source_lines):
         z = mt.constant(float(y)) * 3.0  # float() leaves minitape
     code, text = diagnose(tape, z, x)
     assert code == "numpy_path"
-    assert f"y was turned into a NumPy or Python value at {HERE}:" \
+    assert f"y was turned into a constant or a NumPy or Python value at {HERE}:" \
            f"{line_of('# float() leaves minitape')}" in text
 
 
@@ -305,5 +305,17 @@ def test_a_numpy_function_written_in_python_is_blamed_at_the_learners_line(sourc
         y = mt.reduce_mean(y, axis=0)
     code, text = diagnose(tape, y, x)
     assert code == "numpy_path"
-    assert f"x2 was turned into a NumPy or Python value at {HERE}:" \
+    assert f"x2 was turned into a constant or a NumPy or Python value at {HERE}:" \
            f"{line_of('# the detour through NumPy')} (`y = np.mean(x2, axis=0)" in text
+
+
+def test_a_constant_made_from_tensors_inside_the_tape_is_named(source_lines):
+    a, b = mt.Variable(1.0), mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        v = mt.constant([a, b])  # a constant: tf.constant too
+        loss = mt.reduce_sum(v * v)
+    assert tape.gradient(loss, a) is None
+    code, text = diagnose(tape, loss, a)
+    assert code == "left_minitape"
+    assert f"at {HERE}:{line_of('# a constant: tf.constant too')} (`v = mt.constant([a, b])" \
+        in text and "mt.stack" in text

@@ -21,11 +21,13 @@ dtypes are never cast silently).
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
 
 from .. import dtypes
 from ..engine import tensor as _tensor
+from ..engine.recording import tapes_recording
 from ..engine.tensor import (Tensor, convert_to_tensor, owned_array,
                              register_tensor_conversion_function)
 
@@ -64,14 +66,29 @@ def constant(value, dtype=None, name=None) -> Tensor:
     >>> mt.constant(1 + 2j)           # complex128, as TensorFlow (no gradients through it)
     <mt.Tensor: shape=(), dtype=complex128, numpy=(1+2j)>
     """
-    if isinstance(value, Tensor):
-        value = value._value
+    if isinstance(value, (Tensor, list, tuple)):
+        # A Tensor in it gives its value: a constant, no op (``tf.constant`` too), which
+        # ``mt.viz.explain`` names when it cuts a gradient (``on_leaving``).
+        value = _values_of(value, sys._getframe(1))
     t = convert_to_tensor(value, dtype=dtype, name=name, what="constant")
     # (convert_to_tensor already copied an ndarray: the new Tensor owns its array.)
     t = Tensor(t._value, name=name)
     if _tensor.on_creation is not None:   # (mt.viz notes the learner's line)
         _tensor.on_creation(t)
     return t
+
+
+def _values_of(value, frame):
+    """``value`` with each Tensor in it (nested lists and tuples too) replaced by its array;
+    each one is handed to ``on_leaving`` (``frame``: the learner's code that asked)."""
+    if isinstance(value, Tensor):
+        if _tensor.on_leaving is not None and tapes_recording:
+            _tensor.on_leaving(value, frame)
+        return value._value
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, list, tuple))
+                                                for v in value):
+        return [_values_of(v, frame) for v in value]
+    return value
 
 
 def convert_like(value, dtype, what) -> Tensor:
