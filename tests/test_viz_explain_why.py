@@ -319,3 +319,20 @@ def test_a_constant_made_from_tensors_inside_the_tape_is_named(source_lines):
     assert code == "left_minitape"
     assert f"at {HERE}:{line_of('# a constant: tf.constant too')} (`v = mt.constant([a, b])" \
         in text and "mt.stack" in text
+
+
+def test_model_predict_inside_the_tape_is_named(source_lines):
+    # Keras's predict returns NumPy: the TensorFlow forums' "No gradients provided" with
+    # model.predict inside the tape. explain names the learner's line, not predict's inside.
+    model = mt.keras.Sequential([mt.keras.layers.Dense(1)])
+    x = np.ones((4, 3), "float32")
+    model(x)
+    with mt.GradientTape() as tape:
+        pred = model.predict(x, verbose=0)  # NumPy out
+        loss = mt.reduce_mean((pred - 1.0) ** 2)
+    kernel = model.trainable_variables[0]
+    assert tape.gradient(loss, kernel) is None
+    code, text = diagnose(tape, loss, kernel)
+    assert code == "numpy_path"
+    assert f"at {HERE}:{line_of('# NumPy out')} (`pred = model.predict(x, verbose=0)" in text
+    assert "model.predict" in text

@@ -19,11 +19,12 @@ As Keras 3 (``keras/src/trainers/trainer.py``), without graphs: ``run_eagerly`` 
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import numpy as np
 
 from .. import optimizers as _optimizers
-from ..engine import recording
+from ..engine import recording, tensor
 from ..module import Module
 from ..ops import random_ops, reduction_ops
 from ..engine.tape import GradientTape
@@ -379,7 +380,12 @@ class Model(Layer):
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
         """The model's outputs for ``x``, batch by batch, as one NumPy array (as Keras)."""
         batches = _Batches(x, None, batch_size, False, "predict")
-        outputs = [np.asarray(self(x_batch, training=False)) for x_batch, _ in batches.epoch()]
+        outputs = []
+        for x_batch, _ in batches.epoch():
+            y = self(x_batch, training=False)
+            if tensor.on_leaving is not None and recording.tapes_recording:
+                tensor.on_leaving(y, sys._getframe(1))   # (mt.viz.explain names this line)
+            outputs.append(y.numpy())
         if verbose not in (0, "auto"):
             print(f"{len(batches)}/{len(batches)}")
         return np.concatenate(outputs) if outputs else np.zeros((0,))

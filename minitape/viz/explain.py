@@ -318,11 +318,11 @@ def _not_watched(tape, target, source, src, ops, produced, name):
     if where:
         return ("left_minitape",
                 f"{src} was turned into a constant or a NumPy or Python value at {where}, "
-                "inside the tape: mt.constant, a NumPy function (np.square(x)), .numpy() or "
-                "float() gives a plain value that no tape can follow, so nothing the tape "
-                f"recorded depends on {_code(name, 'it')}; use minitape's operations on the "
-                "Tensor itself (mt.stack, mt.math.square, mt.reduce_mean, ...) all the way to "
-                "the target")
+                "inside the tape: model.predict, mt.constant, a NumPy function (np.square(x)), "
+                ".numpy() or float() gives a plain value that no tape can follow, so nothing "
+                f"the tape recorded depends on {_code(name, 'it')}; use minitape's operations "
+                "on the Tensor itself (mt.stack, mt.math.square, mt.reduce_mean, ...) all the "
+                "way to the target")
     return ("not_read",
             f"{src} was never read while the tape was recording (the code that uses it ran "
             "outside the `with` block, on a branch not taken, or not at all), so nothing the tape "
@@ -368,8 +368,8 @@ def _target_not_recorded(tape, target, source, src, ops, produced, name=None):
         return ("numpy_path",
                 "the target was not produced by any operation this tape recorded: "
                 f"{name} was turned into a constant or a NumPy or Python value at {where} "
-                "(mt.constant, a NumPy function, .numpy() or float() gives a plain value that "
-                "no tape can follow), so nothing connects the target to "
+                "(model.predict, mt.constant, a NumPy function, .numpy() or float() gives a "
+                "plain value that no tape can follow), so nothing connects the target to "
                 f"{src}; use minitape operations (mt.stack, mt.reduce_mean, mt.math.square, "
                 "...) all the way from the source to the target")
     return ("numpy_path",
