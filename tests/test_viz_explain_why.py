@@ -336,3 +336,14 @@ def test_model_predict_inside_the_tape_is_named(source_lines):
     assert code == "numpy_path"
     assert f"at {HERE}:{line_of('# NumPy out')} (`pred = model.predict(x, verbose=0)" in text
     assert "model.predict" in text
+
+
+def test_an_infinite_gradient_is_not_blamed_on_a_zero_it_never_met():
+    x = mt.Variable(0.0)
+    with mt.GradientTape() as tape:
+        r = mt.sqrt(x)
+    assert np.isinf(tape.gradient(r, x).numpy())
+    text = str.__str__(explain(tape, r, x))
+    assert "sqrt at x = 0.0 has derivative inf" in text and "inf * 1.0 = inf" in text
+    assert "An infinite derivative makes the gradient infinite" in text
+    assert "A zero gradient times" not in text

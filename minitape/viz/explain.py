@@ -772,9 +772,16 @@ def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
                "is not chosen (an inner mt.where), so that its derivative is finite there")
     else:
         fix = "the usual fix: " + _FIXES.get(op.type, _GENERIC_FIX)
+    infinite = local is not None and not np.isfinite(local)
+    if infinite and upstream == 0.0:
+        why = "A zero gradient times an infinite derivative is NaN, in TensorFlow too"
+    elif infinite:
+        why = ("An infinite derivative makes the gradient infinite, and NaN where it meets a "
+               "zero later, in TensorFlow too")
+    else:
+        why = "TensorFlow computes the same"
     return (f"the gradient of {src} is {_value_text(final)}: the first step of the backward "
-            f"pass that produced NaN or inf is {fname}{where}: {story}. A zero gradient times "
-            f"an infinite derivative is NaN, in TensorFlow too; {fix}")
+            f"pass that produced NaN or inf is {fname}{where}: {story}. {why}; {fix}")
 
 
 def _upstream(ops, target_id) -> set:
