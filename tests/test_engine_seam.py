@@ -144,7 +144,8 @@ def test_every_new_tape_gets_the_factories_observers_from_its_first_op():
         tape_module.observer_factories.remove(factory)
     (log,) = made
     assert log in tape.observers
-    assert log.calls[:2] == [("event", "entered"), ("op", "Mul", (x.id, x.id))]
+    assert log.calls[:3] == [("event", "entered"), ("event", "watched"),
+                             ("op", "Mul", (x.id, x.id))]
 
 
 def test_without_observers_record_calls_nothing(monkeypatch):
