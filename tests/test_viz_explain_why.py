@@ -347,3 +347,28 @@ def test_an_infinite_gradient_is_not_blamed_on_a_zero_it_never_met():
     assert "sqrt at x = 0.0 has derivative inf" in text and "inf * 1.0 = inf" in text
     assert "An infinite derivative makes the gradient infinite" in text
     assert "A zero gradient times" not in text
+
+
+def test_explain_takes_the_sources_given_to_gradient():
+    # explain(tape, loss, model.trainable_variables), as a learner passes them to gradient:
+    # a line per source; a reason already given above is not repeated in full.
+    model = mt.keras.Sequential([mt.keras.layers.Dense(2), mt.keras.layers.Dense(1)])
+    x = mt.constant(np.ones((4, 3), "float32"))
+    with mt.GradientTape() as tape:
+        out = model(x)
+        loss = mt.reduce_mean(mt.cast(mt.argmax(out, axis=1), mt.float32))
+    text = explain(tape, loss, model.trainable_variables)
+    lines = str.__str__(text).split("\n")
+    assert len(lines) == 4 and "ArgMax" in lines[0]
+    first, *others = [v.path for v in model.trainable_variables]   # dense/kernel, ...
+    assert lines[1:] == [f"the source {p} (a Variable): the same as for {first}"
+                         for p in others]
+    assert str(text).count("\n") > 4       # printed: each paragraph wrapped on its own
+    assert str(text).endswith(lines[3]) and text._repr_html_().count("<p ") == 4
+
+
+def test_a_target_of_none_is_named():
+    x = mt.Variable(1.0)
+    with mt.GradientTape() as tape:
+        x * 2.0
+    assert str.__str__(explain(tape, None, x)).startswith("the target is None: pass the Tensor")

@@ -69,8 +69,10 @@ class Explanation(str):
 
     def _wrapped(self):
         import textwrap
-        return textwrap.fill(str.__str__(self), 88, break_long_words=False,
-                             break_on_hyphens=False)
+        # (One paragraph per source when several were asked about.)
+        return "\n".join(textwrap.fill(part, 88, break_long_words=False,
+                                        break_on_hyphens=False)
+                         for part in str.__str__(self).split("\n"))
 
     def __str__(self):
         return self._wrapped()
@@ -80,7 +82,8 @@ class Explanation(str):
 
     def _repr_html_(self):
         import html
-        return f'<p style="max-width:60em">{html.escape(str.__str__(self))}</p>'
+        return "".join(f'<p style="max-width:60em">{html.escape(part)}</p>'
+                       for part in str.__str__(self).split("\n"))
 
 
 def explain(tape, target, source) -> str:
@@ -89,13 +92,40 @@ def explain(tape, target, source) -> str:
     Args:
         tape: the GradientTape (it may have released its saved tensors already).
         target: the target given to ``gradient`` (a Tensor, or whatever was passed).
-        source: one source (a Tensor or Variable).
+        source: a source (a Tensor or Variable), or the sources given to ``gradient`` (a
+            list, tuple or dict of them, e.g. ``model.trainable_variables``): then one
+            sentence per source, a line each.
 
     Returns:
         An ``Explanation`` (a ``str``): the reason and what to do about it, naming tensors
         as the drawings label them (the learner's variable names).
     """
-    caller = _names_in(learner_frame_of(sys._getframe(1)), target, source)
+    frame = learner_frame_of(sys._getframe(1))
+    if isinstance(source, (list, tuple, dict)) and source and all(
+            isinstance(s, Tensor) for s in flatten(source)):
+        return _explain_each(tape, target, flatten(source), frame)
+    return _explain_one(tape, target, source, frame)
+
+
+def _explain_each(tape, target, sources, frame):
+    """One line per source; a source with the same reason as one above says so briefly."""
+    lines, first_of = [], {}
+    labels = [_name_of(tape, target, s) for s in sources]
+    if len(set(labels)) < len(labels):   # (two layers' "kernel": their paths tell them apart)
+        labels = [s.path if isinstance(s, Variable) and s.path else label
+                  for s, label in zip(sources, labels)]
+    for s, label in zip(sources, labels):
+        code = diagnose(tape, target, s)[0]
+        if code in first_of and code != "connected":
+            lines.append(f"{_describe(s, 'source', label)}: the same as for {first_of[code]}")
+            continue
+        first_of.setdefault(code, label)
+        lines.append(str.__str__(_explain_one(tape, target, s, frame)))
+    return Explanation("\n".join(lines))
+
+
+def _explain_one(tape, target, source, frame):
+    caller = _names_in(frame, target, source)
     sentence = diagnose(tape, target, source, caller.get("source"))[1]
     return Explanation(_name_target(tape, target, source, sentence, caller.get("target")))
 
@@ -164,6 +194,10 @@ def diagnose(tape, target, source, source_name=None) -> tuple:
                 + ("mt.Variable(1.0) instead of mt.Variable(1), or pass dtype=mt.float32"
                    if isinstance(source, Variable) else
                    "mt.constant(10.0) instead of mt.constant(10), or pass dtype=mt.float32"))
+    if target is None:
+        return ("numpy_target",
+                "the target is None: pass the Tensor you differentiate (the loss, computed "
+                "with minitape operations inside the tape)")
     if not isinstance(target, Tensor):
         kind = "a NumPy value" if isinstance(target, (np.ndarray, np.generic)) else \
             f"a {type(target).__name__}"
