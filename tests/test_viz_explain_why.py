@@ -263,7 +263,7 @@ def test_numpy_reads_outside_the_tape_or_by_minitape_itself_are_not_blamed(sourc
         w = mt.Variable(1.0)
         y = w * 2.0
         mt.viz.draw_tape(tape)        # minitape's own reads of the tensors
-    assert left_at(w.id) is None and left_at(y.id) is None
+    assert left_at(w.id) == () and left_at(y.id) == ()
     code, _ = diagnose(tape, y, x)
     assert code == "not_read"
 
@@ -372,3 +372,14 @@ def test_a_target_of_none_is_named():
     with mt.GradientTape() as tape:
         x * 2.0
     assert str.__str__(explain(tape, None, x)).startswith("the target is None: pass the Tensor")
+
+
+def test_a_print_after_the_target_is_not_blamed_for_the_detour(source_lines):
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        y = x * x
+        z = mt.constant(np.square(y)) * 3.0  # the square's detour
+        print(float(y))                       # a harmless print, after the target
+    code, text = diagnose(tape, z, x)
+    assert code == "numpy_path"
+    assert f"{HERE}:{line_of('# the square')}" in text, text

@@ -393,7 +393,7 @@ def _target_not_recorded(tape, target, source, src, ops, produced, name=None):
         return _integer_sentence(tape, ops, broken, src, recorded=False)
     left = []
     for i in _tape_ids(tape, ops):
-        found = _left_while_recording(tape, i, stamp=True)
+        found = _left_while_recording(tape, i, stamp=True, before=target.id)
         if found:
             left.append((found, i))
     if left:
@@ -421,18 +421,18 @@ def _tape_ids(tape, ops):
     return ids
 
 
-def _left_while_recording(tape, tensor_id, stamp=False):
+def _left_while_recording(tape, tensor_id, stamp=False, before=None):
     """Where (``"cell 3:2 (`y = np.square(x)`)"``) the learner's code took ``tensor_id`` out
-    of minitape while ``tape`` recorded, or None; ``stamp=True``: ``(stamp, where)``."""
-    left = left_at(tensor_id)
-    if left is None:
-        return None
-    seq, origin = left
+    of minitape while ``tape`` recorded, or None; ``stamp=True``: ``(stamp, where)``;
+    ``before``: only if it happened before the tensor of that id was made (the target)."""
     entered = [e.seq for e in tape.events if e.kind in ("entered", "resumed")]
     ended = [e.seq for e in tape.events if e.kind in ("exited", "paused")]
-    inside = any(a < seq and not any(a < b < seq for b in ended) for a in entered)
-    if not inside:
+    found = [(seq, origin) for seq, origin, mark in left_at(tensor_id)
+             if (before is None or mark <= before)
+             and any(a < seq and not any(a < b < seq for b in ended) for a in entered)]
+    if not found:
         return None
+    seq, origin = found[-1]      # (the last one while the tape recorded)
     location, text = source_line(origin[0])
     if location and location.startswith("cell "):
         location = f"line {location.split(':')[-1]} of its cell"

@@ -37,7 +37,7 @@ from ..module import calls_running, module_calls
 from ..engine.backward import gradient_value as array_of   # (a Tensor's array, no copy)
 from ..engine.recording import next_seq
 from ..engine.tape import TapeObserver
-from ..engine.tensor import Tensor
+from ..engine.tensor import Tensor, new_tensor_id
 
 SMALL_VALUE_SIZE = 16  # values of at most this many elements are kept for the renderers
 
@@ -160,10 +160,12 @@ def created(tensor_id):
 
 
 _left: dict = {}
-"""tensor id -> ``(stamp, origin)``: where the learner's code last turned the Tensor into a
-NumPy or Python value while a tape recorded (``np.square(x)``, ``float(y)``, ``y.numpy()``),
-stamped from the global sequence so that ``explain`` can tell it happened while a given
-tape recorded; the newest ``MAX_CREATED``."""
+"""tensor id -> ``((stamp, origin, mark), ...)``, the last four times the learner's code
+turned the Tensor into a NumPy or Python value while a tape recorded (``np.square(x)``,
+``float(y)``, ``y.numpy()``), each stamped from the global sequence so that ``explain`` can
+tell it happened while a given tape recorded, with ``mark``, a tensor id larger than any
+made before it (so that it can tell it happened before the target was made); the newest
+``MAX_CREATED`` tensors."""
 
 
 def note_leaving(tensor, frame):
@@ -179,8 +181,8 @@ def note_leaving(tensor, frame):
     code = frame.f_code
     if code.co_filename.startswith(_PACKAGE_DIR):
         return
-    _left.pop(tensor.id, None)          # (re-inserted: the newest last, the oldest dropped)
-    _left[tensor.id] = (next_seq(), ((code, frame.f_lasti),))
+    earlier = _left.pop(tensor.id, ())  # (re-inserted: the newest last, the oldest dropped)
+    _left[tensor.id] = earlier[-3:] + ((next_seq(), ((code, frame.f_lasti),), new_tensor_id()),)
     if len(_left) > MAX_CREATED:
         del _left[next(iter(_left))]
 
@@ -209,9 +211,9 @@ _LIBRARY_DIRS = _library_dirs()
 
 
 def left_at(tensor_id):
-    """``(stamp, origin)`` of where the learner's code last took ``tensor_id`` out of
-    minitape while a tape recorded, or None."""
-    return _left.get(tensor_id)
+    """``((stamp, origin, mark), ...)`` (see ``_left``): where the learner's code took
+    ``tensor_id`` out of minitape while a tape recorded, oldest first (empty if never)."""
+    return _left.get(tensor_id, ())
 
 
 def summarize(value):
