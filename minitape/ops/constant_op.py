@@ -85,9 +85,9 @@ def _values_of(value, frame):
         if _tensor.on_leaving is not None and tapes_recording:
             _tensor.on_leaving(value, frame)
         return value._value
-    if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, list, tuple))
-                                                for v in value):
-        return [_values_of(v, frame) for v in value]
+    if isinstance(value, (list, tuple)):   # (a list with no Tensor in it is kept as it is)
+        items = [_values_of(v, frame) for v in value]
+        return items if any(a is not b for a, b in zip(items, value)) else value
     return value
 
 

@@ -104,7 +104,7 @@ def explain(tape, target, source) -> str:
     if isinstance(source, (list, tuple, dict)) and source and all(
             isinstance(s, Tensor) for s in flatten(source)):
         return _explain_each(tape, target, flatten(source), frame)
-    return _explain_one(tape, target, source, frame)
+    return Explanation(_explain_one(tape, target, source, frame)[1])
 
 
 def _explain_each(tape, target, sources, frame):
@@ -115,19 +115,20 @@ def _explain_each(tape, target, sources, frame):
         labels = [s.path if isinstance(s, Variable) and s.path else label
                   for s, label in zip(sources, labels)]
     for s, label in zip(sources, labels):
-        code = diagnose(tape, target, s)[0]
+        code, sentence = _explain_one(tape, target, s, frame)
         if code in first_of and code != "connected":
             lines.append(f"{_describe(s, 'source', label)}: the same as for {first_of[code]}")
             continue
         first_of.setdefault(code, label)
-        lines.append(str.__str__(_explain_one(tape, target, s, frame)))
+        lines.append(sentence)
     return Explanation("\n".join(lines))
 
 
 def _explain_one(tape, target, source, frame):
+    """``(reason code, sentence)`` for one source, with the names ``frame`` holds."""
     caller = _names_in(frame, target, source)
-    sentence = diagnose(tape, target, source, caller.get("source"))[1]
-    return Explanation(_name_target(tape, target, source, sentence, caller.get("target")))
+    code, sentence = diagnose(tape, target, source, caller.get("source"))
+    return code, _name_target(tape, target, source, sentence, caller.get("target"))
 
 
 def _names_in(frame, target, source):
@@ -294,13 +295,19 @@ def _op_ref(tape, ops, op):
     """``op #3`` and, when the tape's record noted it, the learner's line: ``op #3, line 2
     of its cell: z = x * y`` (a notebook cell) or ``op #3, train.py:12: z = x * y`` (a
     file)."""
-    from .record import note_of, source_line
     note = note_of(tape, op)
-    location, text = source_line(note.origin[0] if note is not None and note.origin else None)
-    if location and location.startswith("cell "):   # "cell 59:3": the code says which cell
-        location = f"line {location.split(':')[-1]} of its cell"
+    location, text = _line_of(note.origin[0] if note is not None and note.origin else None)
     return (f"op #{_op_number(ops, op)}" + _loop_place(tape, op)
             + (f", {location}" + (f": {text}" if text else "") if location else ""))
+
+
+def _line_of(origin):
+    """``(location, text)`` of the learner's line ``origin`` (``source_line``), a notebook
+    cell's as ``line 3 of its cell`` ("cell 59:3": the code says which cell)."""
+    location, text = source_line(origin)
+    if location and location.startswith("cell "):
+        location = f"line {location.split(':')[-1]} of its cell"
+    return location, text
 
 
 def _loop_place(tape, op):
@@ -425,17 +432,18 @@ def _left_while_recording(tape, tensor_id, stamp=False, before=None):
     """Where (``"cell 3:2 (`y = np.square(x)`)"``) the learner's code took ``tensor_id`` out
     of minitape while ``tape`` recorded, or None; ``stamp=True``: ``(stamp, where)``;
     ``before``: only if it happened before the tensor of that id was made (the target)."""
+    left = left_at(tensor_id)
+    if not left:      # (the common case: asked of every tensor the tape saw)
+        return None
     entered = [e.seq for e in tape.events if e.kind in ("entered", "resumed")]
     ended = [e.seq for e in tape.events if e.kind in ("exited", "paused")]
-    found = [(seq, origin) for seq, origin, mark in left_at(tensor_id)
+    found = [(seq, origin) for seq, origin, mark in left
              if (before is None or mark <= before)
              and any(a < seq and not any(a < b < seq for b in ended) for a in entered)]
     if not found:
         return None
     seq, origin = found[-1]      # (the last one while the tape recorded)
-    location, text = source_line(origin[0])
-    if location and location.startswith("cell "):
-        location = f"line {location.split(':')[-1]} of its cell"
+    location, text = _line_of(origin[0])
     where = f"{location} (`{text}`)" if text else location
     return (seq, where) if stamp else where
 
