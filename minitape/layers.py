@@ -59,10 +59,93 @@ class LayerMixin:
     ``add_weight(regularizer=)``), computed from the weight's current value each time
     ``losses`` is read: read inside a ``GradientTape``, the penalties are recorded and their
     gradients reach the weights. Each is a scalar Tensor.
+
+    The weights as Keras lists them: ``weights``, ``trainable_weights``,
+    ``non_trainable_weights`` (lists of Variables), ``get_weights()`` / ``set_weights()``
+    (their values as NumPy arrays) and ``count_params()``. ``layer.trainable = False``
+    freezes the layer: its weights leave ``trainable_weights`` (and a model's) for
+    ``non_trainable_weights``, so ``fit``, and a training step that asks
+    ``tape.gradient(loss, model.trainable_weights)``, leave them as they are (the Variables'
+    own ``trainable`` flags do not change, as in tf.keras 2).
     """
 
     _walk_skip = ("_losses", "_weight_regularizers", "_added_regularizers",
                   "activity_regularizer", "_input_shape_arg", "_auto_config")
+
+    trainable = True
+    """Set it to False to freeze the layer (see the class)."""
+
+    built = True
+    """Whether the layer has made its weights (a layer with weights made on its first call
+    says False until then; a layer without weights has nothing to build)."""
+
+    @property
+    def trainable_variables(self):
+        return super().trainable_variables if self.trainable else ()
+
+    @property
+    def weights(self):
+        """Every weight (Variable) of the layer and the layers inside it, as a list."""
+        return list(self.variables)
+
+    @property
+    def trainable_weights(self):
+        """The weights that training changes: none while ``trainable`` is False."""
+        return list(self.trainable_variables)
+
+    @property
+    def non_trainable_weights(self):
+        """The other weights: a frozen layer's, BatchNormalization's moving statistics."""
+        return list(self.non_trainable_variables)
+
+    def get_weights(self):
+        """The weights' values, as Keras's ``Layer.get_weights``: a list of NumPy arrays
+        (copies: changing one does not change the layer), in ``weights`` order, e.g. ``[kernel
+        (in, units), bias (units,)]`` for a ``Dense``. Empty before the layer is built."""
+        return [np.array(v.value) for v in self.variables]
+
+    def set_weights(self, weights):
+        """Set the weights from NumPy arrays (or nested lists, Tensors), in ``weights``
+        order, as Keras's ``Layer.set_weights``; each value is cast to its Variable's dtype.
+
+        Raises:
+            ValueError: a list of another length than ``weights``, or a value of another shape
+                than its Variable (nothing is set then).
+            TypeError: ``weights`` is not a list or tuple.
+        """
+        variables = self.variables
+        if not isinstance(weights, (list, tuple)):
+            raise TypeError(f"{type(self).__name__} '{self.name}'.set_weights expects a list of "
+                            f"arrays, one per weight, got {type(weights).__name__}; e.g. "
+                            f"layer.set_weights(other_layer.get_weights())")
+        if len(weights) != len(variables):
+            raise ValueError(
+                f"{type(self).__name__} '{self.name}'.set_weights got a list of {len(weights)} "
+                f"value(s), but the layer has {len(variables)} weight(s) "
+                f"({', '.join(v.path for v in variables) or 'none yet: build it first'}); give "
+                "one value per weight, in layer.weights order")
+        values = []
+        for v, w in zip(variables, weights):
+            value = np.asarray(w.numpy() if hasattr(w, "numpy") else w)
+            if value.shape != tuple(v.shape):
+                raise ValueError(f"{type(self).__name__} '{self.name}'.set_weights: weight "
+                                 f"{v.path} has shape {tuple(v.shape)}, the value given for "
+                                 f"it has shape {value.shape}")
+            values.append(value.astype(v.dtype))
+        for v, value in zip(variables, values):
+            v.assign(value)
+
+    def count_params(self):
+        """The number of scalars in the weights, as Keras's ``Layer.count_params``.
+
+        Raises:
+            ValueError: the layer is not built yet (its weights do not exist).
+        """
+        if not self.built:
+            raise ValueError(f"count_params: the layer '{self.name}' is not built yet, so it has "
+                             "no weights to count; call it on data once, or build it (a "
+                             "Sequential with input_shape= on its first layer builds at once)")
+        return sum(int(np.prod(v.shape)) for v in self.variables)
 
     def __new__(cls, *args, **kwargs):
         # Keras 3's automatic config: the arguments the layer was made with, by name.
@@ -316,6 +399,10 @@ class Dense(LayerMixin, Module):
         self.kernel = None
         self.bias = None
 
+    @property
+    def built(self):
+        return self.kernel is not None
+
     def build(self, in_features):
         shape = (in_features, self.units)
         init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
@@ -363,6 +450,10 @@ class BatchNormalization(LayerMixin, Module):
         self.momentum = float(momentum)
         self.epsilon = float(epsilon)
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
+
+    @property
+    def built(self):
+        return self.gamma is not None
 
     def build(self, features, dtype):
         def var(value, name, trainable):
@@ -504,6 +595,10 @@ class Conv2D(LayerMixin, Module):
         self.dtype = _layer_dtype(dtype)
         self.kernel = None
         self.bias = None
+
+    @property
+    def built(self):
+        return self.kernel is not None
 
     def build(self, in_channels):
         kh, kw = self.kernel_size

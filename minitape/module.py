@@ -200,7 +200,9 @@ class Module:
 
     @property
     def non_trainable_variables(self):
-        return tuple(v for v in self.variables if not v.trainable)
+        """The other Variables: those made with ``trainable=False``, and a frozen sub-Module's."""
+        trainable = {id(v) for v in self.trainable_variables}
+        return tuple(v for v in self.variables if id(v) not in trainable)
 
     @property
     def submodules(self):

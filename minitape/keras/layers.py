@@ -218,23 +218,6 @@ class Layer(_mt_layers.LayerMixin, Module):
             self._added_weights = []
         return self._added_weights
 
-    @property
-    def trainable_variables(self):
-        return super().trainable_variables if self.trainable else ()
-
-    @property
-    def weights(self):
-        return list(self.variables)
-
-    @property
-    def trainable_weights(self):
-        return list(self.trainable_variables)
-
-    @property
-    def non_trainable_weights(self):
-        trainable = {id(v) for v in self.trainable_variables}
-        return [v for v in self.variables if id(v) not in trainable]
-
 
 class Lambda(Layer):
     """Wrap a function of Tensors as a layer, as ``keras.layers.Lambda``.

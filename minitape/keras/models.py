@@ -165,6 +165,29 @@ class Model(Layer):
                     out.append(item)
         return out
 
+    def get_layer(self, name=None, index=None):
+        """The layer called ``name``, or the one at position ``index`` of ``layers``, as
+        Keras's ``Model.get_layer`` (give one of the two).
+
+        Raises:
+            ValueError: both or neither given, no layer of that name (the message lists the
+                names), or an index past the last layer.
+        """
+        if (name is None) == (index is None):
+            raise ValueError("get_layer: give either a layer name (get_layer('dense')) or an "
+                             f"index (get_layer(index=0)), got name={name!r}, index={index!r}")
+        layers = self.layers
+        if index is not None:
+            if not -len(layers) <= index < len(layers):
+                raise ValueError(f"get_layer: asked for the layer at index {index}, but the model "
+                                 f"has {len(layers)} layer(s)")
+            return layers[index]
+        for layer in layers:
+            if getattr(layer, "name", None) == name:
+                return layer
+        raise ValueError(f"get_layer: no layer named {name!r}; the layers are "
+                         f"{[getattr(layer, 'name', None) for layer in layers]}")
+
     # -- compile ---------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, run_eagerly=False,
                 jit_compile="auto", **kwargs):
@@ -411,7 +434,9 @@ class Model(Layer):
 
     def summary(self, print_fn=print):
         """Print each Variable's path, shape and trainability, and the parameter count."""
-        rows = [(v.path, str(v.shape), "yes" if v.trainable else "no") for v in self.variables]
+        trainable = {id(v) for v in self.trainable_variables}   # (a frozen layer's: "no")
+        rows = [(v.path, str(v.shape), "yes" if id(v) in trainable else "no")
+                for v in self.variables]
         width = max([len(r[0]) for r in rows] + [8])
         print_fn(f'Model: "{self.name}"')
         print_fn(f"{'variable':<{width}}  {'shape':<14}trainable")
