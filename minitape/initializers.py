@@ -412,6 +412,8 @@ _BY_NAME = {
     "glorot_normal": GlorotNormal, "he_uniform": HeUniform, "he_normal": HeNormal,
     "lecun_uniform": LecunUniform, "lecun_normal": LecunNormal, "identity": Identity,
     "orthogonal": Orthogonal,
+    # (Keras's short aliases: ``Embedding``'s default, ``embeddings_initializer="uniform"``)
+    "uniform": RandomUniform, "normal": RandomNormal,
 }
 _BY_NAME.update({cls.__name__.lower(): cls for cls in list(_BY_NAME.values())})
 

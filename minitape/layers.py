@@ -1,5 +1,7 @@
 """Keras-style layers on ``Module``: ``Dense``, ``BatchNormalization``, ``Conv2D``,
-``MaxPooling2D``, ``Flatten``, ``Dropout``, ``Sequential``."""
+``MaxPooling2D``, ``Flatten``, ``Dropout``, ``Sequential``; the small layers textbooks use
+(``Activation``, ``ReLU``, ``LeakyReLU``, ``Softmax``, ``Reshape``, ``Rescaling``, global
+pooling, ``Embedding``, ``LayerNormalization``) and the merging layers (``Add``, ...)."""
 
 from __future__ import annotations
 
@@ -697,3 +699,318 @@ class Dropout(LayerMixin, Module):
             return x
         seed = None if self._seeds is None else int(self._seeds.integers(2**31))
         return nn_ops.dropout(x, self.rate, noise_shape=self.noise_shape, seed=seed)
+
+
+# -- the small layers textbooks use: activations, shapes, embeddings, merging ---------------------
+
+
+class Activation(LayerMixin, Module):
+    """``activation(x)`` as a layer, as ``tf.keras.layers.Activation``: a name (``"relu"``,
+    ``"softmax"``, ...: those of ``Dense(activation=)``) or a callable. No Variables."""
+
+    def __init__(self, activation, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("activation"))
+        _layer_options(self, kwargs, "Activation")
+        self.activation = _activation(activation) or (lambda x: x)
+
+    def __call__(self, inputs):
+        return self.activation(convert_to_tensor(inputs, what=f"Activation '{self.name}'"))
+
+
+class ReLU(LayerMixin, Module):
+    """``max(x, 0)``, with Keras's options, as ``tf.keras.layers.ReLU``: ``negative_slope``
+    below ``threshold``, and values capped at ``max_value`` (``keras.activations.relu``).
+    No Variables."""
+
+    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("re_lu"))
+        _layer_options(self, kwargs, "ReLU")
+        self.max_value, self.negative_slope, self.threshold = max_value, negative_slope, threshold
+
+    def __call__(self, inputs):
+        from .keras import activations
+        return activations.relu(inputs, self.negative_slope, self.max_value, self.threshold)
+
+
+class LeakyReLU(LayerMixin, Module):
+    """``x`` if ``x > 0`` else ``negative_slope * x``, as ``tf.keras.layers.LeakyReLU``.
+
+    ``negative_slope`` is 0.3 by default (Keras 3's name and default; Keras 2 called it
+    ``alpha``, which is accepted too). No Variables.
+    """
+
+    def __init__(self, negative_slope=0.3, name=None, alpha=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("leaky_re_lu"))
+        _layer_options(self, kwargs, "LeakyReLU")
+        self.negative_slope = float(negative_slope if alpha is None else alpha)
+
+    def __call__(self, inputs):
+        return nn_ops.leaky_relu(inputs, alpha=self.negative_slope)
+
+
+class Softmax(LayerMixin, Module):
+    """``exp(x) / sum(exp(x))`` along ``axis`` (the last by default), as
+    ``tf.keras.layers.Softmax``. No Variables."""
+
+    def __init__(self, axis=-1, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("softmax"))
+        _layer_options(self, kwargs, "Softmax")
+        self.axis = axis
+
+    def __call__(self, inputs):
+        return nn_ops.softmax(inputs, axis=self.axis)
+
+
+class Reshape(LayerMixin, Module):
+    """Give each sample the shape ``target_shape`` (without the batch axis; one entry may be
+    -1), as ``tf.keras.layers.Reshape``. No Variables.
+
+    Raises:
+        ValueError: ``target_shape`` is not a tuple of ints; at call time a sample whose size
+            does not fit it.
+    """
+
+    def __init__(self, target_shape, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("reshape"))
+        _layer_options(self, kwargs, "Reshape")
+        if not isinstance(target_shape, (tuple, list)) or not all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                and (d > 0 or d == -1) for d in target_shape):
+            raise ValueError(f"Reshape: target_shape is the shape of one sample, a tuple of "
+                             f"positive ints (one may be -1), e.g. (28, 28, 1); got "
+                             f"{target_shape!r}")
+        self.target_shape = tuple(int(d) for d in target_shape)
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"Reshape '{self.name}'")
+        if x.ndim == 0:
+            raise ValueError(f"Reshape '{self.name}' needs a batch axis, got a scalar")
+        return array_ops.reshape(x, (x.shape[0],) + self.target_shape)
+
+
+class Rescaling(LayerMixin, Module):
+    """``x * scale + offset``, as ``tf.keras.layers.Rescaling`` (``Rescaling(1 / 255)`` for
+    pixels); integer inputs are cast to the layer's dtype first. No Variables."""
+
+    def __init__(self, scale, offset=0.0, dtype=None, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("rescaling"))
+        _layer_options(self, kwargs, "Rescaling")
+        self.scale, self.offset = float(scale), float(offset)
+        self.dtype = _layer_dtype(dtype)
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"Rescaling '{self.name}'")
+        if x.dtype != self.dtype:
+            x = math_ops.cast(x, self.dtype)
+        return x * self.scale + self.offset
+
+
+class GlobalAveragePooling2D(LayerMixin, Module):
+    """The mean of each channel over height and width, as
+    ``tf.keras.layers.GlobalAveragePooling2D``: ``(batch, h, w, c)`` -> ``(batch, c)``
+    (``(batch, 1, 1, c)`` with ``keepdims=True``). No Variables."""
+
+    def __init__(self, data_format=None, keepdims=False, name=None, **kwargs):
+        super().__init__(name=name if name is not None else
+                         _default_name("global_average_pooling2d"))
+        _layer_options(self, kwargs, "GlobalAveragePooling2D")
+        self.keepdims = bool(keepdims)
+
+    def __call__(self, inputs):
+        x = math_ops.floating(inputs, f"GlobalAveragePooling2D '{self.name}'")
+        x = _images(x, x.dtype, f"GlobalAveragePooling2D '{self.name}'")
+        return reduction_ops.reduce_mean(x, axis=[1, 2], keepdims=self.keepdims)
+
+
+class GlobalMaxPooling2D(LayerMixin, Module):
+    """The maximum of each channel over height and width, as
+    ``tf.keras.layers.GlobalMaxPooling2D``: ``(batch, h, w, c)`` -> ``(batch, c)``.
+    No Variables."""
+
+    def __init__(self, data_format=None, keepdims=False, name=None, **kwargs):
+        super().__init__(name=name if name is not None else
+                         _default_name("global_max_pooling2d"))
+        _layer_options(self, kwargs, "GlobalMaxPooling2D")
+        self.keepdims = bool(keepdims)
+
+    def __call__(self, inputs):
+        x = math_ops.floating(inputs, f"GlobalMaxPooling2D '{self.name}'")
+        x = _images(x, x.dtype, f"GlobalMaxPooling2D '{self.name}'")
+        return reduction_ops.reduce_max(x, axis=[1, 2], keepdims=self.keepdims)
+
+
+class Embedding(LayerMixin, Module):
+    """Look up a trainable vector for each integer id, as ``tf.keras.layers.Embedding``.
+
+    ``embeddings`` ``(input_dim, output_dim)`` is made on the first call (uniform in
+    ``[-0.05, 0.05]``, Keras's ``"uniform"``; or any initializer ``Dense`` takes); ids of
+    shape ``(batch, ...)`` give vectors of shape ``(batch, ..., output_dim)``. The gradient
+    reaches only the rows that were looked up (``mt.gather``'s gradient).
+
+    Ids of a float dtype are cast to int32 first, as Keras does.
+
+    Raises:
+        TypeError: ids that are not numbers.
+        ValueError: ``input_dim`` or ``output_dim`` not a positive int; an id outside
+            ``[0, input_dim)`` (as TensorFlow: ``indices[0] = 7 is not in [0, 5)``).
+    """
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", dtype=None,
+                 name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("embedding"))
+        _layer_options(self, {k: v for k, v in kwargs.items() if k != "input_length"},
+                       "Embedding", weights=("embeddings",))
+        self.input_dim = _positive_int(input_dim, "Embedding", "input_dim")
+        self.output_dim = _positive_int(output_dim, "Embedding", "output_dim")
+        self.embeddings_initializer = _check_initializer(embeddings_initializer, "Embedding",
+                                                         "embeddings_initializer")
+        self.dtype = _layer_dtype(dtype)
+        self.embeddings = None
+
+    @property
+    def built(self):
+        return self.embeddings is not None
+
+    def build(self, input_shape=None):
+        shape = (self.input_dim, self.output_dim)
+        self.embeddings = Variable(_initial_kernel(
+            self.embeddings_initializer, shape, self.dtype, None, f"Embedding '{self.name}'",
+            "embeddings_initializer"), name="embeddings")
+        self.embeddings.path = f"{self.name}/embeddings"
+
+    def __call__(self, inputs):
+        ids = convert_to_tensor(inputs, what=f"Embedding '{self.name}'")
+        if ids.dtype.kind not in "iu":   # (float ids are cast, as Keras does: 2.0 is id 2)
+            ids = math_ops.cast(ids, dtypes.int32)
+        if self.embeddings is None:
+            self.build(ids.shape)
+        y = array_ops.gather(self.embeddings, ids)
+        return self._activity_loss(y) if self.activity_regularizer is not None else y
+
+
+class LayerNormalization(LayerMixin, Module):
+    """Normalize each sample over its last axis, as ``tf.keras.layers.LayerNormalization``.
+
+    ``(x - mean) / sqrt(variance + epsilon) * gamma + beta``, the mean and (biased) variance
+    taken over the last axis of each sample, the same in training and inference (unlike
+    ``BatchNormalization``). ``gamma`` (ones) and ``beta`` (zeros), one per feature, are made
+    on the first call; ``center=False`` / ``scale=False`` leave one out.
+    """
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("layer_normalization"))
+        _layer_options(self, kwargs, "LayerNormalization")
+        if axis != -1:
+            raise ValueError(f"LayerNormalization: minitape normalizes over the last axis only "
+                             f"(axis=-1, Keras's default), got axis={axis!r}")
+        self.epsilon = float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.gamma = self.beta = None
+        self._built = False
+
+    @property
+    def built(self):
+        return self._built
+
+    def build(self, features, dtype):
+        def var(value, name):
+            v = Variable(np.full(features, value, dtype), name=name)
+            v.path = f"{self.name}/{name}"
+            return v
+        self.gamma = var(1.0, "gamma") if self.scale else None
+        self.beta = var(0.0, "beta") if self.center else None
+        self._built = True
+
+    def __call__(self, inputs):
+        x = math_ops.floating(inputs, f"LayerNormalization '{self.name}'")
+        if not self._built:
+            self.build(x.shape[-1], x.dtype)
+        mean = reduction_ops.reduce_mean(x, axis=-1, keepdims=True)
+        variance = reduction_ops.reduce_mean(math_ops.square(x - mean), axis=-1, keepdims=True)
+        y = (x - mean) / math_ops.sqrt(variance + self.epsilon)
+        if self.gamma is not None:
+            y = y * self.gamma
+        return y + self.beta if self.beta is not None else y
+
+
+class _Merge(LayerMixin, Module):
+    """A layer that combines a list of Tensors of one shape (Keras's merging layers)."""
+
+    _base = ""
+
+    def __init__(self, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name(self._base))
+        _layer_options(self, kwargs, type(self).__name__)
+
+    def _inputs(self, inputs):
+        what = f"{type(self).__name__} '{self.name}'"
+        if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
+            raise ValueError(f"{what} combines a list of at least 2 Tensors, e.g. "
+                             f"{type(self).__name__}()([x, y]); got {type(inputs).__name__}")
+        return [convert_to_tensor(x, what=what) for x in inputs]
+
+
+class Add(_Merge):
+    """The sum of a list of Tensors, as ``tf.keras.layers.Add`` (a residual connection:
+    ``Add()([x, block(x)])``). No Variables."""
+
+    _base = "add"
+
+    def __call__(self, inputs):
+        xs = self._inputs(inputs)
+        y = xs[0]
+        for x in xs[1:]:
+            y = y + x
+        return y
+
+
+class Subtract(_Merge):
+    """``inputs[0] - inputs[1]``, as ``tf.keras.layers.Subtract``. No Variables."""
+
+    _base = "subtract"
+
+    def __call__(self, inputs):
+        xs = self._inputs(inputs)
+        if len(xs) != 2:
+            raise ValueError(f"Subtract '{self.name}' takes exactly 2 Tensors, got {len(xs)}")
+        return xs[0] - xs[1]
+
+
+class Multiply(_Merge):
+    """The elementwise product of a list of Tensors, as ``tf.keras.layers.Multiply``."""
+
+    _base = "multiply"
+
+    def __call__(self, inputs):
+        xs = self._inputs(inputs)
+        y = xs[0]
+        for x in xs[1:]:
+            y = y * x
+        return y
+
+
+class Average(_Merge):
+    """The elementwise mean of a list of Tensors, as ``tf.keras.layers.Average``."""
+
+    _base = "average"
+
+    def __call__(self, inputs):
+        xs = self._inputs(inputs)
+        y = xs[0]
+        for x in xs[1:]:
+            y = y + x
+        return y / float(len(xs))
+
+
+class Concatenate(_Merge):
+    """Join a list of Tensors along ``axis`` (the last by default), as
+    ``tf.keras.layers.Concatenate``. No Variables."""
+
+    _base = "concatenate"
+
+    def __init__(self, axis=-1, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.axis = axis
+
+    def __call__(self, inputs):
+        return array_ops.concat(self._inputs(inputs), axis=self.axis)
