@@ -21,12 +21,14 @@ _ACTIVATIONS = {
 
 
 def _activation(activation):
+    """A layer's ``activation=``: None, a callable, or a Keras name (``"relu"``, ...; the
+    rarer ones, ``"selu"``, ``"gelu"``, ..., from ``mt.keras.activations``)."""
     if activation is None or callable(activation):
         return activation
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"unknown activation {activation!r}; use one of "
-                         f"{sorted(_ACTIVATIONS)} or a callable")
-    return _ACTIVATIONS[activation]
+    if activation in _ACTIVATIONS:
+        return _ACTIVATIONS[activation]
+    from .keras import activations
+    return activations.get(activation)
 
 
 def _positive_int(value, what, arg):
@@ -931,6 +933,94 @@ class LayerNormalization(LayerMixin, Module):
         if self.gamma is not None:
             y = y * self.gamma
         return y + self.beta if self.beta is not None else y
+
+
+class Normalization(LayerMixin, Module):
+    """Shift and scale features to mean 0 and variance 1, as ``tf.keras.layers.Normalization``.
+
+    ``layer.adapt(data)`` computes the mean and (biased) variance of ``data`` for each
+    position along ``axis`` (default the last: one per feature; ``axis=None``: one for
+    everything), or pass ``mean=`` and ``variance=`` directly. Then ``layer(x)`` is ``(x -
+    mean) / max(sqrt(variance), 1e-7)`` (``invert=True``: the inverse, to de-normalize). As
+    in Keras, the adapted statistics are non-trainable weights ``mean``, ``variance`` and
+    ``count`` (Geron's summary counts 2 * features + 1 of them).
+
+    A call before ``adapt`` uses mean 0 and variance 1 (Keras's unadapted weights).
+
+    Raises:
+        ValueError: only one of ``mean`` / ``variance`` given; ``adapt`` data of another
+            width than the layer was built for, or ``adapt`` on a layer given ``mean=``.
+    """
+
+    def __init__(self, axis=-1, mean=None, variance=None, invert=False, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("normalization"))
+        _layer_options(self, kwargs, "Normalization")
+        if (mean is None) != (variance is None):
+            raise ValueError(f"Normalization: give both mean= and variance= (or neither, and "
+                             f"call adapt(data)); got mean={mean!r}, variance={variance!r}")
+        self.axis = () if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+        self.invert = bool(invert)
+        self.input_mean, self.input_variance = mean, variance
+        self.mean = self.variance = self.count = None
+        self._keep = None
+
+    @property
+    def built(self):
+        return self._keep is not None
+
+    def build(self, input_shape):
+        ndim = len(input_shape)
+        if any(not -ndim <= a < ndim for a in self.axis):
+            raise ValueError(f"Normalization '{self.name}': axis {self.axis} is out of range for "
+                             f"inputs of rank {ndim}")
+        self._keep = tuple(sorted(a % ndim for a in self.axis))
+        self._shape = tuple(input_shape[d] for d in self._keep)
+        if self.input_mean is not None:
+            return
+
+        def var(value, name, dtype=np.float32):
+            v = Variable(np.full(self._shape if name != "count" else (), value, dtype),
+                         name=name, trainable=False)
+            v.path = f"{self.name}/{name}"
+            return v
+        self.mean, self.variance, self.count = (var(0.0, "mean"), var(1.0, "variance"),
+                                                var(0, "count", np.int64))
+
+    def adapt(self, data):
+        """Compute the mean and variance of ``data`` (an array, a Tensor, or a list of batches),
+        over every axis but ``axis``, as Keras's ``Normalization.adapt``."""
+        if isinstance(data, (list, tuple)) and data and all(
+                isinstance(b, (np.ndarray, Tensor)) for b in data):   # a list of batches
+            data = np.concatenate([np.asarray(b) for b in data])
+        data = np.asarray(data, dtype=np.float64)
+        if not self.built:
+            self.build(data.shape)
+        elif tuple(data.shape[d] for d in self._keep) != self._shape:
+            raise ValueError(f"Normalization '{self.name}' was built for features of shape "
+                             f"{self._shape}, got data of shape {data.shape}")
+        if self.mean is None:
+            raise ValueError(f"Normalization '{self.name}' was given mean= and variance=; there "
+                             "is nothing to adapt")
+        reduce = tuple(d for d in range(data.ndim) if d not in self._keep)
+        self.mean.assign(data.mean(axis=reduce).astype(np.float32))
+        self.variance.assign(data.var(axis=reduce).astype(np.float32))
+        self.count.assign(np.int64(np.prod([data.shape[d] for d in reduce])))
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"Normalization '{self.name}'")
+        if x.dtype != np.float32:
+            x = math_ops.cast(x, dtypes.float32)
+        if not self.built:
+            self.build(x.shape)
+        shape = [x.shape[d] if d in self._keep else 1 for d in range(x.ndim)]
+        if self.mean is None:
+            mean = np.broadcast_to(np.asarray(self.input_mean, np.float32), shape)
+            variance = np.broadcast_to(np.asarray(self.input_variance, np.float32), shape)
+        else:
+            mean = array_ops.reshape(self.mean, shape)
+            variance = array_ops.reshape(self.variance, shape)
+        scale = math_ops.maximum(math_ops.sqrt(variance), 1e-7)
+        return mean + x * scale if self.invert else (x - mean) / scale
 
 
 class _Merge(LayerMixin, Module):

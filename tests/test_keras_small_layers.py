@@ -166,3 +166,134 @@ def test_a_text_model_as_textbooks_write_it_round_trips(tmp_path):
     model.save(tmp_path / "text.keras")
     loaded = keras.models.load_model(tmp_path / "text.keras")
     np.testing.assert_array_equal(loaded.predict(ids, verbose=0), model.predict(ids, verbose=0))
+
+
+# -- activations by name, the regression losses, InputLayer, clone_model, Normalization --------
+
+_ERF = np.vectorize(__import__("math").erf)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("selu", lambda x: 1.05070098 * np.where(x > 0, x, 1.67326324 * np.expm1(np.minimum(x, 0)))),
+    ("gelu", lambda x: 0.5 * x * (1 + _ERF(x / np.sqrt(2)))),
+    ("silu", lambda x: x * _sigmoid(x)),
+    ("swish", lambda x: x * _sigmoid(x)),
+    ("relu6", lambda x: np.clip(x, 0, 6)),
+    ("softsign", lambda x: x / (np.abs(x) + 1)),
+    ("exponential", np.exp),
+    ("hard_sigmoid", lambda x: np.clip(x + 3, 0, 6) / 6),
+    ("hard_swish", lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    ("mish", lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+    ("leaky_relu", lambda x: np.where(x > 0, x, 0.2 * x)),
+])
+def test_every_keras_activation_name_works_in_a_layer(name, expected):
+    x = RNG.normal(size=(3, 4)) * 3
+    x[np.abs(x) < 1e-3] = 0.5
+    x[np.abs(np.abs(x) - 3) < 1e-3] = 2.5   # (no kink of hard_sigmoid within the step)
+    np.testing.assert_allclose(keras.activations.get(name)(mt.constant(x)).numpy(), expected(x),
+                               rtol=1e-7, atol=1e-12)
+    _check_gradient(L.Activation(name), x)
+    dense = L.Dense(2, activation=name)
+    assert dense(mt.ones([1, 3])).shape == (1, 2)
+    np.testing.assert_allclose(
+        keras.activations.gelu(mt.constant(x), approximate=True).numpy(),
+        0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))), rtol=1e-7)
+
+
+def test_regression_losses_match_keras_formulas():
+    y_true = np.array([[0.0, 2.0], [1.0, -1.0]])
+    y_pred = np.array([[0.5, 5.0], [1.0, 1.5]])
+    e = y_pred - y_true
+    huber = np.where(np.abs(e) <= 1, 0.5 * e ** 2, np.abs(e) - 0.5).mean(-1)
+    losses = keras.losses
+    np.testing.assert_allclose(losses.huber(y_true, y_pred).numpy(), huber, rtol=1e-12)
+    np.testing.assert_allclose(float(losses.Huber()(y_true, y_pred)), huber.mean(), rtol=1e-12)
+    big = np.where(np.abs(e) <= 2, 0.5 * e ** 2, 2 * np.abs(e) - 2).mean(-1)
+    np.testing.assert_allclose(losses.Huber(delta=2.0)(y_true, y_pred, ).numpy(), big.mean(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(losses.log_cosh(y_true, y_pred).numpy(),
+                               np.log(np.cosh(e)).mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(
+        losses.mean_absolute_percentage_error(y_true, y_pred).numpy(),
+        100 * (np.abs(e) / np.maximum(np.abs(y_true), 1e-7)).mean(-1), rtol=1e-12)
+    np.testing.assert_allclose(
+        losses.MeanSquaredLogarithmicError()(y_true, y_pred).numpy(),
+        ((np.log1p(np.maximum(y_pred, 1e-7)) - np.log1p(np.maximum(y_true, 1e-7))) ** 2)
+        .mean(-1).mean(), rtol=1e-12)
+    assert losses.get("huber") is losses.huber and losses.get("msle") is losses.msle
+    _check_gradient(lambda p: losses.huber(y_true, p), y_pred)
+    _check_gradient(lambda p: losses.log_cosh(y_true, p), y_pred)
+
+
+def test_a_model_compiled_with_huber_trains_and_round_trips(tmp_path):
+    model = keras.Sequential([keras.layers.InputLayer(input_shape=(3,)), L.Dense(1)])
+    assert model.built and model.count_params() == 4 and len(model.layers) == 1
+    model.compile(optimizer="sgd", loss=keras.losses.Huber(delta=0.5))
+    x = RNG.normal(size=(16, 3)).astype(np.float32)
+    model.fit(x, x.sum(1, keepdims=True), epochs=2, verbose=0)
+    model.save(tmp_path / "huber.keras")
+    loaded = keras.models.load_model(tmp_path / "huber.keras")
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    with pytest.raises(ValueError, match="InputLayer needs the shape"):
+        keras.layers.InputLayer()
+
+
+def test_clone_model_makes_new_weights_geron_transfer_learning():
+    model_a = keras.Sequential([L.Dense(4, activation="relu", input_shape=(3,)), L.Dense(1)])
+    clone = keras.models.clone_model(model_a)
+    assert clone is not model_a and clone.built
+    assert all(a is not b for a, b in zip(clone.layers, model_a.layers))
+    assert [layer.name for layer in clone.layers] == [layer.name for layer in model_a.layers]
+    assert not any(np.array_equal(a, b) for a, b in zip(clone.get_weights()[::2],
+                                                         model_a.get_weights()[::2]))
+    clone.set_weights(model_a.get_weights())
+    x = RNG.normal(size=(5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(clone.predict(x, verbose=0), model_a.predict(x, verbose=0))
+    # reuse the clone's layers in model B and train it: model A stays as it was
+    before = model_a.get_weights()
+    model_b = keras.Sequential(clone.layers[:-1])
+    model_b.add(L.Dense(1, activation="sigmoid"))
+    model_b.compile(optimizer="sgd", loss="binary_crossentropy")
+    model_b.fit(x, (x[:, :1] > 0).astype(np.float32), epochs=2, verbose=0)
+    for old, new in zip(before, model_a.get_weights()):
+        np.testing.assert_array_equal(old, new)
+    with pytest.raises(TypeError, match="expects an mt.keras Model"):
+        keras.models.clone_model(L.Dense(2))
+
+
+def test_normalization_adapts_as_keras_documents_it():
+    data = np.array([[0., 7., 4.], [2., 9., 6.], [0., 7., 4.], [2., 9., 6.]], np.float32)
+    layer = L.Normalization(axis=-1)
+    layer.adapt(data)
+    np.testing.assert_allclose(layer(np.array([[0., 7., 4.]], np.float32)).numpy(),
+                               [[-1., -1., -1.]], rtol=1e-6)
+    inverse = L.Normalization(axis=-1, invert=True)
+    inverse.adapt(data)
+    np.testing.assert_allclose(inverse(np.array([[1., 2., 3.]], np.float32)).numpy(),
+                               [[2., 10., 8.]], rtol=1e-6)
+    fixed = L.Normalization(mean=3.0, variance=2.0)
+    np.testing.assert_allclose(fixed(np.array([[1.], [2.], [3.]], np.float32)).numpy(),
+                               [[-1.4142135], [-0.70710677], [0.0]], rtol=1e-6)
+    flat = L.Normalization(axis=None)
+    flat.adapt(np.array([1., 2., 3., 4., 5.], np.float32))
+    np.testing.assert_allclose(flat(np.array([1., 2., 3.], np.float32)).numpy(),
+                               [-1.4142135, -0.70710677, 0.0], rtol=1e-6)
+    batches = L.Normalization()
+    batches.adapt([data[:2], data[2:]])       # a list of batches: the same statistics
+    np.testing.assert_allclose(batches.mean.numpy(), layer.mean.numpy())
+    # Geron, chapter 10: Normalization(input_shape=...) first in a Sequential, then adapt
+    x = RNG.normal(size=(20, 8)).astype(np.float32) * 5 + 3
+    norm = L.Normalization(input_shape=[8])
+    model = keras.Sequential([norm, L.Dense(1)])
+    norm.adapt(x)
+    assert norm.count_params() == 17 and len(model.trainable_weights) == 2
+    np.testing.assert_allclose(norm(x).numpy().mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(norm(x).numpy().std(0), 1, rtol=1e-4)
+    with pytest.raises(ValueError, match="both mean= and variance="):
+        L.Normalization(mean=1.0)
+    with pytest.raises(ValueError, match="built for features of shape"):
+        norm.adapt(np.ones((4, 3)))

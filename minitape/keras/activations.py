@@ -64,8 +64,77 @@ def linear(x):
     return x
 
 
+# The others Keras names, each written with minitape ops (so a tape draws its parts and
+# differentiates them: no new gradient rules), with Keras 3's formulas and constants.
+
+def selu(x):
+    """``scale * elu(x, alpha)`` with Keras's ``alpha = 1.67326324``, ``scale = 1.05070098``
+    (self-normalizing; use ``kernel_initializer="lecun_normal"``), as
+    ``keras.activations.selu``."""
+    return 1.05070098 * elu(x, alpha=1.67326324)
+
+
+def gelu(x, approximate=False):
+    """``x * P(X <= x)`` for a standard normal X: ``0.5 * x * (1 + erf(x / sqrt(2)))``, or
+    with ``approximate=True`` the tanh form, as ``keras.activations.gelu``."""
+    x = math_ops.floating(x, "gelu")
+    if approximate:
+        inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)   # sqrt(2 / pi)
+        return 0.5 * x * (1.0 + math_ops.tanh(inner))
+    return 0.5 * x * (1.0 + math_ops.erf(x * 0.7071067811865476))  # 1 / sqrt(2)
+
+
+def silu(x):
+    """``x * sigmoid(x)``, as ``keras.activations.silu`` (also called ``swish``)."""
+    return x * math_ops.sigmoid(x)
+
+
+swish = silu
+
+
+def relu6(x):
+    """``min(max(x, 0), 6)``, as ``keras.activations.relu6``."""
+    return math_ops.minimum(nn_ops.relu(x), 6.0)
+
+
+def softsign(x):
+    """``x / (|x| + 1)``, as ``keras.activations.softsign``."""
+    return x / (math_ops.abs(x) + 1.0)
+
+
+def exponential(x):
+    """``exp(x)``, as ``keras.activations.exponential``."""
+    return math_ops.exp(x)
+
+
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``, a piecewise-linear sigmoid, as Keras 3's
+    ``keras.activations.hard_sigmoid`` (Keras 2 used ``0.2 * x + 0.5``, clipped)."""
+    return relu6(x + 3.0) / 6.0
+
+
+def hard_silu(x):
+    """``x * hard_sigmoid(x)``, as ``keras.activations.hard_silu`` (also ``hard_swish``)."""
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``, as ``keras.activations.mish``."""
+    return x * math_ops.tanh(math_ops.softplus(x))
+
+
+def log_softmax(x, axis=-1):
+    """``x - log(sum(exp(x)))`` along ``axis``, as ``keras.activations.log_softmax``."""
+    return nn_ops.log_softmax(x, axis=axis)
+
+
 _BY_NAME = {f.__name__: f for f in (relu, sigmoid, tanh, softplus, elu, leaky_relu, softmax,
-                                    linear)}
+                                    linear, selu, gelu, silu, relu6, softsign, exponential,
+                                    hard_sigmoid, hard_silu, mish, log_softmax)}
+_BY_NAME.update(swish=silu, hard_swish=hard_silu)
 
 
 def get(identifier):

@@ -93,12 +93,31 @@ def _leaves(structure):
 class InputLayer(Layer):
     """The layer that an ``Input`` stands for, as ``keras.layers.InputLayer`` (no weights).
 
-    Listed first in a functional model's ``layers``, as Keras; it is never called.
+    Listed first in a functional model's ``layers``, as Keras; it is never called. As the
+    first item of a ``Sequential`` (``Sequential([InputLayer(shape=(8,)), Dense(2)])``) it
+    gives the model its input shape, as ``mt.keras.Input`` does.
+
+    Args:
+        shape: the shape of one sample, without the batch axis; or, as Keras 2 code writes
+            it, ``input_shape=`` (also accepted by Keras 3), or ``batch_shape=`` /
+            ``batch_input_shape=`` with the batch axis.
+        dtype: default float32.
+
+    Raises:
+        ValueError: no shape given.
     """
 
-    def __init__(self, shape=None, dtype=None, name=None, **kwargs):
+    def __init__(self, shape=None, batch_size=None, dtype=None, batch_shape=None, name=None,
+                 input_shape=None, batch_input_shape=None, **kwargs):
         super().__init__(name=name, dtype=dtype)
-        self.shape = tuple(shape)
+        batch_shape = batch_shape if batch_shape is not None else batch_input_shape
+        shape = shape if shape is not None else input_shape
+        if shape is None and batch_shape is not None:
+            shape = tuple(batch_shape)[1:]
+        if shape is None:
+            raise ValueError("InputLayer needs the shape of one sample without the batch axis, "
+                             "e.g. InputLayer(shape=(784,)) (Keras 2 code: input_shape=(784,))")
+        self.shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
 
     def call(self, inputs):
         return inputs

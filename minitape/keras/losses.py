@@ -25,7 +25,9 @@ __all__ = [
     "mean_squared_error", "mean_absolute_error", "binary_crossentropy", "categorical_crossentropy",
     "sparse_categorical_crossentropy", "MSE", "MAE", "mse", "mae", "Loss", "MeanSquaredError",
     "MeanAbsoluteError", "BinaryCrossentropy", "CategoricalCrossentropy",
-    "SparseCategoricalCrossentropy", "get",
+    "SparseCategoricalCrossentropy", "get", "huber", "log_cosh", "mean_absolute_percentage_error",
+    "mean_squared_logarithmic_error", "MAPE", "MSLE", "mape", "msle", "Huber", "LogCosh",
+    "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError",
 ]
 
 
@@ -63,6 +65,50 @@ def mean_absolute_error(y_true, y_pred):
     """``mean(|y_true - y_pred|, axis=-1)``, as ``keras.losses.mean_absolute_error``."""
     y_true, y_pred = _prepare(y_true, y_pred, "mean_absolute_error")
     return reduction_ops.reduce_mean(math_ops.abs(y_pred - y_true), axis=-1)
+
+
+def huber(y_true, y_pred, delta=1.0):
+    """``mean(h(y_pred - y_true), axis=-1)`` with ``h(e) = e**2 / 2`` where ``|e| <= delta``,
+    else ``delta * |e| - delta**2 / 2``: squared for small errors, linear for large ones
+    (robust to outliers), as ``keras.losses.huber``.
+
+    >>> import minitape as mt
+    >>> mt.keras.losses.huber([[0.0, 0.0]], [[0.5, 3.0]])
+    <mt.Tensor: shape=(1,), dtype=float32, numpy=array([1.3125], dtype=float32)>
+    """
+    y_true, y_pred = _prepare(y_true, y_pred, "huber")
+    error = y_pred - y_true
+    abs_error = math_ops.abs(error)
+    delta = float(delta)
+    return reduction_ops.reduce_mean(array_ops.where(
+        abs_error <= delta, 0.5 * math_ops.square(error), delta * abs_error - 0.5 * delta ** 2),
+        axis=-1)
+
+
+def log_cosh(y_true, y_pred):
+    """``mean(log(cosh(y_pred - y_true)), axis=-1)``, as ``keras.losses.log_cosh``, computed
+    as ``x + softplus(-2 x) - log(2)`` so that large errors do not overflow ``cosh``."""
+    y_true, y_pred = _prepare(y_true, y_pred, "log_cosh")
+    x = y_pred - y_true
+    return reduction_ops.reduce_mean(x + math_ops.softplus(-2.0 * x) - float(np.log(2.0)),
+                                     axis=-1)
+
+
+def mean_absolute_percentage_error(y_true, y_pred):
+    """``100 * mean(|y_true - y_pred| / max(|y_true|, 1e-7), axis=-1)``, as
+    ``keras.losses.mean_absolute_percentage_error``."""
+    y_true, y_pred = _prepare(y_true, y_pred, "mean_absolute_percentage_error")
+    diff = math_ops.abs((y_true - y_pred) / math_ops.maximum(math_ops.abs(y_true), EPSILON))
+    return 100.0 * reduction_ops.reduce_mean(diff, axis=-1)
+
+
+def mean_squared_logarithmic_error(y_true, y_pred):
+    """``mean((log(1 + y_pred) - log(1 + y_true))**2, axis=-1)``, each value clipped below at
+    1e-7 first, as ``keras.losses.mean_squared_logarithmic_error``."""
+    y_true, y_pred = _prepare(y_true, y_pred, "mean_squared_logarithmic_error")
+    first = math_ops.log(math_ops.maximum(y_pred, EPSILON) + 1.0)
+    second = math_ops.log(math_ops.maximum(y_true, EPSILON) + 1.0)
+    return reduction_ops.reduce_mean(math_ops.square(first - second), axis=-1)
 
 
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
@@ -131,6 +177,9 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1):
 
 
 MSE = mse = mean_squared_error
+MAPE = mape = mean_absolute_percentage_error
+MSLE = msle = mean_squared_logarithmic_error
+logcosh = log_cosh
 MAE = mae = mean_absolute_error
 
 
@@ -224,7 +273,48 @@ class SparseCategoricalCrossentropy(Loss):
         super().__init__(reduction, name, from_logits=from_logits)
 
 
+class Huber(Loss):
+    """Mean of ``huber`` over the batch, as ``keras.losses.Huber`` (``delta=1.0``)."""
+
+    fn = staticmethod(huber)
+
+    def __init__(self, delta=1.0, reduction="sum_over_batch_size", name="huber_loss"):
+        super().__init__(reduction, name, delta=delta)
+
+
+class LogCosh(Loss):
+    """Mean of ``log_cosh`` over the batch, as ``keras.losses.LogCosh``."""
+
+    fn = staticmethod(log_cosh)
+
+    def __init__(self, reduction="sum_over_batch_size", name="log_cosh"):
+        super().__init__(reduction, name)
+
+
+class MeanAbsolutePercentageError(Loss):
+    """Mean of ``mean_absolute_percentage_error``, as Keras's class of that name."""
+
+    fn = staticmethod(mean_absolute_percentage_error)
+
+    def __init__(self, reduction="sum_over_batch_size", name="mean_absolute_percentage_error"):
+        super().__init__(reduction, name)
+
+
+class MeanSquaredLogarithmicError(Loss):
+    """Mean of ``mean_squared_logarithmic_error``, as Keras's class of that name."""
+
+    fn = staticmethod(mean_squared_logarithmic_error)
+
+    def __init__(self, reduction="sum_over_batch_size", name="mean_squared_logarithmic_error"):
+        super().__init__(reduction, name)
+
+
 _BY_NAME = {
+    "huber": huber, "log_cosh": log_cosh, "logcosh": log_cosh,
+    "mean_absolute_percentage_error": mean_absolute_percentage_error,
+    "mape": mean_absolute_percentage_error, "MAPE": mean_absolute_percentage_error,
+    "mean_squared_logarithmic_error": mean_squared_logarithmic_error,
+    "msle": mean_squared_logarithmic_error, "MSLE": mean_squared_logarithmic_error,
     "mean_squared_error": mean_squared_error, "mse": mean_squared_error, "MSE": mean_squared_error,
     "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
     "MAE": mean_absolute_error, "binary_crossentropy": binary_crossentropy,

@@ -473,12 +473,13 @@ class Sequential(Model):
         ``input_shape=``, gives the model its input shape: it then builds at once (its
         weights exist and ``summary()`` works before any data), as Keras.
         """
-        from .functional import KerasTensor
-        if isinstance(layer, KerasTensor):
+        from .functional import InputLayer, KerasTensor
+        if isinstance(layer, (KerasTensor, InputLayer)):
             if self._layers:
-                raise ValueError("Sequential: an mt.keras.Input must come first, before the "
-                                 "layers")
-            self._build_input_shape = layer.shape
+                raise ValueError("Sequential: an mt.keras.Input must come first (or an "
+                                 "InputLayer), before the layers")
+            self._build_input_shape = layer.shape if isinstance(layer, KerasTensor) else \
+                (None,) + layer.shape
             return
         if not callable(layer):
             raise TypeError(f"Sequential.add expects a layer (a callable), got {layer!r:.60}")
@@ -617,6 +618,39 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
+
+
+def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
+    """A new model with the same layers and new weights, as ``keras.models.clone_model``.
+
+    Every layer is made again from its ``get_config()`` (same names and settings), so the
+    clone's weights are freshly initialized, not shared, and it is not compiled. Copy the
+    weights with ``clone.set_weights(model.get_weights())`` (Geron's transfer learning:
+    clone model A before reusing its layers, so training model B leaves A as it was).
+
+    Args:
+        model: a Sequential, functional or subclassed ``mt.keras.Model`` (a subclass needs
+            a ``get_config`` its ``from_config`` accepts, as for ``model.save``).
+
+    Raises:
+        TypeError: ``model`` is not an ``mt.keras.Model``.
+        NotImplementedError: ``input_tensors=`` or ``clone_function=`` (not in minitape).
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"clone_model expects an mt.keras Model (Sequential, functional or "
+                        f"subclassed), got {type(model).__name__}")
+    if input_tensors is not None or clone_function is not None or kwargs:
+        raise NotImplementedError("clone_model: minitape clones a model with its own layers "
+                                  "only; input_tensors=, clone_function= and the other options "
+                                  "are not supported")
+    from . import saving
+    spec = saving.serialize_keras_object(model, "the model")
+    clone = saving.deserialize_keras_object(spec, {type(model).__name__: type(model)},
+                                            "the model")
+    shape = getattr(model, "_build_input_shape", None)
+    if shape is not None and not clone.built:
+        clone.build(shape)
+    return clone
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
