@@ -23,7 +23,7 @@ from .engine.tape import GradientTape, UnconnectedGradients
 from .engine.registry import RegisterGradient, no_gradient
 from .custom import custom_gradient, primitive
 from .ops.math_ops import (
-    add, subtract, multiply, divide, pow, negative, abs, sign, exp, log, sqrt, square,
+    add, add_n, subtract, multiply, divide, pow, negative, abs, sign, exp, log, sqrt, square,
     maximum, minimum, round, clip_by_value, clip_by_norm, cast, matmul,
 )
 from .ops.array_ops import (

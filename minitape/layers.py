@@ -73,7 +73,7 @@ class LayerMixin:
     own ``trainable`` flags do not change, as in tf.keras 2).
     """
 
-    _walk_skip = ("_losses", "_weight_regularizers", "_added_regularizers",
+    _walk_skip = ("_losses", "_weight_regularizers", "_added_regularizers", "_weight_constraints",
                   "activity_regularizer", "_input_shape_arg", "_auto_config")
 
     trainable = True
@@ -250,9 +250,9 @@ def _layer_options(layer, kwargs, what, weights=()):
     Raises:
         TypeError: an unknown keyword argument (named).
     """
-    from .keras import regularizers
+    from .keras import constraints, regularizers
     allowed = {"input_shape", "input_dim", "batch_input_shape", "batch_size"}
-    allowed |= {f"{w}_regularizer" for w in weights}
+    allowed |= {f"{w}_regularizer" for w in weights} | {f"{w}_constraint" for w in weights}
     if weights:
         allowed.add("activity_regularizer")
     unknown = sorted(set(kwargs) - allowed)
@@ -280,6 +280,15 @@ def _layer_options(layer, kwargs, what, weights=()):
             if regularizer is not None:
                 layer._weight_regularizers[w] = regularizer
         layer.activity_regularizer = regularizers.get(kwargs.get("activity_regularizer"))
+        layer._weight_constraints = {w: constraints.get(kwargs.get(f"{w}_constraint"))
+                                     for w in weights}
+
+
+def _constrain(layer, name, variable):
+    """Give ``variable``, the layer's weight ``name``, the layer's ``<name>_constraint=``
+    (None if none): optimizers apply it after each update (``mt.keras.constraints``)."""
+    variable.constraint = vars(layer).get("_weight_constraints", {}).get(name)
+    return variable
 
 
 def _check_initializer(initializer, layer, arg="kernel_initializer"):
@@ -411,13 +420,14 @@ class Dense(LayerMixin, Module):
         shape = (in_features, self.units)
         init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
                                np.sqrt(6.0 / (in_features + self.units)), f"Dense '{self.name}'")
-        self.kernel = Variable(init, name="kernel")
+        self.kernel = _constrain(self, "kernel", Variable(init, name="kernel"))
         self.kernel.path = f"{self.name}/kernel"
         if self.use_bias:
             self.bias = Variable(_initial_kernel(self.bias_initializer, (self.units,), self.dtype,
                                                  None, f"Dense '{self.name}'", "bias_initializer"),
                                  name="bias")
             self.bias.path = f"{self.name}/bias"
+            _constrain(self, "bias", self.bias)
 
     def __call__(self, inputs):
         x = convert_to_tensor(inputs, what=f"Dense '{self.name}'")
@@ -610,13 +620,14 @@ class Conv2D(LayerMixin, Module):
         init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
                                np.sqrt(6.0 / (kh * kw * (in_channels + self.filters))),
                                f"Conv2D '{self.name}'")
-        self.kernel = Variable(init, name="kernel")
+        self.kernel = _constrain(self, "kernel", Variable(init, name="kernel"))
         self.kernel.path = f"{self.name}/kernel"
         if self.use_bias:
             self.bias = Variable(_initial_kernel(self.bias_initializer, (self.filters,),
                                                  self.dtype, None, f"Conv2D '{self.name}'",
                                                  "bias_initializer"), name="bias")
             self.bias.path = f"{self.name}/bias"
+            _constrain(self, "bias", self.bias)
 
     def __call__(self, inputs):
         x = _images(inputs, self.dtype, f"Conv2D '{self.name}'")
@@ -701,6 +712,76 @@ class Dropout(LayerMixin, Module):
             return x
         seed = None if self._seeds is None else int(self._seeds.integers(2**31))
         return nn_ops.dropout(x, self.rate, noise_shape=self.noise_shape, seed=seed)
+
+
+class _Noise(LayerMixin, Module):
+    """A layer that adds noise while training (``training=True``) and is the identity
+    otherwise, like ``Dropout``; ``seed`` makes the sequence of draws repeatable."""
+
+    def __init__(self, name=None, seed=None, **kwargs):
+        super().__init__(name=name)
+        _layer_options(self, kwargs, type(self).__name__)
+        self._seeds = None if seed is None else np.random.default_rng(seed)
+
+    def _seed(self):
+        return None if self._seeds is None else int(self._seeds.integers(2**31))
+
+    def __call__(self, inputs, training=False):
+        x = math_ops.floating(inputs, f"{type(self).__name__} '{self.name}'")
+        return self._noisy(x) if training else x
+
+
+class GaussianNoise(_Noise):
+    """Add zero-mean Gaussian noise of standard deviation ``stddev`` while training, as
+    ``tf.keras.layers.GaussianNoise`` (a regularizer). No Variables."""
+
+    def __init__(self, stddev, seed=None, name=None, **kwargs):
+        super().__init__(name if name is not None else _default_name("gaussian_noise"), seed,
+                         **kwargs)
+        self.stddev = float(stddev)
+
+    def _noisy(self, x):
+        return x + random_ops.normal(x.shape, 0.0, self.stddev, dtype=x.dtype, seed=self._seed())
+
+
+class GaussianDropout(_Noise):
+    """Multiply by Gaussian noise of mean 1 and standard deviation ``sqrt(rate / (1 - rate))``
+    while training, as ``tf.keras.layers.GaussianDropout``. No Variables."""
+
+    def __init__(self, rate, seed=None, name=None, **kwargs):
+        super().__init__(name if name is not None else _default_name("gaussian_dropout"), seed,
+                         **kwargs)
+        if not 0.0 <= float(rate) < 1.0:
+            raise ValueError(f"GaussianDropout: rate must be in [0, 1), got {rate!r}")
+        self.rate = float(rate)
+
+    def _noisy(self, x):
+        stddev = float(np.sqrt(self.rate / (1.0 - self.rate)))
+        return x * random_ops.normal(x.shape, 1.0, stddev, dtype=x.dtype, seed=self._seed())
+
+
+class AlphaDropout(_Noise):
+    """Dropout for SELU networks, as ``tf.keras.layers.AlphaDropout``: while training, each
+    value is set with probability ``rate`` to SELU's negative saturation value, then an affine
+    map restores the input's mean and variance (Keras's formula), so self-normalization
+    holds. No Variables."""
+
+    def __init__(self, rate, noise_shape=None, seed=None, name=None, **kwargs):
+        super().__init__(name if name is not None else _default_name("alpha_dropout"), seed,
+                         **kwargs)
+        if not 0.0 <= float(rate) < 1.0:
+            raise ValueError(f"AlphaDropout: rate must be in [0, 1), got {rate!r}")
+        self.rate = float(rate)
+
+    def _noisy(self, x):
+        if self.rate == 0.0:
+            return x
+        alpha_p = -1.6732632423543772 * 1.0507009873554805   # -alpha * scale, SELU's
+        kept = math_ops.cast(random_ops.uniform(x.shape, 0.0, 1.0, dtype=x.dtype,
+                                                seed=self._seed()) >= self.rate, x.dtype)
+        a = ((1 - self.rate) * (1 + self.rate * alpha_p ** 2)) ** -0.5
+        b = -a * alpha_p * self.rate
+        return a * (x * kept + alpha_p * (1.0 - kept)) + b
 
 
 # -- the small layers textbooks use: activations, shapes, embeddings, merging ---------------------
@@ -879,6 +960,7 @@ class Embedding(LayerMixin, Module):
             self.embeddings_initializer, shape, self.dtype, None, f"Embedding '{self.name}'",
             "embeddings_initializer"), name="embeddings")
         self.embeddings.path = f"{self.name}/embeddings"
+        _constrain(self, "embeddings", self.embeddings)
 
     def __call__(self, inputs):
         ids = convert_to_tensor(inputs, what=f"Embedding '{self.name}'")

@@ -3,8 +3,8 @@
 import numpy as np
 
 from .ops.math_ops import (  # noqa: F401
-    add, subtract, multiply, divide, pow, negative, abs, sign, exp, log, sqrt, square, maximum,
-    minimum, round, sin, cos, tan, tanh, sigmoid, softplus, log1p, expm1, erf, reciprocal,
+    add, add_n, subtract, multiply, divide, pow, negative, abs, sign, exp, log, sqrt, square,
+    maximum, minimum, round, sin, cos, tan, tanh, sigmoid, softplus, log1p, expm1, erf, reciprocal,
     greater, greater_equal, less, less_equal, equal, not_equal, cast,
 )
 from .ops.math_ops import divide_no_nan, rsqrt, l2_normalize  # noqa: F401

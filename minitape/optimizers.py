@@ -78,6 +78,9 @@ class Optimizer(Module):
         Returns:
             ``iterations`` (after the increment).
 
+        A Variable with a ``constraint`` (``kernel_constraint=``, ``mt.keras.constraints``)
+        is then assigned ``constraint(variable)``, as Keras 3's optimizers do.
+
         Raises:
             ValueError: every gradient is ``None`` ("No gradients provided for any
                 variable", as Keras), or a gradient's shape differs from its Variable's.
@@ -119,6 +122,9 @@ class Optimizer(Module):
             if self.weight_decay:
                 w = w - w * (self.weight_decay * lr)
             var.assign(_handed_over(self._update(index, w, g, lr), var))
+        for _, var in grads:   # (as Keras 3: a Variable's constraint after its update)
+            if var.constraint is not None:
+                var.assign(var.constraint(var))
         self.iterations.assign_add(1)
         return self.iterations
 

@@ -139,6 +139,9 @@ SPECS = [
     # arithmetic, with broadcasting (more shapes are drawn by hypothesis in the tests)
     S("AddV2", "broadcast", lambda x, y: x + y, args(normal((2, 3)), normal((3,)))),
     S("AddV2", "python_scalar", lambda x: 2.0 + x * x, args(normal((3,)))),
+    S("AddN", "three", lambda x, y: mt.add_n([x, y * y, x * y]),
+      args(normal((2, 3)), normal((2, 3)))),
+    S("AddN", "one", lambda x: mt.add_n([x * x]), args(normal((3,)))),
     S("Sub", "broadcast", lambda x, y: x - y * y, args(normal((3, 1)), normal((1, 4)))),
     S("Sub", "reflected", lambda x: 1.0 - x * x, args(normal((2,)))),
     S("Mul", "broadcast", lambda x, y: x * y, args(normal((2, 3)), normal((2, 1)))),

@@ -149,6 +149,9 @@ class Variable(Tensor):
             operation inside the tape reads it.
         name: defaults to ``"Variable"``.
         dtype: optional dtype to convert ``initial_value`` to.
+        constraint: None, or a function ``value -> value`` that an optimizer applies after
+            each update (``v.assign(v.constraint(v))``), as ``tf.Variable``'s
+            (``mt.keras.constraints``; a layer's ``kernel_constraint=`` sets it).
 
     Arithmetic on a Variable returns a Tensor. ``assign``, ``assign_add`` and ``assign_sub``
     replace the value; they are not differentiable, so the tape cannot see through them.
@@ -161,9 +164,9 @@ class Variable(Tensor):
     <mt.Variable 'x0' shape=() dtype=float32, numpy=3.0>
     """
 
-    __slots__ = ("trainable", "path")
+    __slots__ = ("trainable", "path", "constraint")
 
-    def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None, constraint=None):
         if isinstance(initial_value, Variable):
             initial_value = initial_value._value
         check_name(name, "Variable")
@@ -174,6 +177,10 @@ class Variable(Tensor):
         self._value.setflags(write=False)   # (``value`` hands it out: see ``_store``)
         self.trainable = bool(trainable)
         self.path = self.name  # layers set e.g. "dense/kernel"
+        if constraint is not None and not callable(constraint):
+            raise ValueError(f"Variable: constraint must be a function value -> value, got "
+                             f"{constraint!r:.60}")
+        self.constraint = constraint
         if on_creation is not None:
             on_creation(self)
 

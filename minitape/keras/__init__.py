@@ -33,8 +33,9 @@ __all__ = ["activations", "callbacks", "layers", "losses", "optimizers", "Model"
 # -- issue 32 (kerasB): backend, initializers ---------------------------------------------------
 from . import backend  # noqa: E402
 from .. import initializers  # noqa: E402  (mt.keras.initializers is mt.initializers)
+from . import constraints  # noqa: E402
 
-__all__ += ["backend", "initializers"]
+__all__ += ["backend", "initializers", "constraints"]
 # -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
 

@@ -145,7 +145,7 @@ class Layer(_mt_layers.LayerMixin, Module):
         return outputs
 
     def add_weight(self, *args, shape=None, initializer=None, dtype=None, trainable=True,
-                   name=None, regularizer=None, **kwargs):
+                   name=None, regularizer=None, constraint=None, **kwargs):
         """Create a Variable owned by this layer, as Keras's ``Layer.add_weight``.
 
         Keras 3's order of arguments, ``add_weight(shape, initializer, dtype, trainable,
@@ -165,7 +165,10 @@ class Layer(_mt_layers.LayerMixin, Module):
                 ``layer_name/name``.
             regularizer: a penalty of the weight (``"l2"``, ``mt.keras.regularizers.L2(0.01)``,
                 a function), listed in ``layer.losses`` while the weight is trainable.
-            constraint, autocast, aggregation, ...: accepted, not used.
+            constraint: the Variable's ``constraint`` (``"max_norm"``,
+                ``mt.keras.constraints.NonNeg()``, a function), applied by the optimizers
+                after each update.
+            autocast, aggregation, ...: accepted, not used.
 
         Returns:
             The new Variable (it is tracked even if not assigned to an attribute).
@@ -197,7 +200,9 @@ class Layer(_mt_layers.LayerMixin, Module):
         if initializer is None:
             initializer = "glorot_uniform" if dtype.kind == "f" else "zeros"
         value = _initial_value(initializer, shape, dtype, f"{type(self).__name__}.add_weight")
-        var = Variable(value, trainable=trainable, name=name or "Variable")
+        from . import constraints
+        var = Variable(value, trainable=trainable, name=name or "Variable",
+                       constraint=constraints.get(constraint))
         var.path = f"{self.name}/{name or 'variable'}"
         self._extra_weights().append(var)
         if regularizer is not None:

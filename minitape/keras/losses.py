@@ -214,6 +214,16 @@ class Loss:
             return total
         return total / float(max(values.size, 1))
 
+    def get_config(self):
+        """``{"name", "reduction"}`` and the function's arguments (``from_logits``, ``delta``,
+        ...), as Keras's ``Loss.get_config``; a subclass adds its own (``{**super().get_config(),
+        "threshold": self.threshold}``) and ``from_config`` calls ``cls(**config)``."""
+        return {"name": self.name, "reduction": self.reduction, **self.fn_kwargs}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
     def __repr__(self):
         return f"<mt.keras.losses.{type(self).__name__} {self.fn_kwargs or ''}>"
 

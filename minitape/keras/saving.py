@@ -84,15 +84,19 @@ def _builtin_classes(kind):
                 if isinstance(getattr(losses, name), type)}
     if kind == "regularizer":
         return {k: v for k, v in regularizers._BY_NAME.items() if k[0].isupper()}
+    if kind == "constraint":
+        from . import constraints
+        return {k: v for k, v in constraints._BY_NAME.items() if k[0].isupper()}
     return {name: getattr(_optimizers, name) for name in dir(_optimizers)
             if isinstance(getattr(_optimizers, name), type)
             and issubclass(getattr(_optimizers, name), _optimizers.Optimizer)}
 
 
 def _kind(obj):
-    from . import losses, metrics, regularizers
+    from . import constraints, losses, metrics, regularizers
     for kind, cls in (("metric", metrics.Metric), ("loss", losses.Loss),
                       ("regularizer", regularizers.Regularizer),
+                      ("constraint", constraints.Constraint),
                       ("optimizer", _optimizers.Optimizer)):
         if isinstance(obj, cls):
             return kind
@@ -161,7 +165,7 @@ def serialize_keras_object(value, where="value"):
         ValueError: a lambda or a nested function (saved by name only).
         TypeError: a value that cannot be written (named, with ``where`` it was found).
     """
-    from . import losses, metrics, regularizers
+    from . import constraints, losses, metrics, regularizers
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (np.integer, np.floating, np.bool_)):
@@ -180,7 +184,7 @@ def serialize_keras_object(value, where="value"):
                             "a str; configs are JSON")
         return {k: serialize_keras_object(v, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(value, (Module, regularizers.Regularizer, metrics.Metric, losses.Loss,
-                          _optimizers.Optimizer)):
+                          _optimizers.Optimizer, constraints.Constraint)):
         return {"__object__": _serialize_object(value, where)}
     if callable(value) and not isinstance(value, type):
         return {"__function__": _function_name(value, where)}
@@ -190,17 +194,13 @@ def serialize_keras_object(value, where="value"):
 
 
 def _serialize_object(obj, where):
-    from . import losses
-    if isinstance(obj, losses.Loss) and not hasattr(obj, "get_config"):
-        config = {"reduction": obj.reduction, "name": obj.name, **obj.fn_kwargs}
-    elif not hasattr(obj, "get_config"):
+    if not hasattr(obj, "get_config"):
         raise TypeError(f"model.save: {where} is a {type(obj).__name__}, which has no "
                         "get_config(); subclass mt.keras.layers.Layer (or write get_config)")
-    else:
-        config = obj.get_config()
-        if not isinstance(config, dict):
-            raise TypeError(f"model.save: {type(obj).__name__}.get_config() returned "
-                            f"{type(config).__name__}, expected a dict")
+    config = obj.get_config()
+    if not isinstance(config, dict):
+        raise TypeError(f"model.save: {type(obj).__name__}.get_config() returned "
+                        f"{type(config).__name__}, expected a dict")
     return {"class_name": type(obj).__name__, "kind": _kind(obj),
             "config": serialize_keras_object(config, f"{where}.get_config()")}
 

@@ -202,6 +202,48 @@ def _add_grad(op, dy):
     return unbroadcast_pair(op, dy if wanted(op, 0) else None, dy if wanted(op, 1) else None)
 
 
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of Tensors of one shape and dtype (op ``AddN``), as
+    ``tf.math.add_n``: no broadcasting. Gradient: the upstream gradient, to every input.
+
+    Raises:
+        ValueError: ``inputs`` is not a non-empty list or tuple.
+        mt.errors.InvalidArgumentError (a ``ValueError``): shapes that differ, as TensorFlow
+            ("Inputs to AddN must have the same shape"); add them with ``+`` to broadcast.
+        TypeError: dtypes that differ (minitape never casts silently).
+
+    >>> import minitape as mt
+    >>> mt.add_n([mt.constant([1.0, 2.0]), mt.constant([3.0, 4.0]), mt.constant([5.0, 6.0])])
+    <mt.Tensor: shape=(2,), dtype=float32, numpy=array([ 9., 12.], dtype=float32)>
+    """
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ValueError(f"add_n expects a non-empty list of Tensors, got {inputs!r:.60}; e.g. "
+                         "mt.add_n([main_loss] + model.losses)")
+    first = convert_to_tensor(inputs[0], what="AddN")
+    xs = [first] + [convert_like(x, first._dtype, "AddN") for x in inputs[1:]]
+    for k, x in enumerate(xs):   # (``convert_like`` refused another dtype)
+        if x._shape != first._shape:
+            raise errors.InvalidArgumentError(None, "AddN", (
+                f"Inputs to AddN must have the same shape: input {k} has shape {x.shape}, "
+                f"input 0 {first.shape}; use + to add with broadcasting"))
+    if first._dtype.kind == "b":
+        _no_bool(first, "AddN")
+    total = xs[0]._value
+    for x in xs[1:]:
+        total = total + x._value
+    z = _out(total if len(xs) > 1 else total.copy(), name)
+    record("AddN", tuple(xs), (z,), keep_inputs=False)
+    return z
+
+
+register_forward("AddN", lambda op, *xs: add_n(list(xs)))
+
+
+@RegisterGradient("AddN", batched=True)
+def _add_n_grad(op, dy):
+    return [dy if wanted(op, k) else None for k in range(len(op.input_ids))]
+
+
 def subtract(x, y, name=None):
     """``x - y`` elementwise with broadcasting (op ``Sub``)."""
     x, y = elementwise_operands(x, y, "Sub")
