@@ -74,6 +74,7 @@ class LayerMixin:
     """
 
     _walk_skip = ("_losses", "_weight_regularizers", "_added_regularizers", "_weight_constraints",
+                  "_symbolic",
                   "activity_regularizer", "_input_shape_arg", "_auto_config")
 
     trainable = True
@@ -86,6 +87,31 @@ class LayerMixin:
     @property
     def trainable_variables(self):
         return super().trainable_variables if self.trainable else ()
+
+    @property
+    def input(self):
+        """The KerasTensor(s) this layer was first called on in a functional model, as
+        Keras's ``layer.input`` (an ``InputLayer``'s: its ``Input``).
+
+        Raises:
+            AttributeError: the layer was never called on an ``mt.keras.Input`` (or on a
+                layer's output that came from one).
+        """
+        return self._first_symbolic_call("input")[0]
+
+    @property
+    def output(self):
+        """The KerasTensor(s) this layer returned on its first functional call, as Keras's
+        ``layer.output``."""
+        return self._first_symbolic_call("output")[1]
+
+    def _first_symbolic_call(self, what):
+        found = vars(self).get("_symbolic")
+        if found is None:
+            raise AttributeError(f"Layer '{self.name}' has no {what} yet: it has one once it "
+                                 "is called on an mt.keras.Input (a functional model), as in "
+                                 "Keras")
+        return found
 
     @property
     def weights(self):

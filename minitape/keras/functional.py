@@ -165,7 +165,23 @@ def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None, tenso
                        else module.unique_name("input_layer"))
     x = KerasTensor((None,) + layer.shape, layer.dtype, name=layer.name)
     x._input_layer = layer
+    layer._symbolic = (x, x)
     return x
+
+
+def functional_arguments(args, kwargs):
+    """True when a Model's arguments are ``(inputs, outputs)`` made of KerasTensors (Keras's
+    functional style), given by position or by keyword."""
+    if len(args) >= 2:
+        inputs = args[0]
+    elif "inputs" in kwargs and ("outputs" in kwargs or len(args) == 1):
+        inputs = kwargs["inputs"]
+    elif len(args) == 1 and "outputs" in kwargs:
+        inputs = args[0]
+    else:
+        return False
+    leaves = _leaves(inputs)
+    return bool(leaves) and all(isinstance(x, KerasTensor) for x in leaves)
 
 
 def _dummy(x):
@@ -195,6 +211,8 @@ def _call_on_symbolic(layer, *args, **kwargs):
                            index=next(index))
 
     node.outputs = _map(outputs, symbolic)
+    if isinstance(layer, module.Module) and "_symbolic" not in vars(layer):
+        layer._symbolic = (args[0] if len(args) == 1 else list(args), node.outputs)
     return node.outputs
 
 

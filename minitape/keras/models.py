@@ -107,10 +107,19 @@ class Model(Layer):
     """
 
     def __new__(cls, *args, **kwargs):
-        # As Keras: Model(inputs, outputs) is a functional model.
+        # As Keras: Model(inputs, outputs) is a functional model, and so is a subclass called
+        # that way (Chollet's ``CustomModel(inputs, outputs)`` that overrides ``train_step``):
+        # it becomes an instance of a class made once per subclass, ``(subclass, Functional)``,
+        # so the subclass's methods come first and Functional's build and call the graph.
+        from .functional import Functional, functional_arguments
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
-            from .functional import Functional
             return super().__new__(Functional, *args, **kwargs)
+        if not issubclass(cls, Functional) and functional_arguments(args, kwargs):
+            if "_functional_class" not in vars(cls):
+                cls._functional_class = type(cls.__name__, (cls, Functional),
+                                             {"__module__": cls.__module__,
+                                              "__qualname__": cls.__qualname__})
+            return super().__new__(cls._functional_class, *args, **kwargs)
         return super().__new__(cls, *args, **kwargs)
 
     _walk_skip = ("optimizer", "loss", "compiled_metrics", "history", "run_eagerly",
@@ -432,19 +441,72 @@ class Model(Layer):
         from . import saving
         saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
-    def summary(self, print_fn=print):
-        """Print each Variable's path, shape and trainability, and the parameter count."""
-        trainable = {id(v) for v in self.trainable_variables}   # (a frozen layer's: "no")
-        rows = [(v.path, str(v.shape), "yes" if id(v) in trainable else "no")
-                for v in self.variables]
-        width = max([len(r[0]) for r in rows] + [8])
+    def summary(self, line_length=None, positions=None, print_fn=print, expand_nested=False,
+                show_trainable=False, layer_range=None):
+        """Print a table of the layers (name and class, output shape, number of weights) and
+        the parameter counts, as Keras's ``Model.summary`` (the plain table the textbooks
+        print). ``show_trainable=True`` adds a column saying whether each layer trains (a
+        frozen layer: ``N``). Variables the model holds outside any layer get a row each.
+
+        Output shapes are known for a functional model, and for a Sequential once it has an
+        input shape (a first layer made with ``input_shape=``, an ``Input``, or a call);
+        otherwise they read ``?``, as in Keras.
+        """
+        shapes = _output_shapes(self)
+        in_layers = {id(v) for layer in self.layers for v in getattr(layer, "variables", ())}
+        rows = []
+        for layer in self.layers:
+            count = sum(int(np.prod(v.shape)) for v in getattr(layer, "variables", ()))
+            trains = "Y" if getattr(layer, "trainable", True) and count else "N" if count else "-"
+            rows.append((f"{layer.name} ({type(layer).__name__})",
+                         str(shapes.get(id(layer), "?")), f"{count:,}", trains))
+        for path, v in self._variables_with_paths():   # (held outside any layer: by name)
+            if id(v) not in in_layers:
+                rows.append((f"{'/'.join(map(str, path))} (Variable)", str(tuple(v.shape)),
+                             f"{int(np.prod(v.shape)):,}", "Y" if v.trainable else "N"))
+        header = ("Layer (type)", "Output Shape", "Param #", "Trainable")
+        widths = [max([len(header[i])] + [len(r[i]) for r in rows]) + 2 for i in range(3)]
+
+        def line(cells):
+            text = "".join(c.ljust(w) for c, w in zip(cells[:3], widths))
+            return " " + (text + cells[3] if show_trainable else text.rstrip())
+        width = sum(widths) + (len(header[3]) + 1 if show_trainable else 1)
         print_fn(f'Model: "{self.name}"')
-        print_fn(f"{'variable':<{width}}  {'shape':<14}trainable")
-        for path, shape, trainable in rows:
-            print_fn(f"{path:<{width}}  {shape:<14}{trainable}")
+        print_fn("_" * width)
+        print_fn(line(header))
+        print_fn("=" * width)
+        for row in rows:
+            print_fn(line(row))
+        print_fn("=" * width)
         total = sum(int(np.prod(v.shape)) for v in self.variables)
         trainable = sum(int(np.prod(v.shape)) for v in self.trainable_variables)
-        print_fn(f"Total params: {total}  (trainable: {trainable})")
+        print_fn(f"Total params: {total:,}")
+        print_fn(f"Trainable params: {trainable:,}")
+        print_fn(f"Non-trainable params: {total - trainable:,}")
+        print_fn("_" * width)
+
+
+def _output_shapes(model):
+    """``id(layer) -> output shape`` (the batch axis ``None``) for the layers of ``model``
+    whose output shape is known: a functional model's from its calls; a Sequential's by a
+    call on zeros (unrecorded) when its input shape is known."""
+    from .functional import KerasTensor, _leaves
+    out = {}
+    for layer in model.layers:
+        found = vars(layer).get("_symbolic")
+        if found is not None:
+            shapes = [x.shape for x in _leaves(found[1]) if isinstance(x, KerasTensor)]
+            out[id(layer)] = shapes[0] if len(shapes) == 1 else shapes
+    shape = getattr(model, "_build_input_shape", None)
+    if isinstance(model, Sequential) and shape is not None and not isinstance(shape, list):
+        x = _zeros(shape)
+        with unrecorded():
+            for layer in model.layers:
+                x = layer(x)
+                if not isinstance(x, Tensor):
+                    break
+                out.setdefault(id(layer), (None,) + tuple(x.shape[1:]))
+    return out
 
 
 class Sequential(Model):

@@ -1,4 +1,5 @@
-"""``mt.keras.utils``: ``set_random_seed`` and ``to_categorical``, as ``keras.utils``."""
+"""``mt.keras.utils``: ``set_random_seed``, ``to_categorical`` and ``plot_model``, as
+``keras.utils``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from ..ops import random_ops
 from ..engine.tensor import Tensor
 
-__all__ = ["set_random_seed", "to_categorical"]
+__all__ = ["set_random_seed", "to_categorical", "plot_model", "model_to_dot"]
 
 
 def set_random_seed(seed):
@@ -77,6 +78,107 @@ def to_categorical(x, num_classes=None):
                          f"(num_classes={num_classes}), got values from {labels.min()} to "
                          f"{labels.max()}")
     return np.eye(num_classes, dtype=np.float32)[labels]
+
+
+def model_to_dot(model, show_shapes=False, show_dtype=False, show_layer_names=True,
+                 rankdir="TB", expand_nested=False, dpi=None, show_layer_activations=False,
+                 show_trainable=False, **kwargs):
+    """The DOT text (Graphviz's language) of a model's layers and how they connect, as
+    ``keras.utils.model_to_dot`` (which returns a pydot graph; minitape returns the text).
+
+    One box per layer (``name (ClassName)``, and with the options its output shape, dtype,
+    activation and trainability), an arrow from each layer to each layer that reads its
+    output. A Sequential is a chain; a functional model follows its calls; a subclassed
+    model, whose connections live in its Python code, is one box per layer it holds,
+    unconnected.
+
+    Raises:
+        TypeError: ``model`` is not an ``mt.keras`` model.
+    """
+    import graphviz
+
+    from .functional import Functional, KerasTensor, _leaves
+    from .models import Model, Sequential, _output_shapes
+    if not isinstance(model, Model):
+        raise TypeError(f"plot_model expects an mt.keras Model (Sequential, functional or "
+                        f"subclassed), got {type(model).__name__}")
+    graph_attr = {"rankdir": rankdir} if dpi is None else {"rankdir": rankdir, "dpi": str(dpi)}
+    dot = graphviz.Digraph(model.name, graph_attr=graph_attr,
+                           node_attr={"shape": "record", "fontname": "Helvetica",
+                                      "fontsize": "12"})
+
+    def describe(layer):
+        rows = [f"{layer.name} ({type(layer).__name__})" if show_layer_names
+                else type(layer).__name__]
+        if show_shapes:
+            rows.append(f"Output shape: {shapes.get(id(layer), '?')}")
+        if show_dtype:
+            dtype = getattr(layer, "dtype", None)
+            rows.append(f"dtype: {getattr(dtype, 'name', dtype)}")
+        if show_layer_activations and getattr(layer, "activation", None) is not None:
+            rows.append(f"Activation: {getattr(layer.activation, '__name__', layer.activation)}")
+        if show_trainable:
+            rows.append(f"Trainable: {'Y' if getattr(layer, 'trainable', True) else 'N'}")
+        return "{" + "|".join(r.replace("{", "(").replace("}", ")").replace("|", "/")
+                              .replace("<", "&lt;").replace(">", "&gt;") for r in rows) + "}"
+
+    shapes = _output_shapes(model) if show_shapes else {}
+    ids = {}
+    for layer in model.layers:
+        ids[id(layer)] = f"layer{len(ids)}"
+        dot.node(ids[id(layer)], describe(layer))
+    if isinstance(model, Sequential):
+        chain = [ids[id(layer)] for layer in model.layers]
+        for a, b in zip(chain, chain[1:]):
+            dot.edge(a, b)
+    elif isinstance(model, Functional):
+        for node in model._nodes:
+            for x in _leaves((node.args, node.kwargs)):
+                if isinstance(x, KerasTensor):
+                    source = x._node.layer if x._node is not None else x._input_layer
+                    dot.edge(ids[id(source)], ids[id(node.layer)])
+    return dot.source
+
+
+def plot_model(model, to_file="model.png", show_shapes=False, show_dtype=False,
+               show_layer_names=True, rankdir="TB", expand_nested=False, dpi=200,
+               show_layer_activations=False, show_trainable=False, **kwargs):
+    """Draw a model's layers and their connections to ``to_file``, as
+    ``keras.utils.plot_model`` (``model_to_dot``'s picture, laid out by Graphviz).
+
+    The file's extension picks the format (``.png``, ``.svg``, ``.pdf``). In a notebook the
+    result displays the picture (an ``IPython.display.Image`` or ``SVG``, as Keras returns);
+    elsewhere it is None.
+
+    Raises:
+        TypeError: ``model`` is not an ``mt.keras`` model.
+        ValueError: an extension Graphviz cannot write.
+        mt.viz.GraphvizNotFound: no Graphviz (the message names the install).
+    """
+    import os
+
+    from ..viz.render import render_dot
+    fmt = os.path.splitext(os.fspath(to_file))[1].lstrip(".").lower() or "png"
+    if fmt not in ("png", "svg", "pdf", "jpg", "jpeg", "gif"):
+        raise ValueError(f"plot_model: cannot write a .{fmt} file; use .png, .svg or .pdf")
+    source = model_to_dot(model, show_shapes=show_shapes, show_dtype=show_dtype,
+                          show_layer_names=show_layer_names, rankdir=rankdir,
+                          dpi=dpi if fmt in ("png", "jpg", "jpeg", "gif") else None,
+                          show_layer_activations=show_layer_activations,
+                          show_trainable=show_trainable)
+    if fmt == "png":
+        source = source.replace("{", f"{{\n  dpi={int(dpi)}", 1) if False else source
+    data = render_dot(source, fmt="jpg" if fmt == "jpeg" else fmt)
+    with open(to_file, "wb") as f:
+        f.write(data)
+    try:
+        from IPython import get_ipython
+        from IPython.display import SVG, Image
+    except ImportError:
+        return None
+    if get_ipython() is None:
+        return None
+    return SVG(data=data) if fmt == "svg" else Image(filename=os.fspath(to_file))
 
 
 def __getattr__(name):
