@@ -127,7 +127,7 @@ def _explain_each(tape, target, sources, frame):
 def _explain_one(tape, target, source, frame):
     """``(reason code, sentence)`` for one source, with the names ``frame`` holds."""
     caller = _names_in(frame, target, source)
-    code, sentence = diagnose(tape, target, source, caller.get("source"))
+    code, sentence = diagnose(tape, target, source, caller.get("source"), frame=frame)
     return code, _name_target(tape, target, source, sentence, caller.get("target"))
 
 
@@ -164,18 +164,20 @@ def _name_target(tape, target, source, sentence, caller_name=None):
     return re.sub(r"\bthe target\b", f"the target {label}", sentence)
 
 
-def diagnose(tape, target, source, source_name=None) -> tuple:
+def diagnose(tape, target, source, source_name=None, frame=None) -> tuple:
     """``(reason code, sentence)``; see the module docstring for the reasons, in order.
 
     A target given as a list/tuple/dict (their sum is differentiated) is connected if any of
     its entries is; otherwise the first entry's reason is given. ``source_name``: what to
     call the source when the drawing can only call it ``t1`` (``explain`` passes the name
-    the calling code holds it under).
+    the calling code holds it under). ``frame``: the calling code's frame, whose names
+    can tell what data a NaN came from (``features``).
     """
     if not isinstance(tape, GradientTape):
         raise TypeError(f"explain expects a minitape GradientTape, got {type(tape).__name__}")
     if isinstance(target, (list, tuple, dict)):
-        answers = [diagnose(tape, t, source, source_name) for t in flatten(target)] or \
+        answers = [diagnose(tape, t, source, source_name, frame)
+                   for t in flatten(target)] or \
             [("unconnected", "the target is empty: there is nothing to differentiate")]
         return next((a for a in answers if a[0] == "connected"), answers[0])
     if not isinstance(source, Tensor):
@@ -226,7 +228,7 @@ def diagnose(tape, target, source, source_name=None) -> tuple:
     if source.id in upstream:
         answer = _blocked_path(tape, ops, target.id, source, src, upstream)
         if answer[0] == "connected":
-            return _non_finite(tape, target, source, src, ops) or _where_note(
+            return _non_finite(tape, target, source, src, ops, frame) or _where_note(
                 ops, source, src, upstream, answer)
         return answer
     assigned = _assigned(tape, source)
@@ -307,7 +309,22 @@ def _line_of(origin):
     location, text = source_line(origin)
     if location and location.startswith("cell "):
         location = f"line {location.split(':')[-1]} of its cell"
-    return location, text
+    return location, _without_comment(text)
+
+
+def _without_comment(text):
+    """The line ``text`` without its trailing ``# comment`` (a ``#`` inside a string stays)."""
+    if not text or "#" not in text:
+        return text
+    import io
+    import tokenize
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                return text[:token.start[1]].rstrip() or text
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return text
 
 
 def _loop_place(tape, op):
@@ -599,44 +616,229 @@ _FUNCTIONS = {"SelectV2": "where", "Log": "log", "Sqrt": "sqrt", "RealDiv": "div
               "Mul": "multiply", "Pow": "pow", "Reciprocal": "reciprocal", "Sum": "reduce_sum",
               "AddV2": "add", "Sub": "subtract", "Exp": "exp", "Log1p": "log1p",
               "Square": "square", "Maximum": "maximum", "Minimum": "minimum",
-              "MatMul": "matmul", "Neg": "negative", "Mean": "reduce_mean", "Tanh": "tanh",
-              "Sigmoid": "sigmoid", "Softplus": "softplus", "Abs": "abs"}
+              "MatMul": "matmul", "BatchMatMulV2": "matmul", "Neg": "negative",
+              "Mean": "reduce_mean", "Tanh": "tanh", "Sigmoid": "sigmoid",
+              "Softplus": "softplus", "Abs": "abs", "Rsqrt": "rsqrt", "Prod": "reduce_prod",
+              "Softmax": "softmax", "LogSoftmax": "log_softmax", "DivNoNan": "divide_no_nan",
+              "Sin": "sin", "Cos": "cos", "Tan": "tan", "Relu": "relu", "Max": "reduce_max",
+              "StridedSlice": "a slice", "GatherV2": "gather", "Reshape": "reshape"}
 
 _FIXES = {
     "RealDiv": "use mt.math.divide_no_nan(a, b), which is 0 where b is 0 and so are its "
                "gradients, or keep the divisor away from 0 with an epsilon",
     "Sqrt": "add an epsilon under the square root (mt.sqrt(s + 1e-12)), or take the root "
             "only where s > 0 with the double where (as mt.clip_by_norm does)",
-    "Log": "add an epsilon (mt.math.log(x + 1e-7)), or use an op that is stable there "
-           "(mt.math.log1p, mt.nn.log_softmax, mt.nn.softmax_cross_entropy_with_logits)",
+    "Log": "add an epsilon (mt.math.log(p + 1e-7)), or use an op that is stable there: "
+           "mt.nn.log_softmax(logits) rather than the log of mt.nn.softmax(logits), "
+           "mt.nn.softmax_cross_entropy_with_logits, and for a sigmoid the cross-entropy "
+           "computed from the logits z (mt.nn.softplus(z) - y * z, or "
+           "mt.keras.losses.BinaryCrossentropy(from_logits=True))",
     "Pow": "keep the base away from 0 with an epsilon, or use the double where",
     "Reciprocal": "use mt.math.divide_no_nan(1.0, x), or keep x away from 0 with an epsilon",
+    "Exp": "subtract the largest value first (mt.exp(x - mt.reduce_max(x)), as mt.nn.softmax "
+           "does), or stay in log space (mt.nn.log_softmax, mt.math.reduce_logsumexp)",
 }
 _GENERIC_FIX = ("the usual fixes: the double mt.where (make the branch that is not chosen "
                 "safe too), an epsilon (x + 1e-7), or mt.math.divide_no_nan for a division")
+_OVERFLOW_FIX = ("the usual fixes for a gradient that grows at every step of a long chain (an "
+                 "exploding gradient): scale the inputs or the initial weights down, clip the "
+                 "gradient (mt.clip_by_norm) before the update, or compute in float64")
 
 
-def _non_finite(tape, target, source, src, ops):
-    """The source is connected; is its gradient NaN or infinite? If so, find the first step
-    of the backward walk that produced a non-finite value and say why (None otherwise)."""
+def _non_finite(tape, target, source, src, ops, frame=None):
+    """The source is connected; is its gradient NaN or infinite? If so, say why (None
+    otherwise): a NaN or inf already in the forward pass (in the data, or made by an op: the
+    first op that made one), or else the first step of the backward walk that made one."""
     walk = _walk(tape, target, source, ops)
     if walk is None:
         return None
     final, steps = walk
     if final is None or _finite(final):
         return None
+    first = None
     for n, (op, outs, ins) in enumerate(steps):
         if not all(_finite(o) for o in outs):
             continue
         bad = [k for k, g in enumerate(ins) if g is not None and not _finite(g)]
         if bad:
-            return ("non_finite", _non_finite_sentence(tape, target, source, src, ops, steps,
-                                                        n, bad[0], final))
-    return ("non_finite",
-            f"the gradient of {src} is {_value_text(final)}: a value on the way was already "
-            "NaN or infinite in the forward pass (check the inputs, or call "
-            "mt.debugging.enable_check_numerics() and run again to find the op); "
-            + _GENERIC_FIX)
+            first = n, bad[0]
+            break
+    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
+    values = _forward_values(tape, ops)
+    upstream = set()
+    for t in targets:
+        upstream |= _upstream(ops, t.id)
+    origin = _forward_origin(ops, upstream, values)
+    names = _Names(tape, targets, source)
+    head = f"the gradient of {src} is {_value_text(final)}: "
+    # The forward pass is to blame if the backward step read a NaN or inf, or if one reached
+    # the target from an op before it (not if ``where`` dropped it on the way).
+    reached = not _finite(_target_value(targets))
+    if origin is not None and (
+            first is None or _reads_non_finite(steps[first[0]][0], values)
+            or reached and _op_number(ops, origin[1]) < _op_number(ops, steps[first[0]][0])):
+        return ("non_finite", head + _forward_story(tape, ops, origin, values, names, targets,
+                                                    frame))
+    if first is None:
+        return ("non_finite",
+                head + "a value on the way was already NaN or infinite in the forward pass "
+                "(check the inputs, or call mt.debugging.enable_check_numerics() and run "
+                "again to find the op); " + _GENERIC_FIX)
+    n, k = first
+    clause = ""
+    if origin is not None and origin[1] is steps[n][0]:
+        value = _target_value(targets)
+        if value is not None and not _finite(value):
+            clause = (f" (in the forward pass it already gave {_num(origin[3])} there, so the "
+                      f"target is {_value_text(value)} too)")
+    return ("non_finite", head + _backward_story(tape, ops, steps, n, k, names, targets,
+                                                 clause))
+
+
+class _Names:
+    """The drawing's labels of the tensors (``x``, ``1.0 - p``, ``sum #2``)."""
+
+    def __init__(self, tape, targets, source):
+        from .graph import tape_graph
+        try:
+            self.graph = tape_graph(tape, targets or None, source)
+        except (KeyError, TypeError, ValueError):
+            self.graph = None
+
+    def __call__(self, tensor_id, fallback="its input"):
+        try:
+            return self.graph.tensor(tensor_id).label
+        except (KeyError, AttributeError):
+            return fallback
+
+
+def _target_value(targets):
+    """The target's forward value (the first non-finite one if several), or None."""
+    values = [np.asarray(t.numpy()) for t in targets if t.dtype.kind in "fc"]
+    return next((v for v in values if not _finite(v)), values[0] if values else None)
+
+
+def _forward_values(tape, ops):
+    """``{tensor id: ndarray}``: the forward value of every tensor the ops read or made that
+    is still known (saved by the tape, or small enough for its record to keep)."""
+    values = {}
+    for op in ops:
+        n_in, n_out = len(op.input_ids), len(op.output_ids)
+        note = note_of(tape, op)
+        kept = note.values if note is not None and note.values is not None else ()
+        saved = list(op._inputs or (None,) * n_in) + list(op._outputs or (None,) * n_out)
+        for k, i in enumerate(op.input_ids + op.output_ids):
+            if i in values:
+                continue
+            v = saved[k] if k < len(saved) and saved[k] is not None else (
+                kept[k] if k < len(kept) else None)
+            if v is not None and not isinstance(v, tuple):
+                values[i] = np.asarray(v)
+    return values
+
+
+def _forward_origin(ops, upstream, values):
+    """Where the forward pass first held a NaN or an infinity on the way to the target:
+    ``("data", op, k, value)``, input ``k`` of ``op`` held one and no recorded op made it
+    (data, a constant, a Variable), or ``("op", op, index, value)``, ``op`` made one from
+    finite inputs (``index``: the element of its first non-finite output). None if neither
+    (or the values are no longer known)."""
+    produced = {i for op in ops for i in op.output_ids}
+    for op in ops:
+        if not any(o in upstream for o in op.output_ids):
+            continue
+        ins = [values.get(i) for i in op.input_ids]
+        for k, (i, v) in enumerate(zip(op.input_ids, ins)):
+            if v is not None and i not in produced and not _finite(v):
+                return ("data", op, k, _first_bad(v)[1])
+        for o in op.output_ids:
+            v = values.get(o)
+            if v is not None and not _finite(v):
+                if any(v_in is not None and not _finite(v_in) for v_in in ins):
+                    break     # (carried from an earlier op's output: that one was named)
+                index, value = _first_bad(v)
+                return ("op", op, index, value)
+    return None
+
+
+def _held_as(frame, value):
+    """The name under which ``frame`` (the learner's code) holds an array or Tensor equal to
+    ``value`` (NaN equal to NaN), or None: what a NaN from the data is called there."""
+    if frame is None:
+        return None
+    for key, held in list(frame.f_locals.items()):
+        if key.startswith("_") or not isinstance(held, (np.ndarray, Tensor)):
+            continue
+        held = np.asarray(held)
+        if held.shape == value.shape and held.dtype.kind in "fc" and np.array_equal(
+                held, value, equal_nan=True):
+            return key
+    return None
+
+
+def _first_bad(value):
+    """``(index, element)`` of the first NaN or infinity in ``value``."""
+    value = np.asarray(value)
+    index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0]) if value.ndim else ()
+    return index, value[index]
+
+
+def _reads_non_finite(op, values):
+    """True if the forward value of one of ``op``'s inputs holds a NaN or an infinity."""
+    return any(i in values and not _finite(values[i]) for i in op.input_ids)
+
+
+def _forward_story(tape, ops, origin, values, names, targets, frame=None):
+    """The forward pass held a NaN or inf before any gradient was computed: say where."""
+    kind, op, where, bad = origin
+    ref = _op_ref(tape, ops, op)
+    fname = _fname(op)
+    value = _target_value(targets)
+    reached = (f" (the target is {_value_text(value)})" if value is not None
+               and not _finite(value) else "")
+    if kind == "data":
+        i = op.input_ids[where]
+        v = values[i]
+        name = names(i, None)
+        if name is None or is_fallback(name):
+            name = _held_as(frame, v) or name
+        at = f" at {_index_text(_first_bad(v)[0])}" if v.ndim else ""
+        variable = next((w for w in getattr(tape, "watched", ()) if w.id == i
+                         and isinstance(w, Variable)), None)
+        if variable is not None:
+            return (f"no derivative is to blame: the Variable {name} already holds {_num(bad)}"
+                    f"{at} before the tape's first op, so the forward pass{reached} and the "
+                    "gradients computed from it are not finite either. An earlier update put "
+                    "it there (often a training step with a NaN or inf gradient, or a "
+                    "learning rate too large); print the loss at every step, or call "
+                    "mt.debugging.enable_check_numerics(), to find the step that first made it "
+                    "NaN, and give the Variable a finite value again")
+        named = name is not None and not is_fallback(name)
+        who = f"the input {name}" if named else f"an input of {fname}"
+        code = name if named and name.isidentifier() else "x"
+        return (f"no derivative is to blame: {who} already holds {_num(bad)}{at} before any "
+                f"op of the tape (it comes from the data or a constant, not from an op the "
+                f"tape recorded); {fname} ({ref}) reads it, so the forward pass{reached} and "
+                "every gradient computed from it are not finite either, in TensorFlow too. "
+                f"Check the data with np.isnan({code}).any() and np.isinf({code}).any(), and "
+                "drop or replace those entries (np.nan_to_num, or "
+                f"mt.where(mt.math.is_nan({code}), 0.0, {code})) before they reach the model")
+    at = _inputs_at(tape, op, where, values, names, op.output_shapes[0])
+    limit = ""
+    if np.isinf(bad) and all(v is not None and _finite(v) for v in
+                             (values.get(i) for i in op.input_ids)) and op.type in (
+                                 "Exp", "Mul", "Square", "Pow", "AddV2", "Sum", "MatMul",
+                                 "BatchMatMulV2", "Prod", "Sub"):
+        dtype = op.output_dtypes[0]
+        limit = (f": the result is larger than {dtype.name} can hold (about "
+                 f"{np.finfo(dtype).max:.2g})")
+        if op.type == "Exp":
+            limit += f", as exp of anything above {np.log(np.finfo(dtype).max):.1f} is"
+    fix = _FIXES.get(op.type)
+    return (f"the forward pass already went wrong, before any gradient: {fname} ({ref}){at} "
+            f"gives {_num(bad)}{limit}, and the ops after it carry it on{reached}; a gradient "
+            "computed from a NaN or an infinity is not finite either, in TensorFlow too. "
+            + (f"The usual fix: {fix}" if fix else _GENERIC_FIX[0].upper() + _GENERIC_FIX[1:]))
 
 
 def _finite(value):
@@ -697,29 +899,90 @@ def _walk(tape, target, source, ops):
 
 
 def _value_text(value):
-    """``nan``, ``inf``, ``0.0``, or a short array."""
+    """``nan``, ``inf``, ``0.0``, or a short array on one line."""
     if isinstance(value, tuple):
         return "between {:g} and {:g}".format(value[0], value[2])
     value = np.asarray(value)
     if value.size == 1:
-        return repr(float(value.reshape(-1)[0].real))
+        return _num(value.reshape(-1)[0])
     if value.size <= 6:
-        return np.array2string(value, separator=", ")
+        return " ".join(np.array2string(value, separator=", ").split())
     return f"an array of shape {value.shape} with NaN or inf in it"
 
 
+def _num(v):
+    """A number as NumPy prints it in its own dtype (``0.33333334`` for a float32, not
+    ``0.3333333432674408``)."""
+    if isinstance(v, np.generic):
+        if np.iscomplexobj(v):
+            v = v.real
+        return str(v)
+    return repr(v)
+
+
 def _at(value, index):
-    """``value[index]`` as a float if ``value`` is an array with that element (a scalar
-    broadcasts), else None."""
+    """``value[index]`` (a NumPy scalar of its dtype) if ``value`` is an array with that
+    element (a value of size 1 broadcasts), else None."""
     if value is None or isinstance(value, tuple):
         return None
     value = np.asarray(value)
     if value.size == 1:
-        return float(value.reshape(-1)[0].real)
+        return value.reshape(-1)[0]
     try:
-        return float(value[index].real)
+        return value[index]
     except (IndexError, TypeError, ValueError):
         return None
+
+
+def _index_text(index):
+    """``[1, 0]``."""
+    return "[" + ", ".join(str(i) for i in index) + "]"
+
+
+def _element(name, index, shape):
+    """``x[1]`` for element ``index`` of a tensor called ``name`` (``name`` for a scalar)."""
+    if not shape or not index or int(np.prod(shape)) == 1:
+        return name
+    if not re.fullmatch(r"[\w.\[\]]+", name):
+        name = f"({name})"
+    return name + _index_text(index)
+
+
+def _inputs_at(tape, op, index, values, names, shape, only=None):
+    """`` at x[1] = 2.0, counts[1] = 0.0``: ``op``'s inputs at element ``index`` of a value
+    of ``shape`` (the inputs of that shape, or of size 1); ``""`` if none is known. ``only``:
+    just that input."""
+    parts = []
+    for j, i in enumerate(op.input_ids):
+        if only is not None and j != only:
+            continue
+        v = values.get(i) if values is not None else None
+        if v is None:
+            v = _input_value(tape, op, j)
+        if v is None or not (np.shape(v) == tuple(shape) or np.size(v) == 1):
+            continue
+        x = _at(v, index)
+        name = names(i)
+        if x is not None and np.asarray(x).dtype.kind in "fc" and not _is_number(name):
+            parts.append(f"{_element(name, index, np.shape(v))} = {_num(x)}")
+    return " at " + ", ".join(parts) if parts else ""
+
+
+def _is_number(label):
+    """True for a constant's label that is its value (``10.0``): no need to say ``10.0 =
+    10.0``."""
+    try:
+        float(label)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _fname(op):
+    """The learner's function for ``op`` (``log``), as ``_FUNCTIONS`` names it."""
+    if op.type == "CustomGradient":
+        return (op.attrs or {}).get("function", "a function")
+    return _FUNCTIONS.get(op.type, op.type)
 
 
 def _input_value(tape, op, k):
@@ -729,7 +992,6 @@ def _input_value(tape, op, k):
         return np.asarray(op.inputs[k])
     except (RuntimeError, ValueError, IndexError, AttributeError):
         pass
-    from .record import note_of
     note = note_of(tape, op)
     return None if note is None or note.values is None else note.values[k]
 
@@ -762,49 +1024,63 @@ def _local_derivative(tape, op, k, index):
     return None if d is None else _at(np.asarray(d), index)
 
 
-def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
-    """``op`` (step ``n`` of the walk) sent a non-finite gradient to its input ``k``."""
-    from .graph import tape_graph
+def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
+    """``op`` (step ``n`` of the walk) sent a non-finite gradient to its input ``k``: which
+    op, at which line, the local derivative and upstream gradient that multiplied, and the
+    usual fix; ``clause`` follows the numbers."""
     op, outs, ins = steps[n]
-    fname = _FUNCTIONS.get(op.type, op.type)
-    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
-    try:
-        graph = tape_graph(tape, targets or None, source)
-        x_name = graph.tensor(op.input_ids[k]).label
-    except KeyError:
-        x_name = "its input"
+    fname = _fname(op)
+    x_name = names(op.input_ids[k])
     g = ins[k]
     index = None
     if not isinstance(g, tuple):
         g = np.asarray(g)
-        index = tuple(int(i) for i in np.argwhere(~np.isfinite(g))[0]) if g.ndim else ()
+        index = _first_bad(g)[0]
     result = _at(g, index) if index is not None else None
     upstream = _at(outs[0], index) if index is not None and outs else None
-    x = _at(_input_value(tape, op, k), index) if index is not None else None
     local = _local_derivative(tape, op, k, index) if index is not None else None
+    at = (_inputs_at(tape, op, index, None, names, op.input_shapes[k])
+          if index is not None else "")
+    wrt = (f" with respect to {x_name}"
+           if len(op.input_ids) > 1 and op.type != "CustomGradient" else "")
     # Who sent the upstream gradient: the one visited op that uses the output, or the target.
     visited = [s[0] for s in steps[:n]]
     users = [o for o in visited if op.output_ids[0] in o.input_ids]
     target_ids = {t.id for t in targets}
     if op.output_ids[0] in target_ids and not users:
-        sender = "the target's own gradient (its seed)"
+        sender = "the seed of the target (ones)"
     elif len(users) == 1:
-        sender = f"{_FUNCTIONS.get(users[0].type, users[0].type)} (op #{_op_number(ops, users[0])})"
+        sender = f"{_fname(users[0])} (op #{_op_number(ops, users[0])})"
     else:
         sender = "the ops that use its output"
-    at = f" at {x_name} = {x!r}" if x is not None else ""
-    if local is not None and upstream is not None and result is not None and not np.isfinite(
-            local):
-        story = (f"{fname}{at} has derivative {local!r}; {sender} sends it {upstream!r}; "
-                 f"{local!r} * {upstream!r} = {result!r}")
-    elif upstream is not None and result is not None:
-        story = (f"the gradient of {fname}{at} turned the finite gradient {upstream!r} that "
-                 f"{sender} sent into {result!r}")
+    known = upstream is not None and result is not None
+    infinite = local is not None and not np.isfinite(local)
+    overflow = (known and local is not None and np.isfinite(local) and np.isfinite(upstream)
+                and np.isinf(result))
+    if op.type == "CustomGradient":
+        story = (f"the gradient function that {fname} defines with mt.custom_gradient{at} "
+                 f"turned the finite gradient {_num(upstream)} that {sender} sent into "
+                 f"{_num(result)}" if known else
+                 f"the gradient function that {fname} defines with mt.custom_gradient gave "
+                 f"{_value_text(g)}")
+    elif known and local is not None and (infinite or overflow):
+        story = (f"{fname}{at} has derivative {_num(local)}{wrt}; {sender} sends it "
+                 f"{_num(upstream)}; {_num(local)} * {_num(upstream)} = {_num(result)}")
+        if overflow:
+            dtype = np.asarray(g).dtype
+            story += (f", larger than {dtype.name} can hold (about "
+                      f"{np.finfo(dtype).max:.2g})")
+    elif known:
+        story = (f"the gradient of {fname}{at} turned the finite gradient {_num(upstream)} "
+                 f"that {sender} sent into {_num(result)}")
     else:
         story = f"the gradient of {fname} gave {_value_text(g)}"
     where = f" ({_op_ref(tape, ops, op)})"
     from_where = (upstream == 0.0 and len(users) == 1 and users[0].type == "SelectV2")
-    if from_where:
+    if op.type == "CustomGradient":
+        fix = ("check that function's gradient at these values: make it return a finite "
+               "value there (an epsilon, mt.math.divide_no_nan, or the double mt.where)")
+    elif from_where:
         v = x_name if x_name.isidentifier() and not is_fallback(x_name) else "x"
         fix = ("the usual fix is the double where: make the branch where does not choose "
                "safe too, so that its derivative is finite there, e.g. "
@@ -812,18 +1088,26 @@ def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
                if fname in ("log", "sqrt", "reciprocal") else
                "the usual fix is the double where: feed the op a safe value where its result "
                "is not chosen (an inner mt.where), so that its derivative is finite there")
+    elif overflow:
+        fix = _OVERFLOW_FIX
     else:
-        fix = "the usual fix: " + _FIXES.get(op.type, _GENERIC_FIX)
-    infinite = local is not None and not np.isfinite(local)
-    if infinite and upstream == 0.0:
+        fix = "the usual fix: " + _FIXES[op.type] if op.type in _FIXES else _GENERIC_FIX
+    if op.type == "CustomGradient":
+        why = "minitape runs that gradient function as it is written, as TensorFlow does"
+    elif infinite and upstream == 0.0:
         why = "A zero gradient times an infinite derivative is NaN, in TensorFlow too"
     elif infinite:
         why = ("An infinite derivative makes the gradient infinite, and NaN where it meets a "
                "zero later, in TensorFlow too")
+    elif overflow:
+        why = ("A gradient multiplied at every step of a long chain can pass the largest "
+               "number the dtype holds, in TensorFlow too")
     else:
         why = "TensorFlow computes the same"
-    return (f"the gradient of {src} is {_value_text(final)}: the first step of the backward "
-            f"pass that produced NaN or inf is {fname}{where}: {story}. {why}; {fix}")
+    if op.type == "CustomGradient":
+        fname = f"the gradient function of {fname}"
+    return (f"the first step of the backward pass that produced NaN or inf is {fname}{where}: "
+            f"{story}{clause}. {why}; {fix}")
 
 
 def _upstream(ops, target_id) -> set:
