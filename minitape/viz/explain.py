@@ -115,7 +115,7 @@ def _explain_each(tape, target, sources, frame):
         labels = [s.path if isinstance(s, Variable) and s.path else label
                   for s, label in zip(sources, labels)]
     for s, label in zip(sources, labels):
-        code, sentence = _explain_one(tape, target, s, frame)
+        code, sentence = _explain_one(tape, target, s, frame, label)
         if code in first_of and code != "connected":
             lines.append(f"{_describe(s, 'source', label)}: the same as for {first_of[code]}")
             continue
@@ -124,10 +124,12 @@ def _explain_each(tape, target, sources, frame):
     return Explanation("\n".join(lines))
 
 
-def _explain_one(tape, target, source, frame):
-    """``(reason code, sentence)`` for one source, with the names ``frame`` holds."""
+def _explain_one(tape, target, source, frame, label=None):
+    """``(reason code, sentence)`` for one source, with the names ``frame`` holds; ``label``:
+    what to call the source (two layers' ``kernel`` told apart by their paths)."""
     caller = _names_in(frame, target, source)
-    code, sentence = diagnose(tape, target, source, caller.get("source"), frame=frame)
+    code, sentence = diagnose(tape, target, source, caller.get("source"), frame=frame,
+                              label=label)
     return code, _name_target(tape, target, source, sentence, caller.get("target"))
 
 
@@ -164,19 +166,20 @@ def _name_target(tape, target, source, sentence, caller_name=None):
     return re.sub(r"\bthe target\b", f"the target {label}", sentence)
 
 
-def diagnose(tape, target, source, source_name=None, frame=None) -> tuple:
+def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> tuple:
     """``(reason code, sentence)``; see the module docstring for the reasons, in order.
 
     A target given as a list/tuple/dict (their sum is differentiated) is connected if any of
     its entries is; otherwise the first entry's reason is given. ``source_name``: what to
     call the source when the drawing can only call it ``t1`` (``explain`` passes the name
     the calling code holds it under). ``frame``: the calling code's frame, whose names
-    can tell what data a NaN came from (``features``).
+    can tell what data a NaN came from (``features``). ``label``: what to call the source,
+    whatever the drawing calls it.
     """
     if not isinstance(tape, GradientTape):
         raise TypeError(f"explain expects a minitape GradientTape, got {type(tape).__name__}")
     if isinstance(target, (list, tuple, dict)):
-        answers = [diagnose(tape, t, source, source_name, frame)
+        answers = [diagnose(tape, t, source, source_name, frame, label)
                    for t in flatten(target)] or \
             [("unconnected", "the target is empty: there is nothing to differentiate")]
         return next((a for a in answers if a[0] == "connected"), answers[0])
@@ -184,7 +187,7 @@ def diagnose(tape, target, source, source_name=None, frame=None) -> tuple:
         return ("source_not_tensor",
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "
                 "so no tape can follow it: create it with mt.Variable(...) or mt.constant(...)")
-    label = _name_of(tape, target, source)
+    label = label or _name_of(tape, target, source)
     if source_name and is_fallback(label):
         label = source_name
     # A name from the code (not ``t3``, not a constant's value) can be written as code.
@@ -381,6 +384,15 @@ def _not_watched(tape, target, source, src, ops, produced, name):
                 f"the tape recorded depends on {_code(name, 'it')}; use minitape's operations "
                 "on the Tensor itself (mt.stack, mt.math.square, mt.reduce_mean, ...) all the "
                 "way to the target")
+    path = getattr(source, "path", None) or ""
+    if "/" in path:     # (a layer's weight: "dense_2/kernel")
+        layer = path.rsplit("/", 1)[0]
+        return ("not_read",
+                f"{src} belongs to the layer {layer}, which was not called while the tape was "
+                "recording (a layer the model creates but its call() does not use, or one "
+                "called outside the `with` block), so nothing the tape recorded depends on "
+                "it and its gradient is None: call the layer in the forward pass, or leave "
+                "its weights out of the list given to tape.gradient and the optimizer")
     return ("not_read",
             f"{src} was never read while the tape was recording (the code that uses it ran "
             "outside the `with` block, on a branch not taken, or not at all), so nothing the tape "
@@ -645,6 +657,9 @@ _OVERFLOW_FIX = ("the usual fixes for a gradient that grows at every step of a l
                  "gradient (mt.clip_by_norm) before the update, or compute in float64")
 
 
+_UNKNOWN = object()   # a gradient the record of a released tape did not keep
+
+
 def _non_finite(tape, target, source, src, ops, frame=None):
     """The source is connected; is its gradient NaN or infinite? If so, say why (None
     otherwise): a NaN or inf already in the forward pass (in the data, or made by an op: the
@@ -657,8 +672,8 @@ def _non_finite(tape, target, source, src, ops, frame=None):
         return None
     first = None
     for n, (op, outs, ins) in enumerate(steps):
-        if not all(_finite(o) for o in outs):
-            continue
+        if any(o is _UNKNOWN for o in outs) or not all(_finite(o) for o in outs):
+            continue      # (not the first: it received a NaN or inf, or may have)
         bad = [k for k, g in enumerate(ins) if g is not None and not _finite(g)]
         if bad:
             first = n, bad[0]
@@ -680,10 +695,16 @@ def _non_finite(tape, target, source, src, ops, frame=None):
         return ("non_finite", head + _forward_story(tape, ops, origin, values, names, targets,
                                                     frame))
     if first is None:
+        value = _target_value(targets)
+        seen = (f" (the target is {_value_text(value)})" if value is not None
+                and not _finite(value) else "")
         return ("non_finite",
-                head + "a value on the way was already NaN or infinite in the forward pass "
-                "(check the inputs, or call mt.debugging.enable_check_numerics() and run "
-                "again to find the op); " + _GENERIC_FIX)
+                head + f"a value on the way was already NaN or infinite in the forward "
+                f"pass{seen}, and the tape no longer holds the values that would say where "
+                "(a tape that is not persistent drops them after tape.gradient, and keeps "
+                "only small ones): check the inputs (np.isnan(x).any()), or call "
+                "mt.debugging.enable_check_numerics() and run the step again, which stops "
+                "at the first op that makes a NaN or inf and names its line; " + _GENERIC_FIX)
     n, k = first
     clause = ""
     if origin is not None and origin[1] is steps[n][0]:
@@ -754,8 +775,9 @@ def _forward_origin(ops, upstream, values):
         for o in op.output_ids:
             v = values.get(o)
             if v is not None and not _finite(v):
-                if any(v_in is not None and not _finite(v_in) for v_in in ins):
-                    break     # (carried from an earlier op's output: that one was named)
+                if any(v_in is None or not _finite(v_in) for v_in, dt in
+                       zip(ins, op.input_dtypes) if dt.kind in "fc"):
+                    return None   # (an input not known: where it began is not known)
                 index, value = _first_bad(v)
                 return ("op", op, index, value)
     return None
@@ -891,7 +913,9 @@ def _walk(tape, target, source, ops):
     notes = [(record.note(op), op) for op in ops]
     by_seq = {note.seq: op for note, op in notes if note is not None}
     reached = last.reached
-    steps = [(by_seq[seq], [reached.get(i) for i in by_seq[seq].output_ids],
+    # (A gradient made of several large contributions was not kept: unknown, not missing.)
+    steps = [(by_seq[seq], [_UNKNOWN if i in reached and reached[i] is None else reached.get(i)
+                            for i in by_seq[seq].output_ids],
               [last.contributions.get((seq, k)) for k in range(len(by_seq[seq].input_ids))])
              for seq in last.visited if seq in by_seq]
     final = last.gradients[source.id]
