@@ -316,3 +316,55 @@ def test_numpy_warnings_of_a_backward_pass_point_at_the_learners_line():
         tape.gradient(loss, probs)
     assert {(os.path.basename(w.filename), w.lineno) for w in caught} == {
         (HERE, line_of("# the warning's line"))}
+
+
+# -- double where with pow and divide; second order; a released tape ------------------------------
+
+def test_the_double_where_for_a_power_and_a_division_is_written_out():
+    x = mt.Variable([0.0, 4.0])
+    den = mt.Variable([0.0, 2.0])
+    with mt.GradientTape(persistent=True) as tape:
+        c = mt.reduce_sum(mt.where(x > 0, x ** 0.5, 0.0))
+        ratio = mt.reduce_sum(mt.where(den != 0.0, x / den, 0.0))
+    # TensorFlow's PowGrad: 0 * 0.5 * 0 ** -0.5 = nan where the branch is not chosen.
+    np.testing.assert_array_equal(tape.gradient(c, x).numpy(), [np.nan, 0.25])
+    text = flat(explain(tape, c, x))
+    assert "pow at x[0] = 0.0 has derivative inf with respect to x; where (op #3) sends it " \
+        "0.0; inf * 0.0 = nan" in text
+    assert "mt.where(x > 0.0, mt.where(x > 0.0, x, 1.0) ** 0.5, 0.0)" in text
+    # d (x / den) / d den = -x / den**2 = -0 / 0 = nan, times the 0 where sends: nan.
+    np.testing.assert_array_equal(tape.gradient(ratio, den).numpy(), [np.nan, -1.0])
+    text = flat(explain(tape, ratio, den))
+    assert "divide at x[0] = 0.0, den[0] = 0.0 has derivative nan with respect to den" in text
+    assert "A derivative that is itself NaN" in text and "infinite derivative" not in text
+    assert "x / mt.where(den != 0.0, den, 1.0)" in text and "divide_no_nan(x, den)" in text
+
+
+def test_a_second_derivative_of_a_nan_first_derivative_says_so():
+    def smooth_abs(v):
+        return mt.sqrt(v * v)
+
+    x = mt.Variable(0.0)
+    with mt.GradientTape() as outer:
+        with mt.GradientTape() as inner:
+            y = smooth_abs(x)
+        dy_dx = inner.gradient(y, x)  # the first derivative
+    assert np.isnan(dy_dx.numpy()) and np.isnan(outer.gradient(dy_dx, x).numpy())
+    text = flat(explain(outer, dy_dx, x))
+    assert "the gradient of sqrt (SqrtGrad) (op #3, " \
+        f"{HERE}:{line_of('# the first derivative')}: dy_dx = inner.gradient(y, x)) at y = " \
+        "0.0 gives inf" in text
+    assert "(the target dy_dx is nan)" in text and "explain it first, with the inner tape" \
+        in text
+    assert "sqrt at v * v = 0.0 has derivative inf" in flat(explain(inner, y, x))
+
+
+def test_a_released_tape_says_it_could_not_check_the_value():
+    x = mt.Variable([4.0, 0.0, 1.0])
+    with mt.GradientTape() as tape:
+        roots = mt.sqrt(x)
+    jacobian = tape.jacobian(roots, x).numpy()
+    assert jacobian[1, 1] == np.inf
+    text = flat(explain(tape, roots, x))
+    assert "could not check whether the gradient is finite" in text
+    assert "persistent=True" in text

@@ -231,8 +231,13 @@ def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> 
     if source.id in upstream:
         answer = _blocked_path(tape, ops, target.id, source, src, upstream)
         if answer[0] == "connected":
-            return _non_finite(tape, target, source, src, ops, frame) or _where_note(
-                ops, source, src, upstream, answer)
+            found = _non_finite(tape, target, source, src, ops, frame)
+            if found == "unchecked":
+                code, sentence = _where_note(ops, source, src, upstream, answer)
+                return (code, sentence + " (the tape has released what it recorded, so "
+                        "explain could not check whether the gradient is finite; record with "
+                        "mt.GradientTape(persistent=True) to have it checked)")
+            return found or _where_note(ops, source, src, upstream, answer)
         return answer
     assigned = _assigned(tape, source)
     if assigned:
@@ -638,7 +643,8 @@ _FUNCTIONS = {"SelectV2": "where", "Log": "log", "Sqrt": "sqrt", "RealDiv": "div
 _FIXES = {
     "RealDiv": "use mt.math.divide_no_nan(a, b), which is 0 where b is 0 and so are its "
                "gradients, or keep the divisor away from 0 with an epsilon",
-    "Sqrt": "add an epsilon under the square root (mt.sqrt(s + 1e-12)), or take the root "
+    "Sqrt": "add an epsilon under the square root (mt.sqrt(s + 1e-12); for a norm, "
+            "mt.sqrt(mt.reduce_sum(v ** 2) + 1e-12) instead of mt.norm(v)), or take the root "
             "only where s > 0 with the double where (as mt.clip_by_norm does)",
     "Log": "add an epsilon (mt.math.log(p + 1e-7)), or use an op that is stable there: "
            "mt.nn.log_softmax(logits) rather than the log of mt.nn.softmax(logits), "
@@ -666,7 +672,7 @@ def _non_finite(tape, target, source, src, ops, frame=None):
     first op that made one), or else the first step of the backward walk that made one."""
     walk = _walk(tape, target, source, ops)
     if walk is None:
-        return None
+        return "unchecked" if tape.released else None
     final, steps = walk
     if final is None or _finite(final):
         return None
@@ -856,11 +862,18 @@ def _forward_story(tape, ops, origin, values, names, targets, frame=None):
                  f"{np.finfo(dtype).max:.2g})")
         if op.type == "Exp":
             limit += f", as exp of anything above {np.log(np.finfo(dtype).max):.1f} is"
-    fix = _FIXES.get(op.type)
+    fix = _fix_of(op)
+    note = note_of(tape, op)
+    inner = ""
+    if note is not None and note.backward_of is not None:
+        inner = (". That op belongs to a gradient computed while this tape recorded (a first "
+                 "derivative): that gradient is not finite itself, so explain it first, with "
+                 "the inner tape and its target")
     return (f"the forward pass already went wrong, before any gradient: {fname} ({ref}){at} "
             f"gives {_num(bad)}{limit}, and the ops after it carry it on{reached}; a gradient "
             "computed from a NaN or an infinity is not finite either, in TensorFlow too. "
-            + (f"The usual fix: {fix}" if fix else _GENERIC_FIX[0].upper() + _GENERIC_FIX[1:]))
+            + (f"The usual fix: {fix}" if fix else _GENERIC_FIX[0].upper() + _GENERIC_FIX[1:])
+            + inner)
 
 
 def _finite(value):
@@ -1006,7 +1019,18 @@ def _fname(op):
     """The learner's function for ``op`` (``log``), as ``_FUNCTIONS`` names it."""
     if op.type == "CustomGradient":
         return (op.attrs or {}).get("function", "a function")
+    if op.type not in _FUNCTIONS and op.type.endswith("Grad") and op.type[:-4] in _FUNCTIONS:
+        return f"the gradient of {_FUNCTIONS[op.type[:-4]]} ({op.type})"   # (SqrtGrad)
     return _FUNCTIONS.get(op.type, op.type)
+
+
+def _fix_of(op):
+    """The usual fix for a NaN or inf made by ``op`` (or by its gradient op: SqrtGrad), else
+    None."""
+    fix = _FIXES.get(op.type)
+    if fix is None and op.type.endswith("Grad"):
+        fix = _FIXES.get(op.type[:-4])
+    return fix
 
 
 def _input_value(tape, op, k):
@@ -1105,19 +1129,16 @@ def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
         fix = ("check that function's gradient at these values: make it return a finite "
                "value there (an epsilon, mt.math.divide_no_nan, or the double mt.where)")
     elif from_where:
-        v = x_name if x_name.isidentifier() and not is_fallback(x_name) else "x"
-        fix = ("the usual fix is the double where: make the branch where does not choose "
-               "safe too, so that its derivative is finite there, e.g. "
-               f"mt.where({v} > 0.0, mt.math.{fname}(mt.where({v} > 0.0, {v}, 1.0)), 0.0)"
-               if fname in ("log", "sqrt", "reciprocal") else
-               "the usual fix is the double where: feed the op a safe value where its result "
-               "is not chosen (an inner mt.where), so that its derivative is finite there")
+        fix = _double_where(tape, op, names)
     elif overflow:
         fix = _OVERFLOW_FIX
     else:
-        fix = "the usual fix: " + _FIXES[op.type] if op.type in _FIXES else _GENERIC_FIX
+        fix = "the usual fix: " + _fix_of(op) if _fix_of(op) else _GENERIC_FIX
     if op.type == "CustomGradient":
         why = "minitape runs that gradient function as it is written, as TensorFlow does"
+    elif infinite and np.isnan(local):
+        why = ("A derivative that is itself NaN (such as 0 / 0) gives NaN whatever it is "
+               "multiplied by, in TensorFlow too")
     elif infinite and upstream == 0.0:
         why = "A zero gradient times an infinite derivative is NaN, in TensorFlow too"
     elif infinite:
@@ -1132,6 +1153,29 @@ def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
         fname = f"the gradient function of {fname}"
     return (f"the first step of the backward pass that produced NaN or inf is {fname}{where}: "
             f"{story}{clause}. {why}; {fix}")
+
+
+def _double_where(tape, op, names):
+    """The double-where fix for ``op``, written with the learner's names where it can be."""
+    def code(k, fallback):
+        name = names(op.input_ids[k])
+        return name if name.isidentifier() and not is_fallback(name) else fallback
+    head = ("the usual fix is the double where: make the branch where does not choose safe "
+            "too, so that its derivative is finite there, e.g. ")
+    v = code(0, "x")
+    if op.type in ("Log", "Sqrt", "Reciprocal"):
+        return head + (f"mt.where({v} > 0.0, mt.math.{_fname(op)}(mt.where({v} > 0.0, {v}, "
+                       "1.0)), 0.0)")
+    exponent = _input_value(tape, op, 1) if op.type == "Pow" else None
+    if exponent is not None and np.size(exponent) == 1:
+        e = _num(np.asarray(exponent).reshape(-1)[0])
+        return head + f"mt.where({v} > 0.0, mt.where({v} > 0.0, {v}, 1.0) ** {e}, 0.0)"
+    if op.type == "RealDiv":
+        d = code(1, "d")
+        return head + (f"mt.where({d} != 0.0, {v} / mt.where({d} != 0.0, {d}, 1.0), 0.0), "
+                       f"or mt.math.divide_no_nan({v}, {d}), which does just that")
+    return ("the usual fix is the double where: feed the op a safe value where its result is "
+            "not chosen (an inner mt.where), so that its derivative is finite there")
 
 
 def _upstream(ops, target_id) -> set:
