@@ -368,3 +368,28 @@ def test_a_released_tape_says_it_could_not_check_the_value():
     text = flat(explain(tape, roots, x))
     assert "could not check whether the gradient is finite" in text
     assert "persistent=True" in text
+
+
+def test_a_training_loop_that_diverged_is_told_to_lower_the_learning_rate():
+    X = mt.constant(np.linspace(-30.0, 30.0, 8, dtype=np.float32).reshape(-1, 1))
+    y = 3.0 * X + 1.0
+    w = mt.Variable([[0.5]])
+    b = mt.Variable([0.0])
+    lr = 0.5
+    for step in range(100):
+        with mt.GradientTape() as tape:
+            pred = X @ w + b
+            loss = mt.reduce_mean(mt.square(pred - y))
+        dw, db = tape.gradient(loss, [w, b])
+        if not np.isfinite(dw.numpy()).all():
+            break
+        w.assign_sub(lr * dw)
+        b.assign_sub(lr * db)
+    assert 0 < step < 99 and np.isinf(dw.numpy()).all() and np.isinf(loss.numpy())
+    text = flat(explain(tape, loss, w))
+    assert "the gradient of matmul at w = " in text
+    assert "larger than float32 can hold (about 3.4e+38); the target loss is inf in the " \
+        "forward pass too, from square (op #4), which gives inf" in text
+    assert "as it does when the steps of a training loop overshoot (it diverged): lower the " \
+        "learning rate" in text
+    assert "double mt.where" not in text

@@ -713,11 +713,15 @@ def _non_finite(tape, target, source, src, ops, frame=None):
                 "at the first op that makes a NaN or inf and names its line; " + _GENERIC_FIX)
     n, k = first
     clause = ""
-    if origin is not None and origin[1] is steps[n][0]:
-        value = _target_value(targets)
-        if value is not None and not _finite(value):
+    value = _target_value(targets)
+    if origin is not None and value is not None and not _finite(value):
+        if origin[1] is steps[n][0]:
             clause = (f" (in the forward pass it already gave {_num(origin[3])} there, so the "
                       f"target is {_value_text(value)} too)")
+        else:
+            clause = (f"; the target is {_value_text(value)} in the forward pass too, from "
+                      f"{_fname(origin[1])} (op #{_op_number(ops, origin[1])}), which gives "
+                      f"{_num(origin[3])}")
     return ("non_finite", head + _backward_story(tape, ops, steps, n, k, names, targets,
                                                  clause))
 
@@ -1103,8 +1107,11 @@ def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
         sender = "the ops that use its output"
     known = upstream is not None and result is not None
     infinite = local is not None and not np.isfinite(local)
-    overflow = (known and local is not None and np.isfinite(local) and np.isfinite(upstream)
-                and np.isinf(result))
+    # A finite derivative times a finite gradient (or a sum of such products, as in a
+    # matmul) that is too large for the dtype: an overflow, not a singular derivative.
+    overflow = (known and op.type != "CustomGradient" and np.isfinite(upstream)
+                and np.isinf(result) and (local is None or np.isfinite(local))
+                and all(_finite(_input_value(tape, op, j)) for j in range(len(op.input_ids))))
     if op.type == "CustomGradient":
         story = (f"the gradient function that {fname} defines with mt.custom_gradient{at} "
                  f"turned the finite gradient {_num(upstream)} that {sender} sent into "
@@ -1121,6 +1128,10 @@ def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
     elif known:
         story = (f"the gradient of {fname}{at} turned the finite gradient {_num(upstream)} "
                  f"that {sender} sent into {_num(result)}")
+        if overflow:
+            dtype = np.asarray(g).dtype
+            story += (f", larger than {dtype.name} can hold (about "
+                      f"{np.finfo(dtype).max:.2g})")
     else:
         story = f"the gradient of {fname} gave {_value_text(g)}"
     where = f" ({_op_ref(tape, ops, op)})"
@@ -1131,7 +1142,7 @@ def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
     elif from_where:
         fix = _double_where(tape, op, names)
     elif overflow:
-        fix = _OVERFLOW_FIX
+        fix = _diverged(tape, names) or _OVERFLOW_FIX
     else:
         fix = "the usual fix: " + _fix_of(op) if _fix_of(op) else _GENERIC_FIX
     if op.type == "CustomGradient":
@@ -1144,6 +1155,9 @@ def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
     elif infinite:
         why = ("An infinite derivative makes the gradient infinite, and NaN where it meets a "
                "zero later, in TensorFlow too")
+    elif overflow and _diverged(tape, names):
+        why = ("Numbers near the largest the dtype holds overflow at the next product, in "
+               "TensorFlow too")
     elif overflow:
         why = ("A gradient multiplied at every step of a long chain can pass the largest "
                "number the dtype holds, in TensorFlow too")
@@ -1153,6 +1167,22 @@ def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
         fname = f"the gradient function of {fname}"
     return (f"the first step of the backward pass that produced NaN or inf is {fname}{where}: "
             f"{story}{clause}. {why}; {fix}")
+
+
+def _diverged(tape, names):
+    """``"w has grown to -3.9e+36: ..."`` when a Variable the tape read holds numbers so
+    large (beyond 1e18) that a training loop has diverged, else ``""``."""
+    for w in getattr(tape, "watched", ()):
+        if not isinstance(w, Variable) or w.dtype.kind != "f":
+            continue
+        value = np.asarray(w.numpy())
+        if value.size and np.isfinite(value).all() and np.abs(value).max() > 1e18:
+            big = value.reshape(-1)[np.argmax(np.abs(value))]
+            return (f"{names(w.id, 'a Variable')} has grown to {big:.2g}, as it does when "
+                    "the steps of a training loop overshoot (it diverged): lower the learning "
+                    "rate (try 10 times smaller), scale the inputs down, and watch the loss at "
+                    "every step")
+    return ""
 
 
 def _double_where(tape, op, names):
