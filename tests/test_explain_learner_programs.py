@@ -393,3 +393,37 @@ def test_a_training_loop_that_diverged_is_told_to_lower_the_learning_rate():
     assert "as it does when the steps of a training loop overshoot (it diverged): lower the " \
         "learning rate" in text
     assert "double mt.where" not in text
+
+
+def test_a_softmax_over_a_row_masked_with_minus_inf_is_named_not_the_mask():
+    scores = mt.Variable([[1.0, 2.0], [3.0, 4.0]])
+    mask = mt.constant([[0.0, -np.inf], [-np.inf, -np.inf]])   # the last row all masked
+    with mt.GradientTape() as tape:
+        attn = mt.nn.softmax(scores + mask)  # attention weights
+        out = mt.reduce_sum(attn * mt.constant([[1.0, 2.0], [3.0, 4.0]]))
+    grad = tape.gradient(out, scores).numpy()
+    # Row 0: softmax([1, -inf]) = [1, 0], whose gradient is 0; row 1 is 0/0 = nan (as TF).
+    np.testing.assert_array_equal(grad, [[0.0, 0.0], [np.nan, np.nan]])
+    text = flat(explain(tape, out, scores))
+    # The -inf in the mask's first row is meant; the NaN starts at the softmax of the last.
+    assert "the input mask already holds" not in text
+    assert f"softmax (op #2, {HERE}:{line_of('# attention weights')}: " in text
+    assert "[1, 0] = -inf gives nan from an infinite input" in text
+    assert "add a large negative number (-1e9) rather than -inf" in text
+
+
+def test_a_finite_gradient_of_a_nan_loss_says_where_the_loss_went_nan():
+    sigma = mt.Variable(-0.5)
+    data = mt.constant([0.1, -0.2, 0.3])
+    with mt.GradientTape() as tape:
+        nll = mt.reduce_mean(mt.math.log(sigma) + 0.5 * (data / sigma) ** 2)  # the NLL
+    # d/dsigma: 1/sigma - mean(data**2) / sigma**3, finite though log(-0.5) is nan.
+    expected = 1 / -0.5 - np.mean(np.array([0.1, -0.2, 0.3]) ** 2) / (-0.5) ** 3
+    assert np.isnan(nll.numpy())
+    np.testing.assert_allclose(tape.gradient(nll, sigma).numpy(), expected, rtol=1e-6)
+    text = flat(explain(tape, nll, sigma))
+    assert text.startswith("the source sigma (a Variable) is connected")
+    assert "its value is finite, but the target nll itself is nan in the forward pass: " \
+        f"log (op #1, {HERE}:{line_of('# the NLL')}: " in text
+    assert "at sigma = -0.5 gives nan: the log of a negative number is NaN" in text
+    assert "sigma = mt.exp(log_sigma)" in text

@@ -237,7 +237,10 @@ def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> 
                 return (code, sentence + " (the tape has released what it recorded, so "
                         "explain could not check whether the gradient is finite; record with "
                         "mt.GradientTape(persistent=True) to have it checked)")
-            return found or _where_note(ops, source, src, upstream, answer)
+            if found:
+                return found
+            code, sentence = _where_note(ops, source, src, upstream, answer)
+            return code, sentence + _target_note(tape, target, source, ops, frame)
         return answer
     assigned = _assigned(tape, source)
     if assigned:
@@ -653,6 +656,9 @@ _FIXES = {
            "mt.keras.losses.BinaryCrossentropy(from_logits=True))",
     "Pow": "keep the base away from 0 with an epsilon, or use the double where",
     "Reciprocal": "use mt.math.divide_no_nan(1.0, x), or keep x away from 0 with an epsilon",
+    "Softmax": "for a mask, add a large negative number (-1e9) rather than -inf, so that a "
+               "row whose entries are all masked gives a uniform softmax instead of NaN (or "
+               "leave such rows out with mt.where)",
     "Exp": "subtract the largest value first (mt.exp(x - mt.reduce_max(x)), as mt.nn.softmax "
            "does), or stay in log space (mt.nn.log_softmax, mt.math.reduce_logsumexp)",
 }
@@ -769,28 +775,55 @@ def _forward_values(tape, ops):
 
 
 def _forward_origin(ops, upstream, values):
-    """Where the forward pass first held a NaN or an infinity on the way to the target:
+    """Where the forward pass first held a NaN (else an infinity) on the way to the target:
     ``("data", op, k, value)``, input ``k`` of ``op`` held one and no recorded op made it
-    (data, a constant, a Variable), or ``("op", op, index, value)``, ``op`` made one from
-    finite inputs (``index``: the element of its first non-finite output). None if neither
-    (or the values are no longer known)."""
+    (data, a constant, a Variable; an infinity there that ``op`` turns into NaN too, as inf
+    * 0 in a matmul), or ``("op", op, index, value)``, ``op`` made one from inputs without
+    one (``index``: the element of its first such output; a softmax over a row masked with
+    -inf makes a NaN from infinities). None if neither (or the values are no longer known).
+    A NaN is looked for first: an infinity in a mask is often meant."""
     produced = {i for op in ops for i in op.output_ids}
+    nan = _origin_of(ops, upstream, values, produced, _has_nan)
+    if nan is None:
+        return None
+    inf = _origin_of(ops, upstream, values, produced, lambda v: not _finite(v))
+    if nan is False:
+        return inf or None
+    # A NaN made from an infinity that an op made before it (exp overflowed, then inf / inf):
+    # that op is where it began. (An infinity in the data, a mask, is often meant.)
+    if inf and inf[0] == "op" and _op_number(ops, inf[1]) < _op_number(ops, nan[1]):
+        return inf
+    return nan
+
+
+def _has_nan(value):
+    value = np.asarray(value)
+    return value.dtype.kind in "fc" and bool(np.isnan(value).any())
+
+
+def _origin_of(ops, upstream, values, produced, bad):
+    """``_forward_origin`` for the values that ``bad`` finds; False if none on the way is."""
     for op in ops:
         if not any(o in upstream for o in op.output_ids):
             continue
         ins = [values.get(i) for i in op.input_ids]
-        for k, (i, v) in enumerate(zip(op.input_ids, ins)):
-            if v is not None and i not in produced and not _finite(v):
-                return ("data", op, k, _first_bad(v)[1])
+        leaves = [(k, v) for k, (i, v) in enumerate(zip(op.input_ids, ins))
+                  if v is not None and i not in produced]
+        for k, v in leaves:
+            if bad(v):
+                return ("data", op, k, _first_bad(v, bad)[1])
         for o in op.output_ids:
             v = values.get(o)
-            if v is not None and not _finite(v):
-                if any(v_in is None or not _finite(v_in) for v_in, dt in
+            if v is not None and bad(v):
+                if any(v_in is None or bad(v_in) for v_in, dt in
                        zip(ins, op.input_dtypes) if dt.kind in "fc"):
                     return None   # (an input not known: where it began is not known)
-                index, value = _first_bad(v)
+                for k, v_in in leaves:
+                    if not _finite(v_in):
+                        return ("data", op, k, _first_bad(v_in)[1])
+                index, value = _first_bad(v, bad)
                 return ("op", op, index, value)
-    return None
+    return False
 
 
 def _held_as(frame, value):
@@ -808,10 +841,12 @@ def _held_as(frame, value):
     return None
 
 
-def _first_bad(value):
-    """``(index, element)`` of the first NaN or infinity in ``value``."""
+def _first_bad(value, bad=None):
+    """``(index, element)`` of the first NaN or infinity in ``value`` (the first NaN, if
+    ``bad`` is ``_has_nan``)."""
     value = np.asarray(value)
-    index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0]) if value.ndim else ()
+    wrong = np.isnan(value) if bad is _has_nan else ~np.isfinite(value)
+    index = tuple(int(i) for i in np.argwhere(wrong)[0]) if value.ndim else ()
     return index, value[index]
 
 
@@ -855,6 +890,55 @@ def _forward_story(tape, ops, origin, values, names, targets, frame=None):
                 f"Check the data with np.isnan({code}).any() and np.isinf({code}).any(), and "
                 "drop or replace those entries (np.nan_to_num, or "
                 f"mt.where(mt.math.is_nan({code}), 0.0, {code})) before they reach the model")
+    made = _made_by(tape, ops, op, where, bad, values, names)
+    fix = _fix_of(op, made)
+    note = note_of(tape, op)
+    inner = ""
+    if note is not None and note.backward_of is not None:
+        inner = (". That op belongs to a gradient computed while this tape recorded (a first "
+                 "derivative): that gradient is not finite itself, so explain it first, with "
+                 "the inner tape and its target")
+    return (f"the forward pass already went wrong, before any gradient: {made}, and the ops "
+            f"after it carry it on{reached}; a gradient computed from a NaN or an infinity is "
+            "not finite either, in TensorFlow too. "
+            + (f"The usual fix: {fix}" if fix else _GENERIC_FIX[0].upper() + _GENERIC_FIX[1:])
+            + inner)
+
+
+def _target_note(tape, target, source, ops, frame):
+    """``"; its value is finite, but the target itself is nan ..."``: a gradient that is
+    finite although the target's forward value is not (the log of a negative sigma, whose
+    derivative 1/sigma is finite); ``""`` if the target is finite."""
+    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
+    value = _target_value(targets)
+    if value is None or _finite(value):
+        return ""
+    head = (f"; its value is finite, but the target itself is {_value_text(value)} in the "
+            "forward pass")
+    values = _forward_values(tape, ops)
+    upstream = set()
+    for t in targets:
+        upstream |= _upstream(ops, t.id)
+    origin = _forward_origin(ops, upstream, values)
+    if origin is None:
+        return head + (" (mt.debugging.enable_check_numerics() stops at the op that makes "
+                       "it and names its line)")
+    kind, op, where, bad = origin
+    names = _Names(tape, targets, source)
+    if kind == "data":
+        i = op.input_ids[where]
+        name = names(i, None)
+        if name is None or is_fallback(name):
+            name = _held_as(frame, values[i]) or f"an input of {_fname(op)}"
+        return head + f": {name} already holds {_num(bad)} before any op of the tape"
+    made = _made_by(tape, ops, op, where, bad, values, names)
+    fix = _fix_of(op, made)
+    return head + f": {made}" + (f"; the usual fix: {fix}" if fix else "")
+
+
+def _made_by(tape, ops, op, where, bad, values, names):
+    """``exp (op #1, line 6: e = mt.exp(s)) at s[1] = 100.0 gives inf: the result is larger
+    than float32 can hold ...``: ``op`` made the first NaN or inf of the forward pass."""
     at = _inputs_at(tape, op, where, values, names, op.output_shapes[0])
     limit = ""
     if np.isinf(bad) and all(v is not None and _finite(v) for v in
@@ -866,18 +950,18 @@ def _forward_story(tape, ops, origin, values, names, targets, frame=None):
                  f"{np.finfo(dtype).max:.2g})")
         if op.type == "Exp":
             limit += f", as exp of anything above {np.log(np.finfo(dtype).max):.1f} is"
-    fix = _fix_of(op)
-    note = note_of(tape, op)
-    inner = ""
-    if note is not None and note.backward_of is not None:
-        inner = (". That op belongs to a gradient computed while this tape recorded (a first "
-                 "derivative): that gradient is not finite itself, so explain it first, with "
-                 "the inner tape and its target")
-    return (f"the forward pass already went wrong, before any gradient: {fname} ({ref}){at} "
-            f"gives {_num(bad)}{limit}, and the ops after it carry it on{reached}; a gradient "
-            "computed from a NaN or an infinity is not finite either, in TensorFlow too. "
-            + (f"The usual fix: {fix}" if fix else _GENERIC_FIX[0].upper() + _GENERIC_FIX[1:])
-            + inner)
+    elif np.isnan(bad):
+        ins = [values.get(i) for i in op.input_ids]
+        if any(v is not None and not _finite(v) for v in ins):
+            limit = (" from an infinite input (inf - inf, 0 * inf, inf / inf, and a softmax "
+                     "over entries that are all -inf, are NaN)")
+        elif op.type in ("Log", "Sqrt", "Pow", "Log1p") and ins and ins[0] is not None and (
+                np.asarray(ins[0]).size == 1 or np.shape(ins[0]) == op.output_shapes[0]):
+            x = _at(ins[0], where)
+            if x is not None and x < (-1 if op.type == "Log1p" else 0):
+                limit = (f": the {'square root' if op.type == 'Sqrt' else _fname(op)} of a "
+                         "negative number is NaN")
+    return f"{_fname(op)} ({_op_ref(tape, ops, op)}){at} gives {_num(bad)}{limit}"
 
 
 def _finite(value):
@@ -1028,9 +1112,12 @@ def _fname(op):
     return _FUNCTIONS.get(op.type, op.type)
 
 
-def _fix_of(op):
+def _fix_of(op, made=""):
     """The usual fix for a NaN or inf made by ``op`` (or by its gradient op: SqrtGrad), else
-    None."""
+    None; ``made``: what ``_made_by`` said of it (the log of a negative number)."""
+    if "of a negative number" in made:
+        return ("keep the input positive: for a scale such as a standard deviation, learn its "
+                "log (sigma = mt.exp(log_sigma)) or use mt.nn.softplus(raw) + 1e-6")
     fix = _FIXES.get(op.type)
     if fix is None and op.type.endswith("Grad"):
         fix = _FIXES.get(op.type[:-4])
