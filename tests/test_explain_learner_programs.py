@@ -427,3 +427,18 @@ def test_a_finite_gradient_of_a_nan_loss_says_where_the_loss_went_nan():
         f"log (op #1, {HERE}:{line_of('# the NLL')}: " in text
     assert "at sigma = -0.5 gives nan: the log of a negative number is NaN" in text
     assert "sigma = mt.exp(log_sigma)" in text
+
+
+def test_round_on_the_path_offers_the_straight_through_estimator():
+    v = mt.Variable(2.0)
+    with mt.GradientTape(persistent=True) as tape:
+        q = mt.round(v * 1.3)
+        loss = q * q
+        straight = v * 1.3 + mt.stop_gradient(mt.round(v * 1.3) - v * 1.3)
+        loss_st = straight * straight
+    assert tape.gradient(loss, v) is None
+    # Straight through: d/dv (q**2) with dq/dv taken as 1.3: 2 * 3.0 * 1.3.
+    np.testing.assert_allclose(tape.gradient(loss_st, v).numpy(), 2 * 3.0 * 1.3, rtol=1e-6)
+    text = flat(explain(tape, loss, v))
+    assert "goes through Round (op #2, " in text and "x + mt.stop_gradient(mt.round(x) - x)" \
+        in text

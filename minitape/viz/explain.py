@@ -532,6 +532,13 @@ def _blocked_path(tape, ops, target_id, source, src, upstream):
                     "numbers: work with the real and imaginary parts as two float tensors")
         if any(dt.kind != "f" for dt in op.output_dtypes):
             return _integer_sentence(tape, ops, op, src, recorded=True)
+        if op.type == "Round":
+            return ("not_differentiable",
+                    f"the path from {src} to the target goes through Round ({ref}), which has "
+                    "no gradient, in TensorFlow too (its derivative is 0 almost everywhere, "
+                    "which would tell the source nothing): to round in the forward pass and "
+                    "let the gradient through as if it were the identity (the straight-through "
+                    "estimator), write x + mt.stop_gradient(mt.round(x) - x)")
         return ("not_differentiable",
                 f"the path from {src} to the target goes through {op.type} ({ref}), "
                 "which has no gradient by design: use a differentiable op instead, or "
