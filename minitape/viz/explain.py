@@ -24,13 +24,25 @@
 7. the path is broken by a tensor computed in a ``stop_recording`` block or before a ``reset``;
 8. otherwise the target simply does not depend on the source.
 
-When the source is connected, ``explain`` checks the gradient's value too: if it is NaN or
-infinite, it finds the first step of the backward walk (``backward_steps``, run again on the
-tape's ops, or the record of the tape's last pass once a non-persistent tape has released
-them) that produced a non-finite value, and says which op, at which line of the learner's
-code, with the local derivative and the upstream gradient that multiplied into it (``log at
-x = 0.0 has derivative inf; where (op #3) sends it 0.0; inf * 0.0 = nan``), and the usual
-fix (the double ``mt.where``, an epsilon, ``mt.math.divide_no_nan``).
+When the source is connected, ``explain`` checks the gradient's value too. If it is NaN or
+infinite:
+
+- when the forward pass already held a NaN or an infinity on the way (the data, a Variable
+  an earlier step made NaN, or an op that made one from finite inputs: ``exp`` overflowing
+  float32, ``log`` at 0, a softmax over a row masked with -inf), no derivative is to blame:
+  it names where the forward pass went wrong (a NaN is looked for before an infinity, which
+  in a mask is often meant);
+- else it finds the first step of the backward walk (``backward_steps``, run again on the
+  tape's ops, or the record of the tape's last pass once a non-persistent tape has released
+  them) that produced a non-finite value, and says which op, at which line of the learner's
+  code, at which element (``x[1]``), with the local derivative and the upstream gradient
+  that multiplied into it (``log at x = 0.0 has derivative inf; where (op #3) sends it 0.0;
+  inf * 0.0 = nan``; or a finite product too large for float32: an exploding gradient, or
+  a diverged training loop), and the usual fix (the double ``mt.where``, an epsilon,
+  ``mt.math.divide_no_nan``, a smaller learning rate).
+
+A finite gradient of a target that is itself NaN (``log`` of a negative ``sigma``) is said
+to be finite, with where the target went NaN.
 
 Each answer says what to do. ``diagnose`` returns the same sentence with a short reason code,
 which the tests and the drawing use.
