@@ -442,3 +442,19 @@ def test_round_on_the_path_offers_the_straight_through_estimator():
     text = flat(explain(tape, loss, v))
     assert "goes through Round (op #2, " in text and "x + mt.stop_gradient(mt.round(x) - x)" \
         in text
+
+
+def test_a_log_softmax_over_a_masked_row_gets_the_mask_advice():
+    logits = mt.Variable([[1.0, 2.0], [3.0, 4.0]])
+    mask = mt.constant([[0.0, 0.0], [-np.inf, -np.inf]])
+    with mt.GradientTape() as tape:
+        logp = mt.nn.log_softmax(logits + mask)
+        nll = -mt.reduce_sum(logp * mt.constant([[1.0, 0.0], [0.0, 1.0]]))
+    grad = tape.gradient(nll, logits).numpy()
+    # Row 0: softmax - onehot = [0.269 - 1, 0.731]; row 1 is nan (as TensorFlow).
+    p = np.exp([1.0, 2.0]) / np.exp([1.0, 2.0]).sum()
+    np.testing.assert_allclose(grad[0], p - [1.0, 0.0], rtol=1e-6)
+    assert np.isnan(grad[1]).all()
+    text = flat(explain(tape, nll, logits))
+    assert "log_softmax (op #2, " in text and "gives nan from an infinite input" in text
+    assert "add a large negative number (-1e9) rather than -inf" in text

@@ -678,6 +678,9 @@ _FIXES = {
     "Softmax": "for a mask, add a large negative number (-1e9) rather than -inf, so that a "
                "row whose entries are all masked gives a uniform softmax instead of NaN (or "
                "leave such rows out with mt.where)",
+    "LogSoftmax": "for a mask, add a large negative number (-1e9) rather than -inf, so that "
+                  "a row whose entries are all masked stays finite (or leave such rows out "
+                  "with mt.where)",
     "Exp": "subtract the largest value first (mt.exp(x - mt.reduce_max(x)), as mt.nn.softmax "
            "does), or stay in log space (mt.nn.log_softmax, mt.math.reduce_logsumexp)",
 }
