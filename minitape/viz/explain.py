@@ -785,7 +785,8 @@ def _forward_values(tape, ops):
         n_in, n_out = len(op.input_ids), len(op.output_ids)
         note = note_of(tape, op)
         kept = note.values if note is not None and note.values is not None else ()
-        saved = list(op._inputs or (None,) * n_in) + list(op._outputs or (None,) * n_out)
+        kept_in, kept_out = (op.saved or (None, None))[:2]   # (None once released)
+        saved = list(kept_in or (None,) * n_in) + list(kept_out or (None,) * n_out)
         for k, i in enumerate(op.input_ids + op.output_ids):
             if i in values:
                 continue
