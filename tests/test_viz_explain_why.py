@@ -240,7 +240,7 @@ def test_a_numpy_function_on_the_source_inside_the_tape_is_named_with_its_line(s
     assert tape.gradient(z, x) is None
     code, text = diagnose(tape, z, x)
     assert code == "left_minitape"
-    assert f"at {HERE}:{line_of('# NumPy reads the Variable')} (`y = np.square(x)  #" in text
+    assert f"at {HERE}:{line_of('# NumPy reads the Variable')} (`y = np.square(x)`)" in text
     assert "never read" not in text and "branch not taken" not in text
 
 

@@ -24,13 +24,25 @@
 7. the path is broken by a tensor computed in a ``stop_recording`` block or before a ``reset``;
 8. otherwise the target simply does not depend on the source.
 
-When the source is connected, ``explain`` checks the gradient's value too: if it is NaN or
-infinite, it finds the first step of the backward walk (``backward_steps``, run again on the
-tape's ops, or the record of the tape's last pass once a non-persistent tape has released
-them) that produced a non-finite value, and says which op, at which line of the learner's
-code, with the local derivative and the upstream gradient that multiplied into it (``log at
-x = 0.0 has derivative inf; where (op #3) sends it 0.0; inf * 0.0 = nan``), and the usual
-fix (the double ``mt.where``, an epsilon, ``mt.math.divide_no_nan``).
+When the source is connected, ``explain`` checks the gradient's value too. If it is NaN or
+infinite:
+
+- when the forward pass already held a NaN or an infinity on the way (the data, a Variable
+  an earlier step made NaN, or an op that made one from finite inputs: ``exp`` overflowing
+  float32, ``log`` at 0, a softmax over a row masked with -inf), no derivative is to blame:
+  it names where the forward pass went wrong (a NaN is looked for before an infinity, which
+  in a mask is often meant);
+- else it finds the first step of the backward walk (``backward_steps``, run again on the
+  tape's ops, or the record of the tape's last pass once a non-persistent tape has released
+  them) that produced a non-finite value, and says which op, at which line of the learner's
+  code, at which element (``x[1]``), with the local derivative and the upstream gradient
+  that multiplied into it (``log at x = 0.0 has derivative inf; where (op #3) sends it 0.0;
+  inf * 0.0 = nan``; or a finite product too large for float32: an exploding gradient, or
+  a diverged training loop), and the usual fix (the double ``mt.where``, an epsilon,
+  ``mt.math.divide_no_nan``, a smaller learning rate).
+
+A finite gradient of a target that is itself NaN (``log`` of a negative ``sigma``) is said
+to be finite, with where the target went NaN.
 
 Each answer says what to do. ``diagnose`` returns the same sentence with a short reason code,
 which the tests and the drawing use.
@@ -115,7 +127,7 @@ def _explain_each(tape, target, sources, frame):
         labels = [s.path if isinstance(s, Variable) and s.path else label
                   for s, label in zip(sources, labels)]
     for s, label in zip(sources, labels):
-        code, sentence = _explain_one(tape, target, s, frame)
+        code, sentence = _explain_one(tape, target, s, frame, label)
         if code in first_of and code != "connected":
             lines.append(f"{_describe(s, 'source', label)}: the same as for {first_of[code]}")
             continue
@@ -124,10 +136,12 @@ def _explain_each(tape, target, sources, frame):
     return Explanation("\n".join(lines))
 
 
-def _explain_one(tape, target, source, frame):
-    """``(reason code, sentence)`` for one source, with the names ``frame`` holds."""
+def _explain_one(tape, target, source, frame, label=None):
+    """``(reason code, sentence)`` for one source, with the names ``frame`` holds; ``label``:
+    what to call the source (two layers' ``kernel`` told apart by their paths)."""
     caller = _names_in(frame, target, source)
-    code, sentence = diagnose(tape, target, source, caller.get("source"))
+    code, sentence = diagnose(tape, target, source, caller.get("source"), frame=frame,
+                              label=label)
     return code, _name_target(tape, target, source, sentence, caller.get("target"))
 
 
@@ -164,25 +178,28 @@ def _name_target(tape, target, source, sentence, caller_name=None):
     return re.sub(r"\bthe target\b", f"the target {label}", sentence)
 
 
-def diagnose(tape, target, source, source_name=None) -> tuple:
+def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> tuple:
     """``(reason code, sentence)``; see the module docstring for the reasons, in order.
 
     A target given as a list/tuple/dict (their sum is differentiated) is connected if any of
     its entries is; otherwise the first entry's reason is given. ``source_name``: what to
     call the source when the drawing can only call it ``t1`` (``explain`` passes the name
-    the calling code holds it under).
+    the calling code holds it under). ``frame``: the calling code's frame, whose names
+    can tell what data a NaN came from (``features``). ``label``: what to call the source,
+    whatever the drawing calls it.
     """
     if not isinstance(tape, GradientTape):
         raise TypeError(f"explain expects a minitape GradientTape, got {type(tape).__name__}")
     if isinstance(target, (list, tuple, dict)):
-        answers = [diagnose(tape, t, source, source_name) for t in flatten(target)] or \
+        answers = [diagnose(tape, t, source, source_name, frame, label)
+                   for t in flatten(target)] or \
             [("unconnected", "the target is empty: there is nothing to differentiate")]
         return next((a for a in answers if a[0] == "connected"), answers[0])
     if not isinstance(source, Tensor):
         return ("source_not_tensor",
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "
                 "so no tape can follow it: create it with mt.Variable(...) or mt.constant(...)")
-    label = _name_of(tape, target, source)
+    label = label or _name_of(tape, target, source)
     if source_name and is_fallback(label):
         label = source_name
     # A name from the code (not ``t3``, not a constant's value) can be written as code.
@@ -226,8 +243,16 @@ def diagnose(tape, target, source, source_name=None) -> tuple:
     if source.id in upstream:
         answer = _blocked_path(tape, ops, target.id, source, src, upstream)
         if answer[0] == "connected":
-            return _non_finite(tape, target, source, src, ops) or _where_note(
-                ops, source, src, upstream, answer)
+            found = _non_finite(tape, target, source, src, ops, frame)
+            if found == "unchecked":
+                code, sentence = _where_note(ops, source, src, upstream, answer)
+                return (code, sentence + " (the tape has released what it recorded, so "
+                        "explain could not check whether the gradient is finite; record with "
+                        "mt.GradientTape(persistent=True) to have it checked)")
+            if found:
+                return found
+            code, sentence = _where_note(ops, source, src, upstream, answer)
+            return code, sentence + _target_note(tape, target, source, ops, frame)
         return answer
     assigned = _assigned(tape, source)
     if assigned:
@@ -307,7 +332,22 @@ def _line_of(origin):
     location, text = source_line(origin)
     if location and location.startswith("cell "):
         location = f"line {location.split(':')[-1]} of its cell"
-    return location, text
+    return location, _without_comment(text)
+
+
+def _without_comment(text):
+    """The line ``text`` without its trailing ``# comment`` (a ``#`` inside a string stays)."""
+    if not text or "#" not in text:
+        return text
+    import io
+    import tokenize
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                return text[:token.start[1]].rstrip() or text
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return text
 
 
 def _loop_place(tape, op):
@@ -364,6 +404,15 @@ def _not_watched(tape, target, source, src, ops, produced, name):
                 f"the tape recorded depends on {_code(name, 'it')}; use minitape's operations "
                 "on the Tensor itself (mt.stack, mt.math.square, mt.reduce_mean, ...) all the "
                 "way to the target")
+    path = getattr(source, "path", None) or ""
+    if "/" in path:     # (a layer's weight: "dense_2/kernel")
+        layer = path.rsplit("/", 1)[0]
+        return ("not_read",
+                f"{src} belongs to the layer {layer}, which was not called while the tape was "
+                "recording (a layer the model creates but its call() does not use, or one "
+                "called outside the `with` block), so nothing the tape recorded depends on "
+                "it and its gradient is None: call the layer in the forward pass, or leave "
+                "its weights out of the list given to tape.gradient and the optimizer")
     return ("not_read",
             f"{src} was never read while the tape was recording (the code that uses it ran "
             "outside the `with` block, on a branch not taken, or not at all), so nothing the tape "
@@ -495,6 +544,13 @@ def _blocked_path(tape, ops, target_id, source, src, upstream):
                     "numbers: work with the real and imaginary parts as two float tensors")
         if any(dt.kind != "f" for dt in op.output_dtypes):
             return _integer_sentence(tape, ops, op, src, recorded=True)
+        if op.type == "Round":
+            return ("not_differentiable",
+                    f"the path from {src} to the target goes through Round ({ref}), which has "
+                    "no gradient, in TensorFlow too (its derivative is 0 almost everywhere, "
+                    "which would tell the source nothing): to round in the forward pass and "
+                    "let the gradient through as if it were the identity (the straight-through "
+                    "estimator), write x + mt.stop_gradient(mt.round(x) - x)")
         return ("not_differentiable",
                 f"the path from {src} to the target goes through {op.type} ({ref}), "
                 "which has no gradient by design: use a differentiable op instead, or "
@@ -599,44 +655,336 @@ _FUNCTIONS = {"SelectV2": "where", "Log": "log", "Sqrt": "sqrt", "RealDiv": "div
               "Mul": "multiply", "Pow": "pow", "Reciprocal": "reciprocal", "Sum": "reduce_sum",
               "AddV2": "add", "Sub": "subtract", "Exp": "exp", "Log1p": "log1p",
               "Square": "square", "Maximum": "maximum", "Minimum": "minimum",
-              "MatMul": "matmul", "Neg": "negative", "Mean": "reduce_mean", "Tanh": "tanh",
-              "Sigmoid": "sigmoid", "Softplus": "softplus", "Abs": "abs"}
+              "MatMul": "matmul", "BatchMatMulV2": "matmul", "Neg": "negative",
+              "Mean": "reduce_mean", "Tanh": "tanh", "Sigmoid": "sigmoid",
+              "Softplus": "softplus", "Abs": "abs", "Rsqrt": "rsqrt", "Prod": "reduce_prod",
+              "Softmax": "softmax", "LogSoftmax": "log_softmax", "DivNoNan": "divide_no_nan",
+              "Sin": "sin", "Cos": "cos", "Tan": "tan", "Relu": "relu", "Max": "reduce_max",
+              "StridedSlice": "a slice", "GatherV2": "gather", "Reshape": "reshape"}
 
 _FIXES = {
     "RealDiv": "use mt.math.divide_no_nan(a, b), which is 0 where b is 0 and so are its "
                "gradients, or keep the divisor away from 0 with an epsilon",
-    "Sqrt": "add an epsilon under the square root (mt.sqrt(s + 1e-12)), or take the root "
+    "Sqrt": "add an epsilon under the square root (mt.sqrt(s + 1e-12); for a norm, "
+            "mt.sqrt(mt.reduce_sum(v ** 2) + 1e-12) instead of mt.norm(v)), or take the root "
             "only where s > 0 with the double where (as mt.clip_by_norm does)",
-    "Log": "add an epsilon (mt.math.log(x + 1e-7)), or use an op that is stable there "
-           "(mt.math.log1p, mt.nn.log_softmax, mt.nn.softmax_cross_entropy_with_logits)",
+    "Log": "add an epsilon (mt.math.log(p + 1e-7)), or use an op that is stable there: "
+           "mt.nn.log_softmax(logits) rather than the log of mt.nn.softmax(logits), "
+           "mt.nn.softmax_cross_entropy_with_logits, and for a sigmoid the cross-entropy "
+           "computed from the logits z (mt.nn.softplus(z) - y * z, or "
+           "mt.keras.losses.BinaryCrossentropy(from_logits=True))",
     "Pow": "keep the base away from 0 with an epsilon, or use the double where",
     "Reciprocal": "use mt.math.divide_no_nan(1.0, x), or keep x away from 0 with an epsilon",
+    "Softmax": "for a mask, add a large negative number (-1e9) rather than -inf, so that a "
+               "row whose entries are all masked gives a uniform softmax instead of NaN (or "
+               "leave such rows out with mt.where)",
+    "LogSoftmax": "for a mask, add a large negative number (-1e9) rather than -inf, so that "
+                  "a row whose entries are all masked stays finite (or leave such rows out "
+                  "with mt.where)",
+    "Exp": "subtract the largest value first (mt.exp(x - mt.reduce_max(x)), as mt.nn.softmax "
+           "does), or stay in log space (mt.nn.log_softmax, mt.math.reduce_logsumexp)",
 }
 _GENERIC_FIX = ("the usual fixes: the double mt.where (make the branch that is not chosen "
                 "safe too), an epsilon (x + 1e-7), or mt.math.divide_no_nan for a division")
+_OVERFLOW_FIX = ("the usual fixes for a gradient that grows at every step of a long chain (an "
+                 "exploding gradient): scale the inputs or the initial weights down, clip the "
+                 "gradient (mt.clip_by_norm) before the update, or compute in float64")
 
 
-def _non_finite(tape, target, source, src, ops):
-    """The source is connected; is its gradient NaN or infinite? If so, find the first step
-    of the backward walk that produced a non-finite value and say why (None otherwise)."""
+_UNKNOWN = object()   # a gradient the record of a released tape did not keep
+
+
+def _non_finite(tape, target, source, src, ops, frame=None):
+    """The source is connected; is its gradient NaN or infinite? If so, say why (None
+    otherwise): a NaN or inf already in the forward pass (in the data, or made by an op: the
+    first op that made one), or else the first step of the backward walk that made one."""
     walk = _walk(tape, target, source, ops)
     if walk is None:
-        return None
+        return "unchecked" if tape.released else None
     final, steps = walk
     if final is None or _finite(final):
         return None
+    first = None
     for n, (op, outs, ins) in enumerate(steps):
-        if not all(_finite(o) for o in outs):
-            continue
+        if any(o is _UNKNOWN for o in outs) or not all(_finite(o) for o in outs):
+            continue      # (not the first: it received a NaN or inf, or may have)
         bad = [k for k, g in enumerate(ins) if g is not None and not _finite(g)]
         if bad:
-            return ("non_finite", _non_finite_sentence(tape, target, source, src, ops, steps,
-                                                        n, bad[0], final))
-    return ("non_finite",
-            f"the gradient of {src} is {_value_text(final)}: a value on the way was already "
-            "NaN or infinite in the forward pass (check the inputs, or call "
-            "mt.debugging.enable_check_numerics() and run again to find the op); "
-            + _GENERIC_FIX)
+            first = n, bad[0]
+            break
+    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
+    values = _forward_values(tape, ops)
+    upstream = set()
+    for t in targets:
+        upstream |= _upstream(ops, t.id)
+    origin = _forward_origin(ops, upstream, values)
+    names = _Names(tape, targets, source)
+    head = f"the gradient of {src} is {_value_text(final)}: "
+    # The forward pass is to blame if the backward step read a NaN or inf, or if one reached
+    # the target from an op before it (not if ``where`` dropped it on the way).
+    reached = not _finite(_target_value(targets))
+    if origin is not None and (
+            first is None or _reads_non_finite(steps[first[0]][0], values)
+            or reached and _op_number(ops, origin[1]) < _op_number(ops, steps[first[0]][0])):
+        return ("non_finite", head + _forward_story(tape, ops, origin, values, names, targets,
+                                                    frame))
+    if first is None:
+        value = _target_value(targets)
+        seen = (f" (the target is {_value_text(value)})" if value is not None
+                and not _finite(value) else "")
+        return ("non_finite",
+                head + f"a value on the way was already NaN or infinite in the forward "
+                f"pass{seen}, and the tape no longer holds the values that would say where "
+                "(a tape that is not persistent drops them after tape.gradient, and keeps "
+                "only small ones): check the inputs (np.isnan(x).any()), or call "
+                "mt.debugging.enable_check_numerics() and run the step again, which stops "
+                "at the first op that makes a NaN or inf and names its line; " + _GENERIC_FIX)
+    n, k = first
+    clause = ""
+    value = _target_value(targets)
+    if origin is not None and value is not None and not _finite(value):
+        if origin[1] is steps[n][0]:
+            clause = (f" (in the forward pass it already gave {_num(origin[3])} there, so the "
+                      f"target is {_value_text(value)} too)")
+        else:
+            clause = (f"; the target is {_value_text(value)} in the forward pass too, from "
+                      f"{_fname(origin[1])} (op #{_op_number(ops, origin[1])}), which gives "
+                      f"{_num(origin[3])}")
+    return ("non_finite", head + _backward_story(tape, ops, steps, n, k, names, targets,
+                                                 clause))
+
+
+class _Names:
+    """The drawing's labels of the tensors (``x``, ``1.0 - p``, ``sum #2``)."""
+
+    def __init__(self, tape, targets, source):
+        from .graph import tape_graph
+        try:
+            self.graph = tape_graph(tape, targets or None, source)
+        except (KeyError, TypeError, ValueError):
+            self.graph = None
+
+    def __call__(self, tensor_id, fallback="its input"):
+        try:
+            return self.graph.tensor(tensor_id).label
+        except (KeyError, AttributeError):
+            return fallback
+
+
+def _target_value(targets):
+    """The target's forward value (the first non-finite one if several), or None."""
+    values = [np.asarray(t.numpy()) for t in targets if t.dtype.kind in "fc"]
+    return next((v for v in values if not _finite(v)), values[0] if values else None)
+
+
+def _forward_values(tape, ops):
+    """``{tensor id: ndarray}``: the forward value of every tensor the ops read or made that
+    is still known (saved by the tape, or small enough for its record to keep)."""
+    values = {}
+    for op in ops:
+        n_in, n_out = len(op.input_ids), len(op.output_ids)
+        note = note_of(tape, op)
+        kept = note.values if note is not None and note.values is not None else ()
+        kept_in, kept_out = (op.saved or (None, None))[:2]   # (None once released)
+        saved = list(kept_in or (None,) * n_in) + list(kept_out or (None,) * n_out)
+        for k, i in enumerate(op.input_ids + op.output_ids):
+            if i in values:
+                continue
+            v = saved[k] if k < len(saved) and saved[k] is not None else (
+                kept[k] if k < len(kept) else None)
+            if v is not None and not isinstance(v, tuple):
+                values[i] = np.asarray(v)
+    return values
+
+
+def _forward_origin(ops, upstream, values):
+    """Where the forward pass first held a NaN (else an infinity) on the way to the target:
+    ``("data", op, k, value)``, input ``k`` of ``op`` held one and no recorded op made it
+    (data, a constant, a Variable; an infinity there that ``op`` turns into NaN too, as inf
+    * 0 in a matmul), or ``("op", op, index, value)``, ``op`` made one from inputs without
+    one (``index``: the element of its first such output; a softmax over a row masked with
+    -inf makes a NaN from infinities). None if neither (or the values are no longer known).
+    A NaN is looked for first: an infinity in a mask is often meant."""
+    produced = {i for op in ops for i in op.output_ids}
+    nan = _origin_of(ops, upstream, values, produced, _has_nan)
+    if nan is None:
+        return None
+    inf = _origin_of(ops, upstream, values, produced, lambda v: not _finite(v))
+    if nan is False:
+        return inf or None
+    # A NaN made from an infinity that an op made before it (exp overflowed, then inf / inf):
+    # that op is where it began. (An infinity in the data, a mask, is often meant.)
+    if inf and inf[0] == "op" and _op_number(ops, inf[1]) < _op_number(ops, nan[1]):
+        return inf
+    return nan
+
+
+def _has_nan(value):
+    value = np.asarray(value)
+    return value.dtype.kind in "fc" and bool(np.isnan(value).any())
+
+
+def _origin_of(ops, upstream, values, produced, bad):
+    """``_forward_origin`` for the values that ``bad`` finds; False if none on the way is."""
+    for op in ops:
+        if not any(o in upstream for o in op.output_ids):
+            continue
+        ins = [values.get(i) for i in op.input_ids]
+        leaves = [(k, v) for k, (i, v) in enumerate(zip(op.input_ids, ins))
+                  if v is not None and i not in produced]
+        for k, v in leaves:
+            if bad(v):
+                return ("data", op, k, _first_bad(v, bad)[1])
+        for o in op.output_ids:
+            v = values.get(o)
+            if v is not None and bad(v):
+                if any(v_in is None or bad(v_in) for v_in, dt in
+                       zip(ins, op.input_dtypes) if dt.kind in "fc"):
+                    return None   # (an input not known: where it began is not known)
+                for k, v_in in leaves:
+                    if not _finite(v_in):
+                        return ("data", op, k, _first_bad(v_in)[1])
+                index, value = _first_bad(v, bad)
+                return ("op", op, index, value)
+    return False
+
+
+def _held_as(frame, value):
+    """The name under which ``frame`` (the learner's code) holds an array or Tensor equal to
+    ``value`` (NaN equal to NaN), or None: what a NaN from the data is called there."""
+    if frame is None:
+        return None
+    for key, held in list(frame.f_locals.items()):
+        if key.startswith("_") or not isinstance(held, (np.ndarray, Tensor)):
+            continue
+        held = np.asarray(held)
+        if held.shape == value.shape and held.dtype.kind in "fc" and np.array_equal(
+                held, value, equal_nan=True):
+            return key
+    return None
+
+
+def _first_bad(value, bad=None):
+    """``(index, element)`` of the first NaN or infinity in ``value`` (the first NaN, if
+    ``bad`` is ``_has_nan``)."""
+    value = np.asarray(value)
+    wrong = np.isnan(value) if bad is _has_nan else ~np.isfinite(value)
+    index = tuple(int(i) for i in np.argwhere(wrong)[0]) if value.ndim else ()
+    return index, value[index]
+
+
+def _reads_non_finite(op, values):
+    """True if the forward value of one of ``op``'s inputs holds a NaN or an infinity."""
+    return any(i in values and not _finite(values[i]) for i in op.input_ids)
+
+
+def _forward_story(tape, ops, origin, values, names, targets, frame=None):
+    """The forward pass held a NaN or inf before any gradient was computed: say where."""
+    kind, op, where, bad = origin
+    ref = _op_ref(tape, ops, op)
+    fname = _fname(op)
+    value = _target_value(targets)
+    reached = (f" (the target is {_value_text(value)})" if value is not None
+               and not _finite(value) else "")
+    if kind == "data":
+        i = op.input_ids[where]
+        v = values[i]
+        name = names(i, None)
+        if name is None or is_fallback(name):
+            name = _held_as(frame, v) or name
+        at = f" at {_index_text(_first_bad(v)[0])}" if v.ndim else ""
+        variable = next((w for w in getattr(tape, "watched", ()) if w.id == i
+                         and isinstance(w, Variable)), None)
+        if variable is not None:
+            return (f"no derivative is to blame: the Variable {name} already holds {_num(bad)}"
+                    f"{at} before the tape's first op, so the forward pass{reached} and the "
+                    "gradients computed from it are not finite either. An earlier update put "
+                    "it there (often a training step with a NaN or inf gradient, or a "
+                    "learning rate too large); print the loss at every step, or call "
+                    "mt.debugging.enable_check_numerics(), to find the step that first made it "
+                    "NaN, and give the Variable a finite value again")
+        named = name is not None and not is_fallback(name)
+        who = f"the input {name}" if named else f"an input of {fname}"
+        code = name if named and name.isidentifier() else "x"
+        return (f"no derivative is to blame: {who} already holds {_num(bad)}{at} before any "
+                f"op of the tape (it comes from the data or a constant, not from an op the "
+                f"tape recorded); {fname} ({ref}) reads it, so the forward pass{reached} and "
+                "every gradient computed from it are not finite either, in TensorFlow too. "
+                f"Check the data with np.isnan({code}).any() and np.isinf({code}).any(), and "
+                "drop or replace those entries (np.nan_to_num, or "
+                f"mt.where(mt.math.is_nan({code}), 0.0, {code})) before they reach the model")
+    made = _made_by(tape, ops, op, where, bad, values, names)
+    fix = _fix_of(op, made)
+    note = note_of(tape, op)
+    inner = ""
+    if note is not None and note.backward_of is not None:
+        inner = (". That op belongs to a gradient computed while this tape recorded (a first "
+                 "derivative): that gradient is not finite itself, so explain it first, with "
+                 "the inner tape and its target")
+    return (f"the forward pass already went wrong, before any gradient: {made}, and the ops "
+            f"after it carry it on{reached}; a gradient computed from a NaN or an infinity is "
+            "not finite either, in TensorFlow too. "
+            + (f"The usual fix: {fix}" if fix else _GENERIC_FIX[0].upper() + _GENERIC_FIX[1:])
+            + inner)
+
+
+def _target_note(tape, target, source, ops, frame):
+    """``"; its value is finite, but the target itself is nan ..."``: a gradient that is
+    finite although the target's forward value is not (the log of a negative sigma, whose
+    derivative 1/sigma is finite); ``""`` if the target is finite."""
+    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
+    value = _target_value(targets)
+    if value is None or _finite(value):
+        return ""
+    head = (f"; its value is finite, but the target itself is {_value_text(value)} in the "
+            "forward pass")
+    values = _forward_values(tape, ops)
+    upstream = set()
+    for t in targets:
+        upstream |= _upstream(ops, t.id)
+    origin = _forward_origin(ops, upstream, values)
+    if origin is None:
+        return head + (" (mt.debugging.enable_check_numerics() stops at the op that makes "
+                       "it and names its line)")
+    kind, op, where, bad = origin
+    names = _Names(tape, targets, source)
+    if kind == "data":
+        i = op.input_ids[where]
+        name = names(i, None)
+        if name is None or is_fallback(name):
+            name = _held_as(frame, values[i]) or f"an input of {_fname(op)}"
+        return head + f": {name} already holds {_num(bad)} before any op of the tape"
+    made = _made_by(tape, ops, op, where, bad, values, names)
+    fix = _fix_of(op, made)
+    return head + f": {made}" + (f"; the usual fix: {fix}" if fix else "")
+
+
+def _made_by(tape, ops, op, where, bad, values, names):
+    """``exp (op #1, line 6: e = mt.exp(s)) at s[1] = 100.0 gives inf: the result is larger
+    than float32 can hold ...``: ``op`` made the first NaN or inf of the forward pass."""
+    at = _inputs_at(tape, op, where, values, names, op.output_shapes[0])
+    limit = ""
+    if np.isinf(bad) and all(v is not None and _finite(v) for v in
+                             (values.get(i) for i in op.input_ids)) and op.type in (
+                                 "Exp", "Mul", "Square", "Pow", "AddV2", "Sum", "MatMul",
+                                 "BatchMatMulV2", "Prod", "Sub"):
+        dtype = op.output_dtypes[0]
+        limit = (f": the result is larger than {dtype.name} can hold (about "
+                 f"{np.finfo(dtype).max:.2g})")
+        if op.type == "Exp":
+            limit += f", as exp of anything above {np.log(np.finfo(dtype).max):.1f} is"
+    elif np.isnan(bad):
+        ins = [values.get(i) for i in op.input_ids]
+        if any(v is not None and not _finite(v) for v in ins):
+            limit = (" from an infinite input (inf - inf, 0 * inf, inf / inf, and a softmax "
+                     "over entries that are all -inf, are NaN)")
+        elif op.type in ("Log", "Sqrt", "Pow", "Log1p") and ins and ins[0] is not None and (
+                np.asarray(ins[0]).size == 1 or np.shape(ins[0]) == op.output_shapes[0]):
+            x = _at(ins[0], where)
+            if x is not None and x < (-1 if op.type == "Log1p" else 0):
+                limit = (f": the {'square root' if op.type == 'Sqrt' else _fname(op)} of a "
+                         "negative number is NaN")
+    return f"{_fname(op)} ({_op_ref(tape, ops, op)}){at} gives {_num(bad)}{limit}"
 
 
 def _finite(value):
@@ -689,7 +1037,9 @@ def _walk(tape, target, source, ops):
     notes = [(record.note(op), op) for op in ops]
     by_seq = {note.seq: op for note, op in notes if note is not None}
     reached = last.reached
-    steps = [(by_seq[seq], [reached.get(i) for i in by_seq[seq].output_ids],
+    # (A gradient made of several large contributions was not kept: unknown, not missing.)
+    steps = [(by_seq[seq], [_UNKNOWN if i in reached and reached[i] is None else reached.get(i)
+                            for i in by_seq[seq].output_ids],
               [last.contributions.get((seq, k)) for k in range(len(by_seq[seq].input_ids))])
              for seq in last.visited if seq in by_seq]
     final = last.gradients[source.id]
@@ -697,29 +1047,104 @@ def _walk(tape, target, source, ops):
 
 
 def _value_text(value):
-    """``nan``, ``inf``, ``0.0``, or a short array."""
+    """``nan``, ``inf``, ``0.0``, or a short array on one line."""
     if isinstance(value, tuple):
         return "between {:g} and {:g}".format(value[0], value[2])
     value = np.asarray(value)
     if value.size == 1:
-        return repr(float(value.reshape(-1)[0].real))
+        return _num(value.reshape(-1)[0])
     if value.size <= 6:
-        return np.array2string(value, separator=", ")
+        return " ".join(np.array2string(value, separator=", ").split())
     return f"an array of shape {value.shape} with NaN or inf in it"
 
 
+def _num(v):
+    """A number as NumPy prints it in its own dtype (``0.33333334`` for a float32, not
+    ``0.3333333432674408``)."""
+    if isinstance(v, np.generic):
+        if np.iscomplexobj(v):
+            v = v.real
+        return str(v)
+    return repr(v)
+
+
 def _at(value, index):
-    """``value[index]`` as a float if ``value`` is an array with that element (a scalar
-    broadcasts), else None."""
+    """``value[index]`` (a NumPy scalar of its dtype) if ``value`` is an array with that
+    element (a value of size 1 broadcasts), else None."""
     if value is None or isinstance(value, tuple):
         return None
     value = np.asarray(value)
     if value.size == 1:
-        return float(value.reshape(-1)[0].real)
+        return value.reshape(-1)[0]
     try:
-        return float(value[index].real)
+        return value[index]
     except (IndexError, TypeError, ValueError):
         return None
+
+
+def _index_text(index):
+    """``[1, 0]``."""
+    return "[" + ", ".join(str(i) for i in index) + "]"
+
+
+def _element(name, index, shape):
+    """``x[1]`` for element ``index`` of a tensor called ``name`` (``name`` for a scalar)."""
+    if not shape or not index or int(np.prod(shape)) == 1:
+        return name
+    if not re.fullmatch(r"[\w.\[\]]+", name):
+        name = f"({name})"
+    return name + _index_text(index)
+
+
+def _inputs_at(tape, op, index, values, names, shape, only=None):
+    """`` at x[1] = 2.0, counts[1] = 0.0``: ``op``'s inputs at element ``index`` of a value
+    of ``shape`` (the inputs of that shape, or of size 1); ``""`` if none is known. ``only``:
+    just that input."""
+    parts = []
+    for j, i in enumerate(op.input_ids):
+        if only is not None and j != only:
+            continue
+        v = values.get(i) if values is not None else None
+        if v is None:
+            v = _input_value(tape, op, j)
+        if v is None or not (np.shape(v) == tuple(shape) or np.size(v) == 1):
+            continue
+        x = _at(v, index)
+        name = names(i)
+        if x is not None and np.asarray(x).dtype.kind in "fc" and not _is_number(name):
+            parts.append(f"{_element(name, index, np.shape(v))} = {_num(x)}")
+    return " at " + ", ".join(parts) if parts else ""
+
+
+def _is_number(label):
+    """True for a constant's label that is its value (``10.0``): no need to say ``10.0 =
+    10.0``."""
+    try:
+        float(label)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _fname(op):
+    """The learner's function for ``op`` (``log``), as ``_FUNCTIONS`` names it."""
+    if op.type == "CustomGradient":
+        return (op.attrs or {}).get("function", "a function")
+    if op.type not in _FUNCTIONS and op.type.endswith("Grad") and op.type[:-4] in _FUNCTIONS:
+        return f"the gradient of {_FUNCTIONS[op.type[:-4]]} ({op.type})"   # (SqrtGrad)
+    return _FUNCTIONS.get(op.type, op.type)
+
+
+def _fix_of(op, made=""):
+    """The usual fix for a NaN or inf made by ``op`` (or by its gradient op: SqrtGrad), else
+    None; ``made``: what ``_made_by`` said of it (the log of a negative number)."""
+    if "of a negative number" in made:
+        return ("keep the input positive: for a scale such as a standard deviation, learn its "
+                "log (sigma = mt.exp(log_sigma)) or use mt.nn.softplus(raw) + 1e-6")
+    fix = _FIXES.get(op.type)
+    if fix is None and op.type.endswith("Grad"):
+        fix = _FIXES.get(op.type[:-4])
+    return fix
 
 
 def _input_value(tape, op, k):
@@ -729,7 +1154,6 @@ def _input_value(tape, op, k):
         return np.asarray(op.inputs[k])
     except (RuntimeError, ValueError, IndexError, AttributeError):
         pass
-    from .record import note_of
     note = note_of(tape, op)
     return None if note is None or note.values is None else note.values[k]
 
@@ -762,68 +1186,136 @@ def _local_derivative(tape, op, k, index):
     return None if d is None else _at(np.asarray(d), index)
 
 
-def _non_finite_sentence(tape, target, source, src, ops, steps, n, k, final):
-    """``op`` (step ``n`` of the walk) sent a non-finite gradient to its input ``k``."""
-    from .graph import tape_graph
+def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
+    """``op`` (step ``n`` of the walk) sent a non-finite gradient to its input ``k``: which
+    op, at which line, the local derivative and upstream gradient that multiplied, and the
+    usual fix; ``clause`` follows the numbers."""
     op, outs, ins = steps[n]
-    fname = _FUNCTIONS.get(op.type, op.type)
-    targets = [t for t in flatten(target) if isinstance(t, Tensor)]
-    try:
-        graph = tape_graph(tape, targets or None, source)
-        x_name = graph.tensor(op.input_ids[k]).label
-    except KeyError:
-        x_name = "its input"
+    fname = _fname(op)
+    x_name = names(op.input_ids[k])
     g = ins[k]
     index = None
     if not isinstance(g, tuple):
         g = np.asarray(g)
-        index = tuple(int(i) for i in np.argwhere(~np.isfinite(g))[0]) if g.ndim else ()
+        index = _first_bad(g)[0]
     result = _at(g, index) if index is not None else None
     upstream = _at(outs[0], index) if index is not None and outs else None
-    x = _at(_input_value(tape, op, k), index) if index is not None else None
     local = _local_derivative(tape, op, k, index) if index is not None else None
+    at = (_inputs_at(tape, op, index, None, names, op.input_shapes[k])
+          if index is not None else "")
+    wrt = (f" with respect to {x_name}"
+           if len(op.input_ids) > 1 and op.type != "CustomGradient" else "")
     # Who sent the upstream gradient: the one visited op that uses the output, or the target.
     visited = [s[0] for s in steps[:n]]
     users = [o for o in visited if op.output_ids[0] in o.input_ids]
     target_ids = {t.id for t in targets}
     if op.output_ids[0] in target_ids and not users:
-        sender = "the target's own gradient (its seed)"
+        sender = "the seed of the target (ones)"
     elif len(users) == 1:
-        sender = f"{_FUNCTIONS.get(users[0].type, users[0].type)} (op #{_op_number(ops, users[0])})"
+        sender = f"{_fname(users[0])} (op #{_op_number(ops, users[0])})"
     else:
         sender = "the ops that use its output"
-    at = f" at {x_name} = {x!r}" if x is not None else ""
-    if local is not None and upstream is not None and result is not None and not np.isfinite(
-            local):
-        story = (f"{fname}{at} has derivative {local!r}; {sender} sends it {upstream!r}; "
-                 f"{local!r} * {upstream!r} = {result!r}")
-    elif upstream is not None and result is not None:
-        story = (f"the gradient of {fname}{at} turned the finite gradient {upstream!r} that "
-                 f"{sender} sent into {result!r}")
+    known = upstream is not None and result is not None
+    infinite = local is not None and not np.isfinite(local)
+    # A finite derivative times a finite gradient (or a sum of such products, as in a
+    # matmul) that is too large for the dtype: an overflow, not a singular derivative.
+    overflow = (known and op.type != "CustomGradient" and np.isfinite(upstream)
+                and np.isinf(result) and (local is None or np.isfinite(local))
+                and all(_finite(_input_value(tape, op, j)) for j in range(len(op.input_ids))))
+    if op.type == "CustomGradient":
+        story = (f"the gradient function that {fname} defines with mt.custom_gradient{at} "
+                 f"turned the finite gradient {_num(upstream)} that {sender} sent into "
+                 f"{_num(result)}" if known else
+                 f"the gradient function that {fname} defines with mt.custom_gradient gave "
+                 f"{_value_text(g)}")
+    elif known and local is not None and (infinite or overflow):
+        story = (f"{fname}{at} has derivative {_num(local)}{wrt}; {sender} sends it "
+                 f"{_num(upstream)}; {_num(local)} * {_num(upstream)} = {_num(result)}")
+        if overflow:
+            dtype = np.asarray(g).dtype
+            story += (f", larger than {dtype.name} can hold (about "
+                      f"{np.finfo(dtype).max:.2g})")
+    elif known:
+        story = (f"the gradient of {fname}{at} turned the finite gradient {_num(upstream)} "
+                 f"that {sender} sent into {_num(result)}")
+        if overflow:
+            dtype = np.asarray(g).dtype
+            story += (f", larger than {dtype.name} can hold (about "
+                      f"{np.finfo(dtype).max:.2g})")
     else:
         story = f"the gradient of {fname} gave {_value_text(g)}"
     where = f" ({_op_ref(tape, ops, op)})"
     from_where = (upstream == 0.0 and len(users) == 1 and users[0].type == "SelectV2")
-    if from_where:
-        v = x_name if x_name.isidentifier() and not is_fallback(x_name) else "x"
-        fix = ("the usual fix is the double where: make the branch where does not choose "
-               "safe too, so that its derivative is finite there, e.g. "
-               f"mt.where({v} > 0.0, mt.math.{fname}(mt.where({v} > 0.0, {v}, 1.0)), 0.0)"
-               if fname in ("log", "sqrt", "reciprocal") else
-               "the usual fix is the double where: feed the op a safe value where its result "
-               "is not chosen (an inner mt.where), so that its derivative is finite there")
+    if op.type == "CustomGradient":
+        fix = ("check that function's gradient at these values: make it return a finite "
+               "value there (an epsilon, mt.math.divide_no_nan, or the double mt.where)")
+    elif from_where:
+        fix = _double_where(tape, op, names)
+    elif overflow:
+        fix = _diverged(tape, names) or _OVERFLOW_FIX
     else:
-        fix = "the usual fix: " + _FIXES.get(op.type, _GENERIC_FIX)
-    infinite = local is not None and not np.isfinite(local)
-    if infinite and upstream == 0.0:
+        fix = "the usual fix: " + _fix_of(op) if _fix_of(op) else _GENERIC_FIX
+    if op.type == "CustomGradient":
+        why = "minitape runs that gradient function as it is written, as TensorFlow does"
+    elif infinite and np.isnan(local):
+        why = ("A derivative that is itself NaN (such as 0 / 0) gives NaN whatever it is "
+               "multiplied by, in TensorFlow too")
+    elif infinite and upstream == 0.0:
         why = "A zero gradient times an infinite derivative is NaN, in TensorFlow too"
     elif infinite:
         why = ("An infinite derivative makes the gradient infinite, and NaN where it meets a "
                "zero later, in TensorFlow too")
+    elif overflow and _diverged(tape, names):
+        why = ("Numbers near the largest the dtype holds overflow at the next product, in "
+               "TensorFlow too")
+    elif overflow:
+        why = ("A gradient multiplied at every step of a long chain can pass the largest "
+               "number the dtype holds, in TensorFlow too")
     else:
         why = "TensorFlow computes the same"
-    return (f"the gradient of {src} is {_value_text(final)}: the first step of the backward "
-            f"pass that produced NaN or inf is {fname}{where}: {story}. {why}; {fix}")
+    if op.type == "CustomGradient":
+        fname = f"the gradient function of {fname}"
+    return (f"the first step of the backward pass that produced NaN or inf is {fname}{where}: "
+            f"{story}{clause}. {why}; {fix}")
+
+
+def _diverged(tape, names):
+    """``"w has grown to -3.9e+36: ..."`` when a Variable the tape read holds numbers so
+    large (beyond 1e18) that a training loop has diverged, else ``""``."""
+    for w in getattr(tape, "watched", ()):
+        if not isinstance(w, Variable) or w.dtype.kind != "f":
+            continue
+        value = np.asarray(w.numpy())
+        if value.size and np.isfinite(value).all() and np.abs(value).max() > 1e18:
+            big = value.reshape(-1)[np.argmax(np.abs(value))]
+            return (f"{names(w.id, 'a Variable')} has grown to {big:.2g}, as it does when "
+                    "the steps of a training loop overshoot (it diverged): lower the learning "
+                    "rate (try 10 times smaller), scale the inputs down, and watch the loss at "
+                    "every step")
+    return ""
+
+
+def _double_where(tape, op, names):
+    """The double-where fix for ``op``, written with the learner's names where it can be."""
+    def code(k, fallback):
+        name = names(op.input_ids[k])
+        return name if name.isidentifier() and not is_fallback(name) else fallback
+    head = ("the usual fix is the double where: make the branch where does not choose safe "
+            "too, so that its derivative is finite there, e.g. ")
+    v = code(0, "x")
+    if op.type in ("Log", "Sqrt", "Reciprocal"):
+        return head + (f"mt.where({v} > 0.0, mt.math.{_fname(op)}(mt.where({v} > 0.0, {v}, "
+                       "1.0)), 0.0)")
+    exponent = _input_value(tape, op, 1) if op.type == "Pow" else None
+    if exponent is not None and np.size(exponent) == 1:
+        e = _num(np.asarray(exponent).reshape(-1)[0])
+        return head + f"mt.where({v} > 0.0, mt.where({v} > 0.0, {v}, 1.0) ** {e}, 0.0)"
+    if op.type == "RealDiv":
+        d = code(1, "d")
+        return head + (f"mt.where({d} != 0.0, {v} / mt.where({d} != 0.0, {d}, 1.0), 0.0), "
+                       f"or mt.math.divide_no_nan({v}, {d}), which does just that")
+    return ("the usual fix is the double where: feed the op a safe value where its result is "
+            "not chosen (an inner mt.where), so that its derivative is finite there")
 
 
 def _upstream(ops, target_id) -> set:
