@@ -389,6 +389,18 @@ def _initial_kernel(initializer, shape, dtype, glorot_limit, layer, arg="kernel_
     return array.astype(dtype)  # (a new array: the Variable owns it)
 
 
+def _last_dim(shape_or_size, layer):
+    """``build``'s argument: Keras passes the input shape (a tuple with the batch axis,
+    ``(None, 3)``), minitape's own calls the last dimension; either gives that int."""
+    if isinstance(shape_or_size, (tuple, list)) or hasattr(shape_or_size, "as_list"):
+        shape = tuple(shape_or_size)
+        if not shape or shape[-1] is None:
+            raise ValueError(f"{layer}.build needs the size of the last axis, got the input "
+                             f"shape {shape!r}")
+        return int(shape[-1])
+    return int(shape_or_size)
+
+
 class Dense(LayerMixin, Module):
     """``activation(x @ kernel + bias)``, as ``tf.keras.layers.Dense``.
 
@@ -443,6 +455,9 @@ class Dense(LayerMixin, Module):
         return self.kernel is not None
 
     def build(self, in_features):
+        """Make ``kernel`` and ``bias`` for inputs with ``in_features`` features (or for an
+        input shape, as Keras's ``layer.build((None, 3))``)."""
+        in_features = _last_dim(in_features, "Dense")
         shape = (in_features, self.units)
         init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
                                np.sqrt(6.0 / (in_features + self.units)), f"Dense '{self.name}'")
@@ -495,7 +510,11 @@ class BatchNormalization(LayerMixin, Module):
     def built(self):
         return self.gamma is not None
 
-    def build(self, features, dtype):
+    def build(self, features, dtype=None):
+        """Make the four weights for ``features`` channels (or an input shape, as Keras)."""
+        features = _last_dim(features, "BatchNormalization")
+        dtype = _layer_dtype(None) if dtype is None else dtype
+
         def var(value, name, trainable):
             v = Variable(np.full(features, value, dtype), name=name, trainable=trainable)
             v.path = f"{self.name}/{name}"
@@ -641,6 +660,9 @@ class Conv2D(LayerMixin, Module):
         return self.kernel is not None
 
     def build(self, in_channels):
+        """Make ``kernel`` and ``bias`` for ``in_channels`` input channels (or an input shape
+        ``(None, h, w, channels)``, as Keras)."""
+        in_channels = _last_dim(in_channels, "Conv2D")
         kh, kw = self.kernel_size
         shape = (kh, kw, in_channels, self.filters)
         init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
@@ -1022,7 +1044,11 @@ class LayerNormalization(LayerMixin, Module):
     def built(self):
         return self._built
 
-    def build(self, features, dtype):
+    def build(self, features, dtype=None):
+        """Make ``gamma`` and ``beta`` for ``features`` (or an input shape, as Keras)."""
+        features = _last_dim(features, "LayerNormalization")
+        dtype = _layer_dtype(None) if dtype is None else dtype
+
         def var(value, name):
             v = Variable(np.full(features, value, dtype), name=name)
             v.path = f"{self.name}/{name}"

@@ -127,3 +127,17 @@ def test_a_subclassed_layer_keeps_its_weights_api():
     np.testing.assert_array_equal(layer(mt.ones([1, 3])).numpy(), [[1.0, 2.0, 3.0]])
     layer.trainable = False
     assert layer.trainable_weights == [] and len(layer.non_trainable_weights) == 1
+
+
+def test_build_takes_keras_input_shape():
+    for layer, shapes in ((keras.layers.Dense(2), [(3, 2), (2,)]),
+                          (keras.layers.BatchNormalization(), [(3,)] * 4),
+                          (keras.layers.LayerNormalization(), [(3,), (3,)])):
+        assert not layer.built
+        layer.build((None, 3))              # as Keras: layer.build(input_shape)
+        assert layer.built and [v.shape for v in layer.weights] == shapes
+    conv = keras.layers.Conv2D(4, 3)
+    conv.build((None, 8, 8, 2))
+    assert conv.kernel.shape == (3, 3, 2, 4) and conv.count_params() == 3 * 3 * 2 * 4 + 4
+    with pytest.raises(ValueError, match="size of the last axis"):
+        keras.layers.Dense(2).build((None, None))
