@@ -37,6 +37,7 @@ from . import printing  # noqa: F401  (gives Tensor its repr, str and format)
 # (TensorFlow's top-level aliases of these tf.math functions: tf.sin is tf.math.sin.)
 from .ops.math_ops import (
     sin, cos, tan, tanh, sigmoid, equal, not_equal, greater, greater_equal, less, less_equal,
+    asin, acos, atan, atan2, sinh, cosh, asinh, acosh, atanh, floor,
 )
 from .ops.reduction_ops import reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, norm
 from .ops.reduction_ops import reduce_logsumexp, cumsum, argmax, argmin

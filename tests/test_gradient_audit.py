@@ -44,6 +44,8 @@ NOT_TENSOR_OPS = {
 # Float -> float functions whose gradient is None by design (as in TensorFlow).
 NOT_DIFFERENTIABLE = {
     "round": "piecewise constant: op Round is declared not differentiable, as in TensorFlow",
+    "floor": "piecewise constant: TensorFlow's Floor gradient is None",
+    "ceil": "piecewise constant: op Ceil is declared not differentiable, as in TensorFlow",
     "stop_gradient": "its whole point: the gradient stops here (op StopGradient)",
     "constant": "makes a new Tensor from a value, not connected on any tape (as the API says)",
     "zeros_like": "constant in its input (TensorFlow declares ZerosLike not differentiable)",
@@ -83,6 +85,7 @@ CALLS = {
     # binary ops
     **{name: lambda: (_x(), _x() * 0.5 + 0.2) for name in (
         "add", "subtract", "multiply", "divide", "divide_no_nan", "pow", "maximum", "minimum",
+        "atan2", "squared_difference",
         "greater",
         "greater_equal", "less", "less_equal", "equal", "not_equal")},
     "matmul": lambda: (_x(), mt.transpose(_x())),

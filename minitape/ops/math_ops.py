@@ -699,6 +699,197 @@ def _tan_grad(op, dy):
     return dy * (y * y + 1)
 
 
+def asin(x, name=None):
+    """Arcsine (op ``Asin``), in ``[-pi/2, pi/2]``: ``d/dx = 1 / sqrt(1 - x**2)`` (infinite at
+    ``x = +-1``; ``nan`` outside ``[-1, 1]``, as NumPy and TensorFlow)."""
+    x = floating(x, "Asin")
+    y = _out(np.arcsin(x._value), name)
+    record("Asin", (x,), (y,))
+    return y
+
+
+register_forward("Asin", lambda op, x: asin(x))
+
+
+@RegisterGradient("Asin", batched=True)
+def _asin_grad(op, dy):
+    (x,) = op.inputs
+    return dy / sqrt(1.0 - x * x)
+
+
+def acos(x, name=None):
+    """Arccosine (op ``Acos``), in ``[0, pi]``: ``d/dx = -1 / sqrt(1 - x**2)``."""
+    x = floating(x, "Acos")
+    y = _out(np.arccos(x._value), name)
+    record("Acos", (x,), (y,))
+    return y
+
+
+register_forward("Acos", lambda op, x: acos(x))
+
+
+@RegisterGradient("Acos", batched=True)
+def _acos_grad(op, dy):
+    (x,) = op.inputs
+    return -dy / sqrt(1.0 - x * x)
+
+
+def atan(x, name=None):
+    """Arctangent (op ``Atan``), in ``(-pi/2, pi/2)``: ``d/dx = 1 / (1 + x**2)``."""
+    x = floating(x, "Atan")
+    y = _out(np.arctan(x._value), name)
+    record("Atan", (x,), (y,))
+    return y
+
+
+register_forward("Atan", lambda op, x: atan(x))
+
+
+@RegisterGradient("Atan", batched=True)
+def _atan_grad(op, dy):
+    (x,) = op.inputs
+    return dy / (1.0 + x * x)
+
+
+def atan2(y, x, name=None):
+    """The angle of the point ``(x, y)`` (op ``Atan2``, note the order ``y, x`` as
+    ``tf.math.atan2``), in ``(-pi, pi]``, with broadcasting. Gradient, with ``r2 = x**2 +
+    y**2``: ``d/dy = x / r2``, ``d/dx = -y / r2`` (``nan`` at the origin, as TensorFlow)."""
+    y, x = elementwise_operands(y, x, "Atan2")
+    if y._dtype.kind != "f":
+        raise TypeError(f"Atan2 expects floating Tensors (e.g. float32), got {y.dtype.name}; "
+                        "use mt.cast")
+    z = _out(np.arctan2(y._value, x._value), name)
+    record("Atan2", (y, x), (z,))
+    return z
+
+
+register_forward("Atan2", lambda op, y, x: atan2(y, x))
+
+
+@RegisterGradient("Atan2", batched=True)
+def _atan2_grad(op, dz):
+    y, x = op.inputs
+    scale = dz / (x * x + y * y)
+    return unbroadcast_pair(op, scale * x if wanted(op, 0) else None,
+                            -scale * y if wanted(op, 1) else None)
+
+
+def sinh(x, name=None):
+    """Hyperbolic sine (op ``Sinh``): ``d/dx = cosh(x)``."""
+    x = floating(x, "Sinh")
+    y = _out(np.sinh(x._value), name)
+    record("Sinh", (x,), (y,))
+    return y
+
+
+register_forward("Sinh", lambda op, x: sinh(x))
+
+
+@RegisterGradient("Sinh", batched=True)
+def _sinh_grad(op, dy):
+    (x,) = op.inputs
+    return dy * cosh(x)
+
+
+def cosh(x, name=None):
+    """Hyperbolic cosine (op ``Cosh``): ``d/dx = sinh(x)``."""
+    x = floating(x, "Cosh")
+    y = _out(np.cosh(x._value), name)
+    record("Cosh", (x,), (y,))
+    return y
+
+
+register_forward("Cosh", lambda op, x: cosh(x))
+
+
+@RegisterGradient("Cosh", batched=True)
+def _cosh_grad(op, dy):
+    (x,) = op.inputs
+    return dy * sinh(x)
+
+
+def asinh(x, name=None):
+    """Inverse hyperbolic sine (op ``Asinh``): ``d/dx = 1 / sqrt(x**2 + 1)``."""
+    x = floating(x, "Asinh")
+    y = _out(np.arcsinh(x._value), name)
+    record("Asinh", (x,), (y,))
+    return y
+
+
+register_forward("Asinh", lambda op, x: asinh(x))
+
+
+@RegisterGradient("Asinh", batched=True)
+def _asinh_grad(op, dy):
+    (x,) = op.inputs
+    return dy / sqrt(x * x + 1.0)
+
+
+def acosh(x, name=None):
+    """Inverse hyperbolic cosine (op ``Acosh``), for ``x >= 1``: ``d/dx = 1 / sqrt(x**2 - 1)``."""
+    x = floating(x, "Acosh")
+    y = _out(np.arccosh(x._value), name)
+    record("Acosh", (x,), (y,))
+    return y
+
+
+register_forward("Acosh", lambda op, x: acosh(x))
+
+
+@RegisterGradient("Acosh", batched=True)
+def _acosh_grad(op, dy):
+    (x,) = op.inputs
+    return dy / sqrt(x * x - 1.0)
+
+
+def atanh(x, name=None):
+    """Inverse hyperbolic tangent (op ``Atanh``), for ``|x| < 1``: ``d/dx = 1 / (1 - x**2)``."""
+    x = floating(x, "Atanh")
+    y = _out(np.arctanh(x._value), name)
+    record("Atanh", (x,), (y,))
+    return y
+
+
+register_forward("Atanh", lambda op, x: atanh(x))
+
+
+@RegisterGradient("Atanh", batched=True)
+def _atanh_grad(op, dy):
+    (x,) = op.inputs
+    return dy / (1.0 - x * x)
+
+
+def floor(x, name=None):
+    """The largest integer not above ``x``, as a float (op ``Floor``); not differentiable
+    (gradient ``None``, as TensorFlow)."""
+    x = floating(x, "Floor")
+    y = _out(np.floor(x._value), name)
+    record("Floor", (x,), (y,), keep_inputs=False)
+    return y
+
+
+no_gradient("Floor")
+
+
+def ceil(x, name=None):
+    """The smallest integer not below ``x``, as a float (op ``Ceil``); not differentiable
+    (gradient ``None``, as TensorFlow)."""
+    x = floating(x, "Ceil")
+    y = _out(np.ceil(x._value), name)
+    record("Ceil", (x,), (y,), keep_inputs=False)
+    return y
+
+
+no_gradient("Ceil")
+
+
+def squared_difference(x, y, name=None):
+    """``(x - y)**2`` elementwise with broadcasting, as ``tf.math.squared_difference`` (two
+    ops here, ``Sub`` then ``Square``, so a tape draws and differentiates each)."""
+    return square(subtract(x, y), name=name)
+
+
 def tanh(x, name=None):
     """Hyperbolic tangent (op ``Tanh``); keeps its output: ``d/dx = 1 - tanh(x)**2``."""
     x = floating(x, "Tanh")
