@@ -62,24 +62,47 @@ def float_text(v, digits=4) -> str:
 
 
 class _Lines:
-    """Parsed source lines, cached for one drawing."""
+    """Parsed source files, cached for one drawing."""
 
     def __init__(self):
         self._cache = {}
 
-    def statement(self, filename, line):
-        """``(text, indent, ast statement or None)`` for one source line."""
+    def text(self, filename, line):
+        """The text of one source line ("" when there is none)."""
+        return linecache.getline(filename, line).rstrip("\n")
+
+    def bindings(self, filename, line):
+        """``(by_span, by_line)`` of the statements of ``filename`` around ``line``:
+
+        ``by_span`` maps the exact position ``(line, end line, column, end column)`` of an
+        expression to what the code does with its value: ``("names", [target, ...])`` when it
+        is assigned (``y = ...``, ``a, b = ...``, ``y += ...``, ``(p := ...)``),
+        ``("name", k, target)`` when it is element ``k`` of a tuple assigned to as many
+        targets (``a, b = x * 2, x * 3``), ``("return", None)`` when a function returns it,
+        ``("return", k)`` when it is element ``k`` of a returned tuple. ``by_line`` maps a
+        line to the same for its one statement (for code compiled without columns).
+
+        The whole file is parsed (a statement may span several lines); when it does not
+        parse (a notebook cell with IPython syntax), the one line is.
+        """
+        if filename not in self._cache:
+            source = "".join(linecache.getlines(filename))
+            try:
+                self._cache[filename] = _bindings(ast.parse(source), 0, 0) if source else None
+            except (SyntaxError, ValueError):
+                self._cache[filename] = None      # parsed line by line below
+        found = self._cache[filename]
+        if found is not None:
+            return found
         key = (filename, line)
         if key not in self._cache:
-            text = linecache.getline(filename, line).rstrip("\n")
+            text = self.text(filename, line)
             stripped = text.lstrip()
-            indent = len(text) - len(stripped)
             try:
-                body = ast.parse(stripped).body
-                stmt = body[0] if len(body) == 1 else None
-            except SyntaxError:   # a line of a multi-line statement, a `with ...:` header
-                stmt = None
-            self._cache[key] = (text, indent, stmt)
+                tree = ast.parse(stripped)
+                self._cache[key] = _bindings(tree, line - 1, len(text) - len(stripped))
+            except (SyntaxError, ValueError):  # a line of a multi-line statement, a header
+                self._cache[key] = ({}, {})
         return self._cache[key]
 
     def instructions(self, code):
@@ -89,37 +112,107 @@ class _Lines:
         return self._cache[code]
 
 
-def _span_matches(node, indent, start, end):
-    return (start is not None and node.col_offset + indent == start
-            and node.end_col_offset + indent == end and node.lineno == node.end_lineno == 1)
+def _bindings(tree, line_shift, col_shift):
+    """``(by_span, by_line)`` for a parsed module (see ``_Lines.bindings``); ``line_shift``
+    and ``col_shift`` place a single parsed line where it is in its file."""
+    by_span, by_line = {}, {}
+
+    def span(node):
+        line, end_line, col, end_col = (node.lineno + line_shift, node.end_lineno + line_shift,
+                                        node.col_offset, node.end_col_offset)
+        if line_shift or col_shift:
+            col, end_col = col + col_shift, end_col + col_shift
+        return line, end_line, col, end_col
+
+    def bind(value, target, key=None):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            names = [ast.unparse(e) for e in target.elts]
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names):
+                for k, element in enumerate(value.elts):
+                    by_span[span(element)] = ("name", k, names[k])
+        else:
+            names = [ast.unparse(target)]
+        meaning = ("names", names)
+        by_span[key or span(value)] = meaning
+        return meaning
+
+    for node in ast.walk(tree):
+        meaning = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            meaning = bind(node.value, node.targets[0])
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            meaning = bind(node.value, node.target)
+        elif isinstance(node, ast.AugAssign):      # y += x: the new y (the whole statement)
+            meaning = bind(node.value, node.target, key=span(node))
+            by_span.pop(span(node.value), None)   # (``y * x`` of ``loss += y * x`` is not loss)
+        elif isinstance(node, ast.NamedExpr):
+            meaning = bind(node.value, node.target)
+        elif isinstance(node, ast.Lambda) or isinstance(node, ast.Return) and node.value:
+            value = node.body if isinstance(node, ast.Lambda) else node.value
+            meaning = by_span[span(value)] = ("return", None)   # (a lambda returns its body)
+            if isinstance(value, ast.Tuple):
+                for k, element in enumerate(value.elts):
+                    by_span[span(element)] = ("return", k)
+        if meaning is not None and isinstance(node, ast.stmt):
+            line = node.lineno + line_shift
+            by_line[line] = None if line in by_line else meaning   # (one statement a line)
+    return by_span, by_line
 
 
-def _assigned_names(origin, n_outputs, lines):
-    """The names an assignment at ``origin`` (one ``(code, offset)``) gives to the last
-    outputs of that instruction, or None: ``y = ...`` names one, ``a, b = ...`` two (at most
-    ``n_outputs``)."""
-    span = source_span(origin)
+def _meaning(origin, lines):
+    """What the code does with the value the instruction at ``origin`` computes (see
+    ``_Lines.bindings``), or None."""
+    code, lasti = origin
+    positions = _positions(code, lasti)
+    if positions is None:
+        return None
+    line, end_line, start, end = positions
+    by_span, by_line = lines.bindings(code.co_filename, line)
+    if start is None or end is None or end_line is None:
+        return by_line.get(line)
+    return by_span.get((line, end_line, start, end))
+
+
+def _positions(code, lasti):
+    """``(line, end line, column, end column)`` of the instruction at ``lasti`` (Python
+    3.11's ``co_positions``), or None."""
+    span = source_span((code, lasti))
     if span is None:
         return None
-    filename, line, start, end = span
-    text, indent, stmt = lines.statement(filename, line)
-    if not text:   # no source to read (``python -c``, standard input, ``exec`` of a string)
-        return _stored_name(origin, lines)
-    target = None
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        if start is None or _span_matches(stmt.value, indent, start, end):
-            target = stmt.targets[0]
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        if start is None or _span_matches(stmt.value, indent, start, end):
-            target = stmt.target
-    elif isinstance(stmt, ast.AugAssign):   # y += x: the new y
-        target = stmt.target
-    if target is None:
+    if hasattr(code, "co_positions"):
+        positions = list(code.co_positions())
+        index = lasti // 2
+        if 0 <= index < len(positions) and positions[index][0] is not None:
+            return positions[index]
+    return span[1], span[1], None, None
+
+
+def _assigned_names(origin, n_outputs, lines, element=None):
+    """The names an assignment at ``origin`` (one ``(code, offset)``) gives to the last
+    outputs of that instruction, or None: ``y = ...`` names one, ``a, b = ...`` two (at most
+    ``n_outputs``). ``element``: the value is element ``element`` of a tuple a function
+    returned (``a, b = f(x)`` names it ``a`` or ``b``, ``out = f(x)`` names it ``out[k]``)."""
+    code, lasti = origin
+    positions = _positions(code, lasti)
+    if positions is None:
         return None
-    if isinstance(target, (ast.Tuple, ast.List)):
-        names = [ast.unparse(e) for e in target.elts]
-        return names if len(names) <= n_outputs else None
-    return [ast.unparse(target)]
+    if not lines.text(code.co_filename, positions[0]):
+        # no source to read (``python -c``, standard input, ``exec`` of a string)
+        names = _stored_name(origin, lines)
+        return names if element is None else None
+    meaning = _meaning(origin, lines)
+    if meaning is None:
+        return None
+    if meaning[0] == "name":
+        return [meaning[2]] if element is None else None
+    if meaning[0] != "names":
+        return None
+    names = meaning[1]
+    if element is not None:
+        if len(names) == 1:
+            return [f"{names[0]}[{element}]"]
+        return [names[element]] if element < len(names) else None
+    return names if len(names) <= n_outputs else None
 
 
 def _stored_name(origin, lines):
@@ -142,28 +235,41 @@ _STORES = frozenset({"STORE_NAME", "STORE_FAST", "STORE_GLOBAL", "STORE_DEREF"})
 
 
 def _returned(origin, lines):
-    """True when the instruction at ``origin`` computes the whole value of a ``return``."""
-    span = source_span(origin)
-    if span is None:
-        return False
-    filename, line, start, end = span
-    text, indent, stmt = lines.statement(filename, line)
-    if not text:   # no source: the bytecode returns the value at once
-        return _next_instruction(origin, lines) == "RETURN_VALUE"
-    return (isinstance(stmt, ast.Return) and stmt.value is not None
-            and _span_matches(stmt.value, indent, start, end))
+    """``(True, element)`` when the instruction at ``origin`` computes the whole value of a
+    ``return`` (element None) or element ``element`` of a returned tuple, else
+    ``(False, None)``."""
+    code, lasti = origin
+    positions = _positions(code, lasti)
+    if positions is None:
+        return False, None
+    if not lines.text(code.co_filename, positions[0]):   # no source: the bytecode says
+        return _next_instruction(origin, lines) == "RETURN_VALUE", None
+    meaning = _meaning(origin, lines)
+    if meaning is not None and meaning[0] == "return":
+        return True, meaning[1]
+    return False, None
 
 
 def _names_from_code(frames, n_outputs, lines):
     """The names the learner's code gives to what the innermost of ``frames`` computed: its
     assignment, else, when it is a function's ``return``, what the caller assigns the call
-    to (``loss = loss_fn(y, y_hat)``), climbing through callers that return it too."""
+    to (``loss = loss_fn(y, y_hat)``), climbing through callers that return it too; an
+    element of a returned tuple takes its place among the caller's targets (``a, b = f(x)``).
+    """
+    element = None
     for k, origin in enumerate(frames):
-        names = _assigned_names(origin, n_outputs, lines)
+        names = _assigned_names(origin, n_outputs, lines, element)
         if names is not None:
             return names
-        if k + 1 == len(frames) or not _returned(origin, lines):
+        if k + 1 == len(frames):
             return None
+        returned, position = _returned(origin, lines)
+        if not returned:
+            return None
+        if position is not None:
+            if element is not None:       # (a tuple's element returned inside a tuple)
+                return None
+            element = position
     return None
 
 
@@ -176,7 +282,7 @@ def _expression_text(origin, lines):
     filename, line, start, end = span
     if start is None or end is None:
         return None
-    text, _, _ = lines.statement(filename, line)
+    text = lines.text(filename, line)
     expression = " ".join(text[start:end].split())
     if expression and len(expression) <= MAX_EXPRESSION and expression.isprintable():
         return expression
@@ -207,23 +313,17 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
     for op, _, number in ops:
         for k, i in enumerate(op.output_ids):
             produced.setdefault(i, (op.type, number, None if len(op.output_ids) == 1 else k))
-    k = 0
-    while k < len(ops):            # one group of consecutive ops per instruction of code
-        frames = _frames(ops[k])
-        end = k + 1
-        while end < len(ops) and frames and _frames(ops[end])[:1] == frames[:1]:
-            end += 1
-        group = [op for op, _, _ in ops[k:end]]
-        k = end
-        if not frames:
-            continue
+    assigned_ids = set()     # the tensors named by an assignment (versions are numbered)
+    for group, frames in _instructions(ops):
         outputs = [i for op in group for i in op.output_ids]
         # The statement names the group's last outputs (``a, b = mt.unstack(x)``: two ops,
         # one output each); each op's own sub-expression names the rest, when short.
         assigned = _names_from_code(frames, len(outputs), lines)
         if assigned is not None:
             for i, name in zip(outputs[len(outputs) - len(assigned):], assigned):
-                from_code.setdefault(i, name)
+                if i not in from_code:
+                    from_code[i] = name
+                    assigned_ids.add(i)
         # The sub-expression's text names what the expression computed: the last op's
         # output (``model(x)`` runs many ops; only its result is ``model(x)``).
         last = group[-1]
@@ -241,6 +341,7 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             assigned = _assigned_names(origin[0], 1, lines)
             if assigned is not None:
                 from_code[i] = assigned[0]
+                assigned_ids.add(i)
     labels, unnamed = {}, 0
     for i in tensors:
         explicit = names.get(i)
@@ -253,7 +354,72 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             unnamed += 1
             label = f"t{unnamed}"
         labels[i] = label
+    _number_versions(labels, [i for i in tensors if i in assigned_ids and labels[i] ==
+                              from_code[i]])
     return labels
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def version_label(name, k) -> str:
+    """``y₂``: the ``k``-th value a rebound name held (``version_label("y", 2)``)."""
+    return name + str(k).translate(_SUBSCRIPTS)
+
+
+def _number_versions(labels, assigned):
+    """Tell apart the values one name was bound to in turn (``u = x * 2.0`` then
+    ``u = u * 2.0``, a loop's ``y = y * x``, ``y += x``): the last keeps the name, as the
+    learner's variable does, the earlier ones are numbered in the order they were made
+    (``u₁``, ``u₂``, then ``u``). Tensor ids grow with time, so that order is theirs."""
+    by_name = {}
+    for i in assigned:
+        by_name.setdefault(labels[i], []).append(i)
+    for name, ids in by_name.items():
+        for k, i in enumerate(sorted(ids)[:-1], start=1):
+            labels[i] = version_label(name, k)
+
+
+def _instructions(ops):
+    """``(ops, frames)`` for each run of the code: the consecutive ops one execution of an
+    instruction of the learner's code recorded (``mt.nn.softmax(x)`` records several), with
+    the learner's frames that made them. A loop runs one instruction again and again
+    (``for i in range(3): y = y * x``): consecutive runs of the same instruction are told
+    apart when their ops repeat the same op types and each repetition reads what the one
+    before made (``y`` of the run before), as long as no Module call started inside them (a
+    ``Sequential`` of like layers repeats too, in one call). (``mt.unstack`` repeats its
+    slices in one call, each reading the same input: one run.)"""
+    k = 0
+    while k < len(ops):
+        frames = _frames(ops[k])
+        end = k + 1
+        while end < len(ops) and frames and _frames(ops[end])[:1] == frames[:1]:
+            end += 1
+        entries, k = ops[k:end], end
+        if not frames:
+            continue
+        group = [op for op, _, _ in entries]
+        period = len(group)
+        calls = {note.module_calls if note is not None else () for _, note, _ in entries}
+        if len(calls) == 1:
+            period = _repetition(group)
+        for start in range(0, len(group), period):
+            yield group[start:start + period], frames
+
+
+def _repetition(group):
+    """The length of one run of a loop in ``group`` (see ``_instructions``), else
+    ``len(group)``."""
+    types = [op.type for op in group]
+    for p in range(1, len(group) // 2 + 1):
+        if len(group) % p or types != types[:p] * (len(group) // p):
+            continue
+        runs = [group[start:start + p] for start in range(0, len(group), p)]
+        if all({i for op in before for i in op.output_ids}
+               & {i for op in run for i in op.input_ids}
+               for before, run in zip(runs, runs[1:])):
+            return p
+    return len(group)
 
 
 def _frames(entry):

@@ -1,0 +1,136 @@
+"""The learner's names on real programs, in the many ways learners write them (issue 30,
+item 3): loops, augmented assignment, statements over several lines, tuples returned and
+unpacked, lambdas, the walrus, a name rebound several times. Read through public output:
+``tape_graph`` labels, ``TapePlayer`` sentences, ``check_tape`` rows, the drawing's text.
+"""
+
+import re
+
+import numpy as np
+
+import minitape as mt
+from minitape.viz import check_tape, draw_tape, tape_graph
+from minitape.viz.player import TapePlayer
+
+
+def all_labels(tape, target=None, sources=None):
+    return [n.label for n in tape_graph(tape, target, sources).tensors]
+
+
+def op_labels(tape):
+    """``[(op type, label of its output), ...]`` in the order the ops ran."""
+    g = tape_graph(tape)
+    return [(op.type, g.node(op.outputs[0]).label) for op in g.ops]
+
+
+def test_a_loop_names_each_value_it_binds_and_numbers_the_earlier_ones():
+    # Each run of ``y = y * x`` makes a new value of y: three Muls, not one op named y
+    # and two called ``mul #1``, ``mul #2``.
+    x = mt.Variable(2.0)
+    with mt.GradientTape(persistent=True) as tape:
+        y = x
+        for _ in range(3):
+            y = y * x
+    assert op_labels(tape) == [("Mul", "y₁"), ("Mul", "y₂"), ("Mul", "y")]
+    sentences = [s.text for s in TapePlayer(tape, y, x).steps]
+    assert "forward through Mul (#2): y₂ = y₁ * x = 8.0" in sentences
+    assert sentences[-1].startswith("done: dy/dx = ")
+    assert [r.label() for r in check_tape(tape, y, x).rows] == [
+        "#1 Mul -> y₁", "#2 Mul -> y₂", "#3 Mul -> y"]
+
+
+def test_the_same_name_rebound_draws_its_versions_apart():
+    x = mt.constant(1.5)                     # ``x`` itself rebound: the constant is x₁
+    with mt.GradientTape() as tape:
+        tape.watch(x)
+        u = x * 2.0
+        u = u * 2.0
+        x = u * 2.0
+    assert all_labels(tape) == ["x₁", "2.0", "u₁", "2.0", "u", "2.0", "x"]
+    dot = draw_tape(tape, x, legend=False).source
+    names = re.findall(r"label=<<B>([^<]*)</B>", dot)
+    assert {"x₁", "u₁", "u", "x"} <= set(names)
+
+
+def test_a_loop_over_a_function_of_several_ops_names_each_run():
+    # ``mt.nn.softmax`` records several ops from one instruction; three runs of it in a
+    # loop are three values of p, each the last op of its run.
+    x = mt.Variable([1.0, 2.0, 3.0])
+    with mt.GradientTape() as tape:
+        p = x
+        for _ in range(3):
+            p = mt.nn.softmax(p)
+    g = tape_graph(tape)
+    named = [g.node(op.outputs[0]).label for op in g.ops]
+    assert named.count("p₁") == named.count("p₂") == named.count("p") == 1
+    assert named[-1] == "p" and len(g.ops) % 3 == 0
+    run = len(g.ops) // 3
+    assert named[run - 1] == "p₁" and named[2 * run - 1] == "p₂"
+
+
+def test_a_model_of_like_layers_called_once_is_one_value():
+    # A Sequential of two identical layers repeats its op types within one call: the
+    # first layer's output is not a version of ``out``.
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(2, activation="relu"),
+                                 mt.keras.layers.Dense(2, activation="relu")])
+    x = mt.random.normal((3, 2))
+    with mt.GradientTape() as tape:
+        out = model(x)
+    assert [label for _, label in op_labels(tape)] == [
+        "matmul #1", "add #2", "relu #3", "matmul #4", "add #5", "out"]
+
+
+def test_augmented_assignment_names_the_new_value_not_its_right_hand_side():
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        loss = x * 0.5
+        loss += x * x
+    assert op_labels(tape) == [("Mul", "loss₁"), ("Mul", "x * x"), ("AddV2", "loss")]
+
+
+def test_a_statement_over_several_lines_names_its_value():
+    x = mt.Variable(0.5)
+    with mt.GradientTape() as tape:
+        e = (x * x
+             + mt.math.sin(x))
+        f = x * 2.0 + \
+            x * 3.0
+    g = tape_graph(tape)
+    assert g.label(e) == "e" and g.label(f) == "f"
+
+
+def pair(v):
+    return v * 2.0, v * 3.0
+
+
+def test_a_tuple_returned_takes_the_names_it_is_unpacked_to():
+    x = mt.Variable(1.0)
+    with mt.GradientTape() as tape:
+        a, b = pair(x)
+        both = pair(x)
+        c, d = x * 4.0, x * 5.0
+    g = tape_graph(tape)
+    assert [g.label(t) for t in (a, b, c, d)] == ["a", "b", "c", "d"]
+    assert [g.label(t) for t in both] == ["both[0]", "both[1]"]
+
+
+def test_a_lambda_and_a_walrus_name_their_results():
+    square = lambda t: t * t      # noqa: E731 (a learner's lambda)
+    x = mt.Variable(3.0)
+    with mt.GradientTape() as tape:
+        z = square(x)
+        if (p := z + 1.0) is not None:
+            q = p * 2.0
+    g = tape_graph(tape)
+    assert [g.label(t) for t in (z, p, q)] == ["z", "p", "q"]
+
+
+def test_an_explicit_name_is_never_numbered():
+    x = mt.Variable(np.float32(1.0), name="w")
+    with mt.GradientTape() as tape:
+        y = mt.math.square(x, name="sq")
+        y = mt.math.square(y, name="sq")
+    g = tape_graph(tape)
+    assert [n.label for n in g.tensors] == ["w", "sq", "sq"]
+    assert [n.name for n in g.tensors] == ["w", "sq", "sq"]
