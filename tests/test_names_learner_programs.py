@@ -79,6 +79,7 @@ def test_a_model_of_like_layers_called_once_is_one_value():
         out = model(x)
     assert [label for _, label in op_labels(tape)] == [
         "matmul #1", "add #2", "relu #3", "matmul #4", "add #5", "out"]
+    assert tape_graph(tape).label(out) == "out"
 
 
 def test_augmented_assignment_names_the_new_value_not_its_right_hand_side():
@@ -134,3 +135,43 @@ def test_an_explicit_name_is_never_numbered():
     g = tape_graph(tape)
     assert [n.label for n in g.tensors] == ["w", "sq", "sq"]
     assert [n.name for n in g.tensors] == ["w", "sq", "sq"]
+
+
+def test_a_value_returned_by_a_helper_into_an_expression_is_called_by_the_call():
+    square = lambda t: t * t      # noqa: E731
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        e = square(x) + 1.0
+    g = tape_graph(tape)
+    assert [n.label for n in g.tensors] == ["x", "square(x)", "1.0", "e"]
+    assert g.label(e) == "e"
+
+
+def test_names_in_notebook_cells_with_a_loop_and_a_statement_over_two_lines():
+    # A cell is its own file (IPython registers its text in linecache); a helper defined in
+    # one cell and called from another names what it returns by the calling cell's line.
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("import minitape as mt\n"
+                       "def loss_fn(y, y_hat):\n"
+                       "    diff = y - y_hat\n"
+                       "    return mt.reduce_mean(diff * diff)\n", store_history=True)
+        result = shell.run_cell(
+            "x = mt.constant(2.0)\n"
+            "with mt.GradientTape() as tape:\n"
+            "    tape.watch(x)\n"
+            "    y = x\n"
+            "    for i in range(2):\n"
+            "        y = y * x\n"
+            "    y += x\n"
+            "    e = (y * 2.0\n"
+            "         + x)\n"
+            "    loss = loss_fn(e, y)\n"
+            "g = mt.viz.tape_graph(tape, loss, x)\n", store_history=True)
+        assert result.success, result.error_in_exec
+        g = shell.user_ns["g"]
+        assert [t.label for t in g.tensors] == [
+            "x", "y₁", "y₂", "y", "2.0", "y * 2.0", "e", "diff", "diff * diff", "loss"]
+    finally:
+        InteractiveShell.clear_instance()

@@ -289,6 +289,21 @@ def _expression_text(origin, lines):
     return None
 
 
+def _call_text(frames, lines):
+    """The short text of what the innermost of ``frames`` computed, as the learner's code
+    that used it wrote it: a value a function returns is the call that asked for it
+    (``square(y)`` rather than ``t * t`` inside ``square``) when that text is short; else the
+    text of the returned expression itself, else None."""
+    for k, origin in enumerate(frames[:-1]):
+        returned, element = _returned(origin, lines)
+        if not returned or element is not None:
+            break
+        text = _expression_text(frames[k + 1], lines)
+        if text is not None:
+            return text
+    return _expression_text(frames[0], lines)
+
+
 def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
     """Decide every tensor's label for one drawing.
 
@@ -328,7 +343,7 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         # output (``model(x)`` runs many ops; only its result is ``model(x)``).
         last = group[-1]
         if len(last.output_ids) == 1:
-            expression = _expression_text(frames[0], lines)
+            expression = _call_text(frames, lines)
             if expression is not None:
                 from_code.setdefault(last.output_ids[0], expression)
     made = dict(origins or {})
