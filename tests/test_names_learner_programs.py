@@ -175,3 +175,34 @@ def test_names_in_notebook_cells_with_a_loop_and_a_statement_over_two_lines():
             "x", "y₁", "y₂", "y", "2.0", "y * 2.0", "e", "diff", "diff * diff", "loss"]
     finally:
         InteractiveShell.clear_instance()
+
+
+def _smallest_label_px(svg):
+    """The smallest node label of a graphviz SVG shown at its own size, in CSS px: its
+    font-size (user units) times the scale from the viewBox to the width (pt, 4/3 px)."""
+    width_pt = float(re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', svg).group(1))
+    view_width = float(re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+)', svg).group(1))
+    nodes = re.findall(r'<g id="node\d+" class="node">(.*?)</g>', svg, re.S)
+    sizes = [float(f) for n in nodes for f in re.findall(r'font-size="([\d.]+)"', n)]
+    return min(sizes) * width_pt / view_width * 4 / 3
+
+
+def test_the_training_views_tape_is_legible_and_names_the_data():
+    # Lesson 08's TrainingView drew its tape shrunk into 45% of the column (6.9 px labels)
+    # and called the data t1, t2.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 2)).astype("float32")
+    y = (x[:, :1] > 0).astype("float32")
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(8, activation="tanh", name="hidden"),
+                                 mt.keras.layers.Dense(1, activation="sigmoid", name="output")])
+    view = mt.viz.TrainingView(model, x, y, loss="binary_crossentropy",
+                               optimizer=mt.optimizers.SGD(0.5), redraw_every=1)
+    view.step(1)
+    svg = view.frames[-1].tape_svg
+    assert "max-width" not in svg[:svg.index(">")]          # not shrunk to a box
+    assert _smallest_label_px(svg) >= 11
+    html = view._repr_mimebundle_()[0]["text/html"]
+    assert "max-width:45%" not in html and "overflow:auto" in html
+    labels = [n.label for n in tape_graph(view.last_tape).tensors]
+    assert "x" in labels and "y" in labels   # (the loss's own 1 - y, made off the tape: t1)
