@@ -206,3 +206,38 @@ def test_the_training_views_tape_is_legible_and_names_the_data():
     assert "max-width:45%" not in html and "overflow:auto" in html
     labels = [n.label for n in tape_graph(view.last_tape).tensors]
     assert "x" in labels and "y" in labels   # (the loss's own 1 - y, made off the tape: t1)
+
+
+def test_tensors_made_off_the_tape_are_named_by_the_operand_that_read_them():
+    # Lesson 08's recurrent network: ``h = mt.zeros(...)`` and ``sequence[t]`` are made by
+    # ops the tape does not record (nothing watched goes in): drawn t2, t13 before.
+    w_xh = mt.Variable(np.full((1, 2), 0.5, np.float32), name="w_xh")
+    w_hh = mt.Variable(np.eye(2, dtype=np.float32), name="w_hh")
+    sequence = mt.constant(np.ones((3, 1, 1), np.float32))
+    with mt.GradientTape() as tape:
+        h = mt.zeros((1, 2))
+        for t in range(3):
+            h = mt.math.tanh(sequence[t] @ w_xh + h @ w_hh)
+        loss = mt.reduce_sum(h)
+    labels = all_labels(tape, loss)
+    assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels
+    assert labels.count("sequence[t]") == 3
+    assert [label for label in labels if label.startswith("h") and "@" not in label] == [
+        "h₁", "h₂", "h₃", "h"]                      # the zeros, then each tanh
+    with mt.GradientTape() as tape:
+        total = 0.0
+        for k in range(2):
+            total += w_xh * float(k + 1)
+    assert op_labels(tape) == [("Mul", "mul #1"),
+                               ("AddV2", "total₂"), ("Mul", "mul #3"), ("AddV2", "total")]
+    assert "total₁" in all_labels(tape)             # (the 0.0 it started from)
+
+
+def test_each_run_of_a_comprehension_is_its_own_value():
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        parts = [x * float(k) for k in range(3)]
+        total = parts[0] + parts[1] + parts[2]
+    g = tape_graph(tape)
+    assert [g.label(p) for p in parts] == ["x * float(k)"] * 3
+    assert g.label(total) == "total"

@@ -138,12 +138,16 @@ def _bindings(tree, line_shift, col_shift):
 
     for node in ast.walk(tree):
         meaning = None
+        operands = _operands(node)
+        if operands is not None:
+            by_span.setdefault(("operands",) + span(node), operands)
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             meaning = bind(node.value, node.targets[0])
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             meaning = bind(node.value, node.target)
         elif isinstance(node, ast.AugAssign):      # y += x: the new y (the whole statement)
             meaning = bind(node.value, node.target, key=span(node))
+            by_span[("operands",) + span(node)] = [node.target, node.value]
             by_span.pop(span(node.value), None)   # (``y * x`` of ``loss += y * x`` is not loss)
         elif isinstance(node, ast.NamedExpr):
             meaning = bind(node.value, node.target)
@@ -157,6 +161,54 @@ def _bindings(tree, line_shift, col_shift):
             line = node.lineno + line_shift
             by_line[line] = None if line in by_line else meaning   # (one statement a line)
     return by_span, by_line
+
+
+def _operands(node):
+    """The expressions whose values an operator or call at ``node`` takes, in the order an
+    op takes its inputs (``a @ b``: ``a``, ``b``; ``mt.matmul(a, b)``: its positional
+    arguments), or None."""
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
+        return list(node.args)
+    return None
+
+
+def _operand_names(ops, lines, named):
+    """Labels for tensors no op on the tape made and nothing else names (a constant an
+    unrecorded op made: ``h = mt.zeros((1, 4))``, ``sequence[t]`` of a tensor the tape does
+    not watch), from the text of the operand of the first recorded op that read it:
+    ``h @ w_hh`` reads ``h``. Only names and short expressions, never a number."""
+    found = {}
+    for op, note, _ in ops:
+        if note is None or not note.origin:
+            continue
+        inputs = [i for i in op.input_ids if i not in named and i not in found]
+        if not inputs:
+            continue
+        code, lasti = note.origin[0]
+        positions = _positions(code, lasti)
+        if positions is None or None in positions:
+            continue
+        by_span, _ = lines.bindings(code.co_filename, positions[0])
+        operands = by_span.get(("operands",) + tuple(positions))
+        if operands is None or len(operands) != len(op.input_ids):
+            continue
+        for i, operand in zip(op.input_ids, operands):
+            if i not in inputs or _is_number(operand):
+                continue
+            text = " ".join(ast.unparse(operand).split())
+            if len(text) <= MAX_EXPRESSION and text.isprintable():
+                found[i] = (text, isinstance(operand, ast.Name))
+    return found
+
+
+def _is_number(node):
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant)
 
 
 def _meaning(origin, lines):
@@ -357,6 +409,16 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             if assigned is not None:
                 from_code[i] = assigned[0]
                 assigned_ids.add(i)
+    produced_ids = {i for op, _, _ in ops for i in op.output_ids}
+    explicit_ids = {i for i, name in names.items() if isinstance(name, str)
+                    and name != "Variable"}
+    for i, (text, is_name) in _operand_names(
+            ops, lines, produced_ids | explicit_ids | set(from_code)).items():
+        if not is_name and i in (constants or {}):
+            continue                   # (``x * float(k)``: its value, 2.0, says more)
+        from_code[i] = text
+        if is_name:
+            assigned_ids.add(i)
     labels, unnamed = {}, 0
     for i in tensors:
         explicit = names.get(i)
@@ -401,9 +463,10 @@ def _instructions(ops):
     the learner's frames that made them. A loop runs one instruction again and again
     (``for i in range(3): y = y * x``): consecutive runs of the same instruction are told
     apart when their ops repeat the same op types and each repetition reads what the one
-    before made (``y`` of the run before), as long as no Module call started inside them (a
-    ``Sequential`` of like layers repeats too, in one call). (``mt.unstack`` repeats its
-    slices in one call, each reading the same input: one run.)"""
+    before made (``y`` of the run before) or a tensor made since (``_runs_again``), as long
+    as no Module call started inside them (a ``Sequential`` of like layers repeats too, in
+    one call). (``mt.unstack`` repeats its slices in one call, each reading the same input:
+    one run.)"""
     k = 0
     while k < len(ops):
         frames = _frames(ops[k])
@@ -430,11 +493,21 @@ def _repetition(group):
         if len(group) % p or types != types[:p] * (len(group) // p):
             continue
         runs = [group[start:start + p] for start in range(0, len(group), p)]
-        if all({i for op in before for i in op.output_ids}
-               & {i for op in run for i in op.input_ids}
-               for before, run in zip(runs, runs[1:])):
+        if all(_runs_again(before, run) for before, run in zip(runs, runs[1:])):
             return p
     return len(group)
+
+
+def _runs_again(before, run):
+    """Is ``run`` a new run of the code that made ``before`` (see ``_instructions``)? It is
+    when it reads what ``before`` made (``y = y * x``), or a tensor made after ``before``
+    that it did not make itself (``x * float(k)`` in a comprehension: a new constant each
+    time); one call's ops read what was there before the call (``mt.unstack``)."""
+    made_before = {i for op in before for i in op.output_ids}
+    made_here = {i for op in run for i in op.output_ids}
+    newest = max(made_before)
+    return any(i in made_before or (i > newest and i not in made_here)
+               for op in run for i in op.input_ids)
 
 
 def _frames(entry):
