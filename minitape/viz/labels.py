@@ -7,22 +7,36 @@ they become a name, by these rules (the first that applies wins):
 
 1. an explicit ``name=`` (``mt.Variable(3.0, name="x")``, ``mt.math.square(x, name="sq")``);
 2. the variable the result was assigned to: ``y = x * x`` labels the ``Mul`` output ``y``,
-   ``a, b = mt.split(x, 2)`` labels the two outputs ``a`` and ``b``, and
-   ``x = mt.Variable(3.0)`` or ``x = mt.constant(3.0)`` (before the tape too) labels the
-   tensor ``x``;
-3. what a function returns takes the name its caller gives it: with ``return mt.reduce_mean(d)``
-   inside ``loss_fn``, ``loss = loss_fn(y, y_hat)`` labels the result ``loss`` (a helper, a
-   training step, a Keras layer's ``call``); inside the function its own names count;
+   ``a, b = mt.split(x, 2)`` labels the two outputs ``a`` and ``b``, ``y += x`` the new
+   ``y`` (not ``x``), ``(p := x * x)`` ``p``, ``self.h = ...`` ``self.h``, a statement over
+   several lines too (the whole file is parsed), and ``x = mt.Variable(3.0)`` or
+   ``x = mt.constant(3.0)`` (before the tape too) labels the tensor ``x``;
+3. what a function (or a lambda) returns takes the name its caller gives it: with
+   ``return mt.reduce_mean(d)`` inside ``loss_fn``, ``loss = loss_fn(y, y_hat)`` labels the
+   result ``loss`` (a helper, a training step, a Keras layer's ``call``); ``return a, b``
+   into ``p, q = f(x)`` labels them ``p`` and ``q`` (into ``out = f(x)``: ``out[0]``,
+   ``out[1]``); inside the function its own names count;
 4. for a result inside a larger expression, the exact text of the sub-expression that made
    it when it is short (at most ``MAX_EXPRESSION`` characters): in ``z = mt.math.sin(x * x)``
-   the ``Mul`` output is ``x * x`` (Python 3.11's ``co_positions`` gives the columns);
-5. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
-6. otherwise, the result of an op is called by the op and its number in the drawing
+   the ``Mul`` output is ``x * x`` (Python 3.11's ``co_positions`` gives the columns); what a
+   helper returns into an expression is the call's text (``square(x)``);
+5. a tensor no recorded op made and nothing above names (``h = mt.zeros(...)`` or
+   ``sequence[t]`` made by an op the tape did not record): the text of the operand of the
+   first recorded op that read it (``h`` in ``h @ w_hh``), when it is a name or a short
+   expression that is not a number;
+6. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
+7. otherwise, the result of an op is called by the op and its number in the drawing
    (``sin #3``), and any other tensor ``t1``, ``t2``, ... counted per drawing.
 
 One line can run several ops (``mt.nn.softmax`` computes an ``exp``, a sum and a division;
-``model(x)`` runs every layer): only the last op recorded from that instruction made its
-value, so only it takes the assigned name or the sub-expression's text.
+``model(x)`` runs every layer): only the last op recorded from one run of that instruction
+made its value, so only it takes the assigned name or the sub-expression's text. A loop runs
+an instruction again (``for i in range(3): y = y * x``): each run is a value of its own.
+
+A name bound to several values in turn (``u = x * 2.0`` then ``u = u * 2.0``, a loop's
+``y = y * x``, ``y += x``) labels the last one, which the learner's variable holds; the
+earlier ones are numbered in the order they were made: ``u₁``, ``u₂``, then ``u``. An
+explicit ``name=`` is never numbered.
 
 ``tensor_labels`` is the one function that decides; drawings, ``explain``, the player and
 ``check_tape`` all use its answer (through ``TapeGraph``'s ``TensorNode.label``).
