@@ -241,3 +241,18 @@ def test_each_run_of_a_comprehension_is_its_own_value():
     g = tape_graph(tape)
     assert [g.label(p) for p in parts] == ["x * float(k)"] * 3
     assert g.label(total) == "total"
+
+
+def test_a_backward_pass_recorded_by_an_outer_tape_is_one_run_named_by_its_call():
+    # The inner gradient's ops all come from the line ``g1 = inner.gradient(y, x)``; their
+    # repeating pattern (Cos, Mul per sin) is not a loop, and the seed is not ``y``.
+    x = mt.Variable(1.5)
+    with mt.GradientTape() as outer:
+        with mt.GradientTape() as inner:
+            y = mt.math.sin(x)
+            for _ in range(2):
+                y = mt.math.sin(y)
+        g1 = inner.gradient(y, x)
+    outer.gradient(g1, x)
+    assert all_labels([outer, inner], g1, x) == [
+        "x", "y₁", "y₂", "y", "cos #4", "1.0", "mul #5", "cos #6", "mul #7", "cos #8", "g1"]

@@ -197,8 +197,8 @@ def _operand_names(ops, lines, named):
     ``h @ w_hh`` reads ``h``. Only names and short expressions, never a number."""
     found = {}
     for op, note, _ in ops:
-        if note is None or not note.origin:
-            continue
+        if note is None or not note.origin or note.backward_of is not None:
+            continue   # (a backward pass's ops read what ``tape.gradient(y, x)`` made)
         inputs = [i for i in op.input_ids if i not in named and i not in found]
         if not inputs:
             continue
@@ -493,7 +493,9 @@ def _instructions(ops):
         group = [op for op, _, _ in entries]
         period = len(group)
         calls = {note.module_calls if note is not None else () for _, note, _ in entries}
-        if len(calls) == 1:
+        backward = any(note is not None and note.backward_of is not None
+                       for _, note, _ in entries)
+        if len(calls) == 1 and not backward:   # (one ``gradient`` call: one run)
             period = _repetition(group)
         for start in range(0, len(group), period):
             yield group[start:start + period], frames
