@@ -256,3 +256,17 @@ def test_a_backward_pass_recorded_by_an_outer_tape_is_one_run_named_by_its_call(
     outer.gradient(g1, x)
     assert all_labels([outer, inner], g1, x) == [
         "x", "y₁", "y₂", "y", "cos #4", "1.0", "mul #5", "cos #6", "mul #7", "cos #8", "g1"]
+
+
+def test_player_sentences_put_labels_that_are_not_names_in_parentheses():
+    # ``dz/dx * 2.0 * 2.0`` read as a product; a result labelled by its own text was said
+    # twice (``x * 2.0 = x * 2.0 = 1.4``).
+    x = mt.Variable(0.7)
+    with mt.GradientTape(persistent=True) as tape:
+        z = mt.math.sin(x) * mt.math.exp(x * 2.0)
+    texts = [s.text for s in TapePlayer(tape, z, x).steps]
+    assert "forward through Mul (#2): x * 2.0 = 1.4" in texts
+    assert any(t.startswith("forward through Mul (#4): z = (sin #1) * (exp #3) = 2.6")
+               for t in texts), texts
+    assert any(t.startswith("backward through Mul (#2): dz/dx = dz/d(x * 2.0) * 2.0 = ")
+               for t in texts), texts
