@@ -270,3 +270,13 @@ def test_player_sentences_put_labels_that_are_not_names_in_parentheses():
                for t in texts), texts
     assert any(t.startswith("backward through Mul (#2): dz/dx = dz/d(x * 2.0) * 2.0 = ")
                for t in texts), texts
+
+
+def test_a_list_assigned_to_one_name_is_named_element_by_element():
+    v = mt.Variable([1.0, 2.0, 3.0, 4.0])
+    with mt.GradientTape() as tape:
+        parts = mt.unstack(v)
+        halves = mt.split(v, 2)
+    g = tape_graph(tape)
+    assert [g.label(t) for t in parts] == ["parts[0]", "parts[1]", "parts[2]", "parts[3]"]
+    assert [g.label(t) for t in halves] == ["halves[0]", "halves[1]"]

@@ -400,6 +400,8 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         # The statement names the group's last outputs (``a, b = mt.unstack(x)``: two ops,
         # one output each); each op's own sub-expression names the rest, when short.
         assigned = _names_from_code(frames, len(outputs), lines)
+        if assigned is not None and len(assigned) == 1 and _is_list(group):
+            assigned = [f"{assigned[0]}[{k}]" for k in range(len(outputs))]
         if assigned is not None:
             for i, name in zip(outputs[len(outputs) - len(assigned):], assigned):
                 if i not in from_code:
@@ -499,6 +501,17 @@ def _instructions(ops):
             period = _repetition(group)
         for start in range(0, len(group), period):
             yield group[start:start + period], frames
+
+
+def _is_list(group):
+    """Do the ops of one run of an instruction make a list of values, each one element of
+    what the code assigns (``halves = mt.split(v, 2)``: one op, two outputs; ``parts =
+    mt.unstack(v)``: one slice of ``v`` per element)?"""
+    if len(group) == 1:
+        return len(group[0].output_ids) > 1
+    first = group[0]
+    return all(op.type == first.type and op.input_ids == first.input_ids
+               and len(op.output_ids) == 1 for op in group)
 
 
 def _repetition(group):
