@@ -49,7 +49,7 @@ import dis
 import linecache
 import re
 
-from .record import created, source_span
+from .record import code_positions, created, source_span
 
 MAX_EXPRESSION = 12   # longer sub-expressions are not used as labels (``sin #3`` instead)
 
@@ -73,6 +73,11 @@ def float_text(v, digits=4) -> str:
     """``18.0``, ``0.3333``, ``1.5e-08``: short, and always recognisably a float."""
     text = f"{v:.{digits}g}"
     return text if any(c in text for c in ".eni") else text + ".0"
+
+
+_parsed: dict = {}
+"""file name -> ``(its text, its bindings)``: each file is parsed once while it does not
+change, whatever the number of drawings (the newest 64 files)."""
 
 
 class _Lines:
@@ -101,10 +106,18 @@ class _Lines:
         """
         if filename not in self._cache:
             source = "".join(linecache.getlines(filename))
-            try:
-                self._cache[filename] = _bindings(ast.parse(source), 0, 0) if source else None
-            except (SyntaxError, ValueError):
-                self._cache[filename] = None      # parsed line by line below
+            kept = _parsed.get(filename)
+            if kept is not None and kept[0] == source:    # (the file has not changed)
+                self._cache[filename] = kept[1]
+            else:
+                try:
+                    found = _bindings(ast.parse(source), 0, 0) if source else None
+                except (SyntaxError, ValueError):
+                    found = None                  # parsed line by line below
+                if len(_parsed) >= 64:
+                    del _parsed[next(iter(_parsed))]
+                _parsed[filename] = (source, found)
+                self._cache[filename] = found
         found = self._cache[filename]
         if found is not None:
             return found
@@ -242,15 +255,13 @@ def _meaning(origin, lines):
 def _positions(code, lasti):
     """``(line, end line, column, end column)`` of the instruction at ``lasti`` (Python
     3.11's ``co_positions``), or None."""
-    span = source_span((code, lasti))
-    if span is None:
-        return None
     if hasattr(code, "co_positions"):
-        positions = list(code.co_positions())
+        positions = code_positions(code)
         index = lasti // 2
         if 0 <= index < len(positions) and positions[index][0] is not None:
             return positions[index]
-    return span[1], span[1], None, None
+    span = source_span((code, lasti))
+    return None if span is None else (span[1], span[1], None, None)
 
 
 def _assigned_names(origin, n_outputs, lines, element=None):
