@@ -280,3 +280,21 @@ def test_a_list_assigned_to_one_name_is_named_element_by_element():
     g = tape_graph(tape)
     assert [g.label(t) for t in parts] == ["parts[0]", "parts[1]", "parts[2]", "parts[3]"]
     assert [g.label(t) for t in halves] == ["halves[0]", "halves[1]"]
+
+
+def test_a_program_with_no_source_names_its_loop_and_unpacked_values_from_the_bytecode():
+    import subprocess
+    import sys
+    program = ("import minitape as mt\n"
+               "x = mt.constant(2.0)\n"
+               "with mt.GradientTape() as tape:\n"
+               "    tape.watch(x)\n"
+               "    y = x\n"
+               "    for i in range(2):\n"
+               "        y = y * x\n"
+               "    a, b = mt.split(mt.stack([y, y]), 2)\n"
+               "print([n.label for n in mt.viz.tape_graph(tape).tensors])\n")
+    proc = subprocess.run([sys.executable, "-"], input=program, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(["x", "y₁", "y", "pack #3", "a", "b"])

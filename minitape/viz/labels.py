@@ -294,12 +294,18 @@ def _assigned_names(origin, n_outputs, lines, element=None):
 
 def _stored_name(origin, lines):
     """``[name]`` when the instruction right after ``origin`` stores its value in a name
-    (``x = mt.Variable(0.0)`` compiles to the call, then ``STORE_NAME x``), else None: the
-    bytecode says what the missing source line would."""
+    (``x = mt.Variable(0.0)`` compiles to the call, then ``STORE_NAME x``), ``[a, b]`` when
+    it unpacks it into names (``a, b = mt.split(v, 2)``: ``UNPACK_SEQUENCE 2``, then two
+    stores), else None: the bytecode says what the missing source line would."""
     code, lasti = origin
-    following = next((i for i in lines.instructions(code) if i.offset > lasti), None)
-    return [following.argval] if following is not None and following.opname in _STORES \
-        else None
+    following = [i for i in lines.instructions(code) if i.offset > lasti][:9]
+    if following and following[0].opname in _STORES:
+        return [following[0].argval]
+    if following and following[0].opname == "UNPACK_SEQUENCE":
+        stores = following[1:1 + following[0].argval]
+        if len(stores) == following[0].argval and all(i.opname in _STORES for i in stores):
+            return [i.argval for i in stores]
+    return None
 
 
 def _next_instruction(origin, lines):
