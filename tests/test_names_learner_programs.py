@@ -298,3 +298,18 @@ def test_a_program_with_no_source_names_its_loop_and_unpacked_values_from_the_by
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(["x", "y₁", "y", "pack #3", "a", "b"])
+
+
+def test_a_keras_fit_steps_tape_names_the_batch_x_and_y():
+    # fit's batches were t1 (and y took the name Y of fit's argument by accident: the ops
+    # inside fit are not the operands of the learner's call).
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(1)])
+    model.compile(optimizer=mt.optimizers.SGD(0.1), loss="mse")
+    X = np.ones((4, 2), np.float32)
+    Y = np.zeros((4, 1), np.float32)
+    model.fit(X, Y, epochs=1, verbose=0)
+    tape, loss = model.last_train_step
+    labels = all_labels(tape, loss, model.trainable_variables)
+    assert labels[:2] == ["x", "kernel"] and "y" in labels and "Y" not in labels, labels
+    assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels

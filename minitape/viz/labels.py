@@ -203,15 +203,18 @@ def _operands(node):
     return None
 
 
-def _operand_names(ops, lines, named):
+def _operand_names(ops, lines, named, direct):
     """Labels for tensors no op on the tape made and nothing else names (a constant an
     unrecorded op made: ``h = mt.zeros((1, 4))``, ``sequence[t]`` of a tensor the tape does
     not watch), from the text of the operand of the first recorded op that read it:
-    ``h @ w_hh`` reads ``h``. Only names and short expressions, never a number."""
+    ``h @ w_hh`` reads ``h``. Only names and short expressions, never a number, and only
+    for ops that are the whole work of their instruction (``direct``: ids of such ops)."""
     found = {}
     for op, note, _ in ops:
         if note is None or not note.origin or note.backward_of is not None:
             continue   # (a backward pass's ops read what ``tape.gradient(y, x)`` made)
+        if id(op) not in direct:
+            continue   # (inside ``model.fit(x, y)``, an op's inputs are not the call's)
         inputs = [i for i in op.input_ids if i not in named and i not in found]
         if not inputs:
             continue
@@ -412,7 +415,10 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         for k, i in enumerate(op.output_ids):
             produced.setdefault(i, (op.type, number, None if len(op.output_ids) == 1 else k))
     assigned_ids = set()     # the tensors named by an assignment (versions are numbered)
+    direct = set()           # ops that are one run of an instruction on their own
     for group, frames in _instructions(ops):
+        if len(group) == 1:
+            direct.add(id(group[0]))
         outputs = [i for op in group for i in op.output_ids]
         # The statement names the group's last outputs (``a, b = mt.unstack(x)``: two ops,
         # one output each); each op's own sub-expression names the rest, when short.
@@ -446,7 +452,7 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
     explicit_ids = {i for i, name in names.items() if isinstance(name, str)
                     and name != "Variable"}
     for i, (text, is_name) in _operand_names(
-            ops, lines, produced_ids | explicit_ids | set(from_code)).items():
+            ops, lines, produced_ids | explicit_ids | set(from_code), direct).items():
         if not is_name and i in (constants or {}):
             continue                   # (``x * float(k)``: its value, 2.0, says more)
         from_code[i] = text
