@@ -313,3 +313,28 @@ def test_a_keras_fit_steps_tape_names_the_batch_x_and_y():
     labels = all_labels(tape, loss, model.trainable_variables)
     assert labels[:2] == ["x", "kernel"] and "y" in labels and "Y" not in labels, labels
     assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels
+
+
+def test_a_loop_calling_one_layer_names_each_call_and_a_layers_attribute_each_time():
+    mt.random.set_seed(0)
+    layer = mt.keras.layers.Dense(2, activation="tanh")
+    x = mt.Variable(np.ones((1, 2), np.float32))
+    with mt.GradientTape() as tape:
+        h = x
+        for _ in range(3):
+            h = layer(h)
+    assert [label for _, label in op_labels(tape)] == [
+        "matmul #1", "add #2", "h₁", "matmul #4", "add #5", "h₂", "matmul #7", "add #8", "h"]
+
+    class Square(mt.keras.layers.Layer):
+        def call(self, v):
+            self.h = v * v
+            return self.h + 1.0
+
+    square = Square()
+    with mt.GradientTape() as tape:
+        a = square(x)
+        b = square(a)
+    g = tape_graph(tape)
+    assert [n.label for n in g.tensors] == ["x", "self.h₁", "1.0", "a", "self.h", "1.0", "b"]
+    assert g.label(b) == "b"

@@ -520,10 +520,39 @@ def _instructions(ops):
         calls = {note.module_calls if note is not None else () for _, note, _ in entries}
         backward = any(note is not None and note.backward_of is not None
                        for _, note, _ in entries)
-        if len(calls) == 1 and not backward:   # (one ``gradient`` call: one run)
+        if backward:                           # (one ``gradient`` call: one run)
+            yield group, frames
+        elif len(calls) == 1:
             period = _repetition(group)
-        for start in range(0, len(group), period):
-            yield group[start:start + period], frames
+            for start in range(0, len(group), period):
+                yield group[start:start + period], frames
+        else:
+            for run in _module_runs(entries):
+                yield run, frames
+
+
+def _module_runs(entries):
+    """The runs of one instruction whose ops ran inside Module calls: a loop calls the same
+    Module again (``for _ in range(3): h = layer(h)``), one call each run; anything else
+    (``model(x)``: one call of a ``Sequential`` of several layers) is one run."""
+    group = [op for op, _, _ in entries]
+    calls = [note.module_calls if note is not None else () for _, note, _ in entries]
+    depth = 0
+    while all(len(c) > depth for c in calls) and len({c[depth][1] for c in calls}) == 1:
+        depth += 1                          # (calls running around the learner's line)
+    if not all(len(c) > depth for c in calls):
+        return [group]
+    runs, keys = [], []
+    for op, c in zip(group, calls):
+        if not keys or c[depth][1] != keys[-1][1]:
+            runs.append([])
+            keys.append(c[depth])
+        runs[-1].append(op)
+    same = len({id(module) for module, _ in keys}) == 1 and \
+        len({tuple(op.type for op in run) for run in runs}) == 1
+    if len(runs) > 1 and same and all(_runs_again(a, b) for a, b in zip(runs, runs[1:])):
+        return runs
+    return [group]
 
 
 def _is_list(group):
