@@ -338,3 +338,18 @@ def test_a_loop_calling_one_layer_names_each_call_and_a_layers_attribute_each_ti
     g = tape_graph(tape)
     assert [n.label for n in g.tensors] == ["x", "self.h₁", "1.0", "a", "self.h", "1.0", "b"]
     assert g.label(b) == "b"
+
+
+def test_starred_nested_and_conditional_assignments_name_each_value():
+    v = mt.Variable([1.0, 2.0, 3.0])
+    with mt.GradientTape() as tape:
+        first, *rest = mt.unstack(v)
+    assert all_labels(tape) == ["v", "first", "rest[0]", "rest[1]"]
+    with mt.GradientTape() as tape:
+        (a, b), c = mt.split(v[:2], 2), v[2]
+    g = tape_graph(tape)
+    assert [n.label for n in g.tensors] == ["v", "v[:2]", "a", "b", "c"]
+    assert [g.label(t) for t in (a, b, c)] == ["a", "b", "c"]
+    with mt.GradientTape() as tape:
+        y = v * 2.0 if len(rest) == 2 else v
+    assert all_labels(tape) == ["v", "2.0", "y"] and tape_graph(tape).label(y) == "y"

@@ -95,11 +95,12 @@ class _Lines:
 
         ``by_span`` maps the exact position ``(line, end line, column, end column)`` of an
         expression to what the code does with its value: ``("names", [target, ...])`` when it
-        is assigned (``y = ...``, ``a, b = ...``, ``y += ...``, ``(p := ...)``),
-        ``("name", k, target)`` when it is element ``k`` of a tuple assigned to as many
-        targets (``a, b = x * 2, x * 3``), ``("return", None)`` when a function returns it,
-        ``("return", k)`` when it is element ``k`` of a returned tuple. ``by_line`` maps a
-        line to the same for its one statement (for code compiled without columns).
+        is assigned (``y = ...``, ``a, b = ...``, ``y += ...``, ``(p := ...)``, each element
+        of ``a, b = x * 2, x * 3``, each branch of ``y = a if c else b``),
+        ``("return", None)`` when a function returns it, ``("return", k)`` when it is
+        element ``k`` of a returned tuple; ``("operands",) + position`` maps an operator or
+        call to the expressions it takes (``_operands``). ``by_line`` maps a line to the
+        same for its one statement (for code compiled without columns).
 
         The whole file is parsed (a statement may span several lines); when it does not
         parse (a notebook cell with IPython syntax), the one line is.
@@ -154,13 +155,17 @@ def _bindings(tree, line_shift, col_shift):
     def bind(value, target, key=None):
         if isinstance(target, (ast.Tuple, ast.List)):
             names = [ast.unparse(e) for e in target.elts]
-            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names):
-                for k, element in enumerate(value.elts):
-                    by_span[span(element)] = ("name", k, names[k])
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names) \
+                    and not any(isinstance(e, ast.Starred) for e in target.elts):
+                for element, part in zip(value.elts, target.elts):
+                    bind(element, part)   # (a, b = x * 2, x * 3; (a, b), c = f(x), y)
         else:
             names = [ast.unparse(target)]
         meaning = ("names", names)
         by_span[key or span(value)] = meaning
+        if isinstance(value, ast.IfExp):  # y = a if c else b: the branch taken is y
+            bind(value.body, target)
+            bind(value.orelse, target)
         return meaning
 
     for node in ast.walk(tree):
@@ -283,11 +288,16 @@ def _assigned_names(origin, n_outputs, lines, element=None):
     meaning = _meaning(origin, lines)
     if meaning is None:
         return None
-    if meaning[0] == "name":
-        return [meaning[2]] if element is None else None
     if meaning[0] != "names":
         return None
     names = meaning[1]
+    starred = [k for k, name in enumerate(names) if name.startswith("*")]
+    if starred and element is None:      # first, *rest = mt.unstack(v): rest[0], rest[1]
+        k = starred[0]
+        middle = n_outputs - len(names) + 1
+        if middle < 0:
+            return None
+        names = names[:k] + [f"{names[k][1:]}[{j}]" for j in range(middle)] + names[k + 1:]
     if element is not None:
         if len(names) == 1:
             return [f"{names[0]}[{element}]"]
