@@ -629,8 +629,8 @@ class _Batches:
             order = random_ops._rng(None).permutation(len(self.x))
         for start in range(0, len(self.x), self.batch_size):
             index = order[start:start + self.batch_size]
-            yield (constant(self.x[index]),
-                   None if self.y is None else constant(self.y[index]))
+            yield (constant(self.x[index], name="x"),     # (drawn as fit's x and y)
+                   None if self.y is None else constant(self.y[index], name="y"))
 
 
 @contextlib.contextmanager

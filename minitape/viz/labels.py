@@ -7,22 +7,36 @@ they become a name, by these rules (the first that applies wins):
 
 1. an explicit ``name=`` (``mt.Variable(3.0, name="x")``, ``mt.math.square(x, name="sq")``);
 2. the variable the result was assigned to: ``y = x * x`` labels the ``Mul`` output ``y``,
-   ``a, b = mt.split(x, 2)`` labels the two outputs ``a`` and ``b``, and
-   ``x = mt.Variable(3.0)`` or ``x = mt.constant(3.0)`` (before the tape too) labels the
-   tensor ``x``;
-3. what a function returns takes the name its caller gives it: with ``return mt.reduce_mean(d)``
-   inside ``loss_fn``, ``loss = loss_fn(y, y_hat)`` labels the result ``loss`` (a helper, a
-   training step, a Keras layer's ``call``); inside the function its own names count;
+   ``a, b = mt.split(x, 2)`` labels the two outputs ``a`` and ``b``, ``y += x`` the new
+   ``y`` (not ``x``), ``(p := x * x)`` ``p``, ``self.h = ...`` ``self.h``, a statement over
+   several lines too (the whole file is parsed), and ``x = mt.Variable(3.0)`` or
+   ``x = mt.constant(3.0)`` (before the tape too) labels the tensor ``x``;
+3. what a function (or a lambda) returns takes the name its caller gives it: with
+   ``return mt.reduce_mean(d)`` inside ``loss_fn``, ``loss = loss_fn(y, y_hat)`` labels the
+   result ``loss`` (a helper, a training step, a Keras layer's ``call``); ``return a, b``
+   into ``p, q = f(x)`` labels them ``p`` and ``q`` (into ``out = f(x)``: ``out[0]``,
+   ``out[1]``); inside the function its own names count;
 4. for a result inside a larger expression, the exact text of the sub-expression that made
    it when it is short (at most ``MAX_EXPRESSION`` characters): in ``z = mt.math.sin(x * x)``
-   the ``Mul`` output is ``x * x`` (Python 3.11's ``co_positions`` gives the columns);
-5. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
-6. otherwise, the result of an op is called by the op and its number in the drawing
+   the ``Mul`` output is ``x * x`` (Python 3.11's ``co_positions`` gives the columns); what a
+   helper returns into an expression is the call's text (``square(x)``);
+5. a tensor no recorded op made and nothing above names (``h = mt.zeros(...)`` or
+   ``sequence[t]`` made by an op the tape did not record): the text of the operand of the
+   first recorded op that read it (``h`` in ``h @ w_hh``), when it is a name or a short
+   expression that is not a number;
+6. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
+7. otherwise, the result of an op is called by the op and its number in the drawing
    (``sin #3``), and any other tensor ``t1``, ``t2``, ... counted per drawing.
 
 One line can run several ops (``mt.nn.softmax`` computes an ``exp``, a sum and a division;
-``model(x)`` runs every layer): only the last op recorded from that instruction made its
-value, so only it takes the assigned name or the sub-expression's text.
+``model(x)`` runs every layer): only the last op recorded from one run of that instruction
+made its value, so only it takes the assigned name or the sub-expression's text. A loop runs
+an instruction again (``for i in range(3): y = y * x``): each run is a value of its own.
+
+A name bound to several values in turn (``u = x * 2.0`` then ``u = u * 2.0``, a loop's
+``y = y * x``, ``y += x``) labels the last one, which the learner's variable holds; the
+earlier ones are numbered in the order they were made: ``u₁``, ``u₂``, then ``u``. An
+explicit ``name=`` is never numbered.
 
 ``tensor_labels`` is the one function that decides; drawings, ``explain``, the player and
 ``check_tape`` all use its answer (through ``TapeGraph``'s ``TensorNode.label``).
@@ -35,7 +49,7 @@ import dis
 import linecache
 import re
 
-from .record import created, source_span
+from .record import code_positions, created, source_span
 
 MAX_EXPRESSION = 12   # longer sub-expressions are not used as labels (``sin #3`` instead)
 
@@ -61,25 +75,62 @@ def float_text(v, digits=4) -> str:
     return text if any(c in text for c in ".eni") else text + ".0"
 
 
+_parsed: dict = {}
+"""file name -> ``(its text, its bindings)``: each file is parsed once while it does not
+change, whatever the number of drawings (the newest 64 files)."""
+
+
 class _Lines:
-    """Parsed source lines, cached for one drawing."""
+    """Parsed source files, cached for one drawing."""
 
     def __init__(self):
         self._cache = {}
 
-    def statement(self, filename, line):
-        """``(text, indent, ast statement or None)`` for one source line."""
+    def text(self, filename, line):
+        """The text of one source line ("" when there is none)."""
+        return linecache.getline(filename, line).rstrip("\n")
+
+    def bindings(self, filename, line):
+        """``(by_span, by_line)`` of the statements of ``filename`` around ``line``:
+
+        ``by_span`` maps the exact position ``(line, end line, column, end column)`` of an
+        expression to what the code does with its value: ``("names", [target, ...])`` when it
+        is assigned (``y = ...``, ``a, b = ...``, ``y += ...``, ``(p := ...)``, each element
+        of ``a, b = x * 2, x * 3``, each branch of ``y = a if c else b``),
+        ``("return", None)`` when a function returns it, ``("return", k)`` when it is
+        element ``k`` of a returned tuple; ``("operands",) + position`` maps an operator or
+        call to the expressions it takes (``_operands``). ``by_line`` maps a line to the
+        same for its one statement (for code compiled without columns).
+
+        The whole file is parsed (a statement may span several lines); when it does not
+        parse (a notebook cell with IPython syntax), the one line is.
+        """
+        if filename not in self._cache:
+            source = "".join(linecache.getlines(filename))
+            kept = _parsed.get(filename)
+            if kept is not None and kept[0] == source:    # (the file has not changed)
+                self._cache[filename] = kept[1]
+            else:
+                try:
+                    found = _bindings(ast.parse(source), 0, 0) if source else None
+                except (SyntaxError, ValueError):
+                    found = None                  # parsed line by line below
+                if len(_parsed) >= 64:
+                    del _parsed[next(iter(_parsed))]
+                _parsed[filename] = (source, found)
+                self._cache[filename] = found
+        found = self._cache[filename]
+        if found is not None:
+            return found
         key = (filename, line)
         if key not in self._cache:
-            text = linecache.getline(filename, line).rstrip("\n")
+            text = self.text(filename, line)
             stripped = text.lstrip()
-            indent = len(text) - len(stripped)
             try:
-                body = ast.parse(stripped).body
-                stmt = body[0] if len(body) == 1 else None
-            except SyntaxError:   # a line of a multi-line statement, a `with ...:` header
-                stmt = None
-            self._cache[key] = (text, indent, stmt)
+                tree = ast.parse(stripped)
+                self._cache[key] = _bindings(tree, line - 1, len(text) - len(stripped))
+            except (SyntaxError, ValueError):  # a line of a multi-line statement, a header
+                self._cache[key] = ({}, {})
         return self._cache[key]
 
     def instructions(self, code):
@@ -89,47 +140,185 @@ class _Lines:
         return self._cache[code]
 
 
-def _span_matches(node, indent, start, end):
-    return (start is not None and node.col_offset + indent == start
-            and node.end_col_offset + indent == end and node.lineno == node.end_lineno == 1)
+def _bindings(tree, line_shift, col_shift):
+    """``(by_span, by_line)`` for a parsed module (see ``_Lines.bindings``); ``line_shift``
+    and ``col_shift`` place a single parsed line where it is in its file."""
+    by_span, by_line = {}, {}
+
+    def span(node):
+        line, end_line, col, end_col = (node.lineno + line_shift, node.end_lineno + line_shift,
+                                        node.col_offset, node.end_col_offset)
+        if line_shift or col_shift:
+            col, end_col = col + col_shift, end_col + col_shift
+        return line, end_line, col, end_col
+
+    def bind(value, target, key=None):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            names = [ast.unparse(e) for e in target.elts]
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names) \
+                    and not any(isinstance(e, ast.Starred) for e in target.elts):
+                for element, part in zip(value.elts, target.elts):
+                    bind(element, part)   # (a, b = x * 2, x * 3; (a, b), c = f(x), y)
+        else:
+            names = [ast.unparse(target)]
+        meaning = ("names", names)
+        by_span[key or span(value)] = meaning
+        if isinstance(value, ast.IfExp):  # y = a if c else b: the branch taken is y
+            bind(value.body, target)
+            bind(value.orelse, target)
+        return meaning
+
+    for node in ast.walk(tree):
+        meaning = None
+        operands = _operands(node)
+        if operands is not None:
+            by_span.setdefault(("operands",) + span(node), operands)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            meaning = bind(node.value, node.targets[0])
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            meaning = bind(node.value, node.target)
+        elif isinstance(node, ast.AugAssign):      # y += x: the new y (the whole statement)
+            meaning = bind(node.value, node.target, key=span(node))
+            by_span[("operands",) + span(node)] = [node.target, node.value]
+            by_span.pop(span(node.value), None)   # (``y * x`` of ``loss += y * x`` is not loss)
+        elif isinstance(node, ast.NamedExpr):
+            meaning = bind(node.value, node.target)
+        elif isinstance(node, ast.Lambda) or isinstance(node, ast.Return) and node.value:
+            value = node.body if isinstance(node, ast.Lambda) else node.value
+            meaning = by_span[span(value)] = ("return", None)   # (a lambda returns its body)
+            if isinstance(value, ast.Tuple):
+                for k, element in enumerate(value.elts):
+                    by_span[span(element)] = ("return", k)
+        if meaning is not None and isinstance(node, ast.stmt):
+            line = node.lineno + line_shift
+            by_line[line] = None if line in by_line else meaning   # (one statement a line)
+    return by_span, by_line
 
 
-def _assigned_names(origin, n_outputs, lines):
+def _operands(node):
+    """The expressions whose values an operator or call at ``node`` takes, in the order an
+    op takes its inputs (``a @ b``: ``a``, ``b``; ``mt.matmul(a, b)``: its positional
+    arguments), or None."""
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
+        return list(node.args)
+    return None
+
+
+def _operand_names(ops, lines, named, direct):
+    """Labels for tensors no op on the tape made and nothing else names (a constant an
+    unrecorded op made: ``h = mt.zeros((1, 4))``, ``sequence[t]`` of a tensor the tape does
+    not watch), from the text of the operand of the first recorded op that read it:
+    ``h @ w_hh`` reads ``h``. Only names and short expressions, never a number, and only
+    for ops that are the whole work of their instruction (``direct``: ids of such ops)."""
+    found = {}
+    for op, note, _ in ops:
+        if note is None or not note.origin or note.backward_of is not None:
+            continue   # (a backward pass's ops read what ``tape.gradient(y, x)`` made)
+        if id(op) not in direct:
+            continue   # (inside ``model.fit(x, y)``, an op's inputs are not the call's)
+        inputs = [i for i in op.input_ids if i not in named and i not in found]
+        if not inputs:
+            continue
+        code, lasti = note.origin[0]
+        positions = _positions(code, lasti)
+        if positions is None or None in positions:
+            continue
+        by_span, _ = lines.bindings(code.co_filename, positions[0])
+        operands = by_span.get(("operands",) + tuple(positions))
+        if operands is None or len(operands) != len(op.input_ids):
+            continue
+        for i, operand in zip(op.input_ids, operands):
+            if i not in inputs or _is_number(operand):
+                continue
+            text = " ".join(ast.unparse(operand).split())
+            if len(text) <= MAX_EXPRESSION and text.isprintable():
+                found[i] = (text, isinstance(operand, ast.Name))
+    return found
+
+
+def _is_number(node):
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant)
+
+
+def _meaning(origin, lines):
+    """What the code does with the value the instruction at ``origin`` computes (see
+    ``_Lines.bindings``), or None."""
+    code, lasti = origin
+    positions = _positions(code, lasti)
+    if positions is None:
+        return None
+    line, end_line, start, end = positions
+    by_span, by_line = lines.bindings(code.co_filename, line)
+    if start is None or end is None or end_line is None:
+        return by_line.get(line)
+    return by_span.get((line, end_line, start, end))
+
+
+def _positions(code, lasti):
+    """``(line, end line, column, end column)`` of the instruction at ``lasti`` (Python
+    3.11's ``co_positions``), or None."""
+    if hasattr(code, "co_positions"):
+        positions = code_positions(code)
+        index = lasti // 2
+        if 0 <= index < len(positions) and positions[index][0] is not None:
+            return positions[index]
+    span = source_span((code, lasti))
+    return None if span is None else (span[1], span[1], None, None)
+
+
+def _assigned_names(origin, n_outputs, lines, element=None):
     """The names an assignment at ``origin`` (one ``(code, offset)``) gives to the last
     outputs of that instruction, or None: ``y = ...`` names one, ``a, b = ...`` two (at most
-    ``n_outputs``)."""
-    span = source_span(origin)
-    if span is None:
+    ``n_outputs``). ``element``: the value is element ``element`` of a tuple a function
+    returned (``a, b = f(x)`` names it ``a`` or ``b``, ``out = f(x)`` names it ``out[k]``)."""
+    code, lasti = origin
+    positions = _positions(code, lasti)
+    if positions is None:
         return None
-    filename, line, start, end = span
-    text, indent, stmt = lines.statement(filename, line)
-    if not text:   # no source to read (``python -c``, standard input, ``exec`` of a string)
-        return _stored_name(origin, lines)
-    target = None
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        if start is None or _span_matches(stmt.value, indent, start, end):
-            target = stmt.targets[0]
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        if start is None or _span_matches(stmt.value, indent, start, end):
-            target = stmt.target
-    elif isinstance(stmt, ast.AugAssign):   # y += x: the new y
-        target = stmt.target
-    if target is None:
+    if not lines.text(code.co_filename, positions[0]):
+        # no source to read (``python -c``, standard input, ``exec`` of a string)
+        names = _stored_name(origin, lines)
+        return names if element is None else None
+    meaning = _meaning(origin, lines)
+    if meaning is None:
         return None
-    if isinstance(target, (ast.Tuple, ast.List)):
-        names = [ast.unparse(e) for e in target.elts]
-        return names if len(names) <= n_outputs else None
-    return [ast.unparse(target)]
+    if meaning[0] != "names":
+        return None
+    names = meaning[1]
+    starred = [k for k, name in enumerate(names) if name.startswith("*")]
+    if starred and element is None:      # first, *rest = mt.unstack(v): rest[0], rest[1]
+        k = starred[0]
+        middle = n_outputs - len(names) + 1
+        if middle < 0:
+            return None
+        names = names[:k] + [f"{names[k][1:]}[{j}]" for j in range(middle)] + names[k + 1:]
+    if element is not None:
+        if len(names) == 1:
+            return [f"{names[0]}[{element}]"]
+        return [names[element]] if element < len(names) else None
+    return names if len(names) <= n_outputs else None
 
 
 def _stored_name(origin, lines):
     """``[name]`` when the instruction right after ``origin`` stores its value in a name
-    (``x = mt.Variable(0.0)`` compiles to the call, then ``STORE_NAME x``), else None: the
-    bytecode says what the missing source line would."""
+    (``x = mt.Variable(0.0)`` compiles to the call, then ``STORE_NAME x``), ``[a, b]`` when
+    it unpacks it into names (``a, b = mt.split(v, 2)``: ``UNPACK_SEQUENCE 2``, then two
+    stores), else None: the bytecode says what the missing source line would."""
     code, lasti = origin
-    following = next((i for i in lines.instructions(code) if i.offset > lasti), None)
-    return [following.argval] if following is not None and following.opname in _STORES \
-        else None
+    following = [i for i in lines.instructions(code) if i.offset > lasti][:9]
+    if following and following[0].opname in _STORES:
+        return [following[0].argval]
+    if following and following[0].opname == "UNPACK_SEQUENCE":
+        stores = following[1:1 + following[0].argval]
+        if len(stores) == following[0].argval and all(i.opname in _STORES for i in stores):
+            return [i.argval for i in stores]
+    return None
 
 
 def _next_instruction(origin, lines):
@@ -142,28 +331,41 @@ _STORES = frozenset({"STORE_NAME", "STORE_FAST", "STORE_GLOBAL", "STORE_DEREF"})
 
 
 def _returned(origin, lines):
-    """True when the instruction at ``origin`` computes the whole value of a ``return``."""
-    span = source_span(origin)
-    if span is None:
-        return False
-    filename, line, start, end = span
-    text, indent, stmt = lines.statement(filename, line)
-    if not text:   # no source: the bytecode returns the value at once
-        return _next_instruction(origin, lines) == "RETURN_VALUE"
-    return (isinstance(stmt, ast.Return) and stmt.value is not None
-            and _span_matches(stmt.value, indent, start, end))
+    """``(True, element)`` when the instruction at ``origin`` computes the whole value of a
+    ``return`` (element None) or element ``element`` of a returned tuple, else
+    ``(False, None)``."""
+    code, lasti = origin
+    positions = _positions(code, lasti)
+    if positions is None:
+        return False, None
+    if not lines.text(code.co_filename, positions[0]):   # no source: the bytecode says
+        return _next_instruction(origin, lines) == "RETURN_VALUE", None
+    meaning = _meaning(origin, lines)
+    if meaning is not None and meaning[0] == "return":
+        return True, meaning[1]
+    return False, None
 
 
 def _names_from_code(frames, n_outputs, lines):
     """The names the learner's code gives to what the innermost of ``frames`` computed: its
     assignment, else, when it is a function's ``return``, what the caller assigns the call
-    to (``loss = loss_fn(y, y_hat)``), climbing through callers that return it too."""
+    to (``loss = loss_fn(y, y_hat)``), climbing through callers that return it too; an
+    element of a returned tuple takes its place among the caller's targets (``a, b = f(x)``).
+    """
+    element = None
     for k, origin in enumerate(frames):
-        names = _assigned_names(origin, n_outputs, lines)
+        names = _assigned_names(origin, n_outputs, lines, element)
         if names is not None:
             return names
-        if k + 1 == len(frames) or not _returned(origin, lines):
+        if k + 1 == len(frames):
             return None
+        returned, position = _returned(origin, lines)
+        if not returned:
+            return None
+        if position is not None:
+            if element is not None:       # (a tuple's element returned inside a tuple)
+                return None
+            element = position
     return None
 
 
@@ -176,11 +378,26 @@ def _expression_text(origin, lines):
     filename, line, start, end = span
     if start is None or end is None:
         return None
-    text, _, _ = lines.statement(filename, line)
+    text = lines.text(filename, line)
     expression = " ".join(text[start:end].split())
     if expression and len(expression) <= MAX_EXPRESSION and expression.isprintable():
         return expression
     return None
+
+
+def _call_text(frames, lines):
+    """The short text of what the innermost of ``frames`` computed, as the learner's code
+    that used it wrote it: a value a function returns is the call that asked for it
+    (``square(y)`` rather than ``t * t`` inside ``square``) when that text is short; else the
+    text of the returned expression itself, else None."""
+    for k, origin in enumerate(frames[:-1]):
+        returned, element = _returned(origin, lines)
+        if not returned or element is not None:
+            break
+        text = _expression_text(frames[k + 1], lines)
+        if text is not None:
+            return text
+    return _expression_text(frames[0], lines)
 
 
 def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
@@ -207,28 +424,27 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
     for op, _, number in ops:
         for k, i in enumerate(op.output_ids):
             produced.setdefault(i, (op.type, number, None if len(op.output_ids) == 1 else k))
-    k = 0
-    while k < len(ops):            # one group of consecutive ops per instruction of code
-        frames = _frames(ops[k])
-        end = k + 1
-        while end < len(ops) and frames and _frames(ops[end])[:1] == frames[:1]:
-            end += 1
-        group = [op for op, _, _ in ops[k:end]]
-        k = end
-        if not frames:
-            continue
+    assigned_ids = set()     # the tensors named by an assignment (versions are numbered)
+    direct = set()           # ops that are one run of an instruction on their own
+    for group, frames in _instructions(ops):
+        if len(group) == 1:
+            direct.add(id(group[0]))
         outputs = [i for op in group for i in op.output_ids]
         # The statement names the group's last outputs (``a, b = mt.unstack(x)``: two ops,
         # one output each); each op's own sub-expression names the rest, when short.
         assigned = _names_from_code(frames, len(outputs), lines)
+        if assigned is not None and len(assigned) == 1 and _is_list(group):
+            assigned = [f"{assigned[0]}[{k}]" for k in range(len(outputs))]
         if assigned is not None:
             for i, name in zip(outputs[len(outputs) - len(assigned):], assigned):
-                from_code.setdefault(i, name)
+                if i not in from_code:
+                    from_code[i] = name
+                    assigned_ids.add(i)
         # The sub-expression's text names what the expression computed: the last op's
         # output (``model(x)`` runs many ops; only its result is ``model(x)``).
         last = group[-1]
         if len(last.output_ids) == 1:
-            expression = _expression_text(frames[0], lines)
+            expression = _call_text(frames, lines)
             if expression is not None:
                 from_code.setdefault(last.output_ids[0], expression)
     made = dict(origins or {})
@@ -241,6 +457,17 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             assigned = _assigned_names(origin[0], 1, lines)
             if assigned is not None:
                 from_code[i] = assigned[0]
+                assigned_ids.add(i)
+    produced_ids = {i for op, _, _ in ops for i in op.output_ids}
+    explicit_ids = {i for i, name in names.items() if isinstance(name, str)
+                    and name != "Variable"}
+    for i, (text, is_name) in _operand_names(
+            ops, lines, produced_ids | explicit_ids | set(from_code), direct).items():
+        if not is_name and i in (constants or {}):
+            continue                   # (``x * float(k)``: its value, 2.0, says more)
+        from_code[i] = text
+        if is_name:
+            assigned_ids.add(i)
     labels, unnamed = {}, 0
     for i in tensors:
         explicit = names.get(i)
@@ -253,7 +480,125 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             unnamed += 1
             label = f"t{unnamed}"
         labels[i] = label
+    _number_versions(labels, [i for i in tensors if i in assigned_ids and labels[i] ==
+                              from_code[i]])
     return labels
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def version_label(name, k) -> str:
+    """``y₂``: the ``k``-th value a rebound name held (``version_label("y", 2)``)."""
+    return name + str(k).translate(_SUBSCRIPTS)
+
+
+def _number_versions(labels, assigned):
+    """Tell apart the values one name was bound to in turn (``u = x * 2.0`` then
+    ``u = u * 2.0``, a loop's ``y = y * x``, ``y += x``): the last keeps the name, as the
+    learner's variable does, the earlier ones are numbered in the order they were made
+    (``u₁``, ``u₂``, then ``u``). Tensor ids grow with time, so that order is theirs."""
+    by_name = {}
+    for i in assigned:
+        by_name.setdefault(labels[i], []).append(i)
+    for name, ids in by_name.items():
+        for k, i in enumerate(sorted(ids)[:-1], start=1):
+            labels[i] = version_label(name, k)
+
+
+def _instructions(ops):
+    """``(ops, frames)`` for each run of the code: the consecutive ops one execution of an
+    instruction of the learner's code recorded (``mt.nn.softmax(x)`` records several), with
+    the learner's frames that made them. A loop runs one instruction again and again
+    (``for i in range(3): y = y * x``): consecutive runs of the same instruction are told
+    apart when their ops repeat the same op types and each repetition reads what the one
+    before made (``y`` of the run before) or a tensor made since (``_runs_again``), as long
+    as no Module call started inside them (a ``Sequential`` of like layers repeats too, in
+    one call). (``mt.unstack`` repeats its slices in one call, each reading the same input:
+    one run.)"""
+    k = 0
+    while k < len(ops):
+        frames = _frames(ops[k])
+        end = k + 1
+        while end < len(ops) and frames and _frames(ops[end])[:1] == frames[:1]:
+            end += 1
+        entries, k = ops[k:end], end
+        if not frames:
+            continue
+        group = [op for op, _, _ in entries]
+        period = len(group)
+        calls = {note.module_calls if note is not None else () for _, note, _ in entries}
+        backward = any(note is not None and note.backward_of is not None
+                       for _, note, _ in entries)
+        if backward:                           # (one ``gradient`` call: one run)
+            yield group, frames
+        elif len(calls) == 1:
+            period = _repetition(group)
+            for start in range(0, len(group), period):
+                yield group[start:start + period], frames
+        else:
+            for run in _module_runs(entries):
+                yield run, frames
+
+
+def _module_runs(entries):
+    """The runs of one instruction whose ops ran inside Module calls: a loop calls the same
+    Module again (``for _ in range(3): h = layer(h)``), one call each run; anything else
+    (``model(x)``: one call of a ``Sequential`` of several layers) is one run."""
+    group = [op for op, _, _ in entries]
+    calls = [note.module_calls if note is not None else () for _, note, _ in entries]
+    depth = 0
+    while all(len(c) > depth for c in calls) and len({c[depth][1] for c in calls}) == 1:
+        depth += 1                          # (calls running around the learner's line)
+    if not all(len(c) > depth for c in calls):
+        return [group]
+    runs, keys = [], []
+    for op, c in zip(group, calls):
+        if not keys or c[depth][1] != keys[-1][1]:
+            runs.append([])
+            keys.append(c[depth])
+        runs[-1].append(op)
+    same = len({id(module) for module, _ in keys}) == 1 and \
+        len({tuple(op.type for op in run) for run in runs}) == 1
+    if len(runs) > 1 and same and all(_runs_again(a, b) for a, b in zip(runs, runs[1:])):
+        return runs
+    return [group]
+
+
+def _is_list(group):
+    """Do the ops of one run of an instruction make a list of values, each one element of
+    what the code assigns (``halves = mt.split(v, 2)``: one op, two outputs; ``parts =
+    mt.unstack(v)``: one slice of ``v`` per element)?"""
+    if len(group) == 1:
+        return len(group[0].output_ids) > 1
+    first = group[0]
+    return all(op.type == first.type and op.input_ids == first.input_ids
+               and len(op.output_ids) == 1 for op in group)
+
+
+def _repetition(group):
+    """The length of one run of a loop in ``group`` (see ``_instructions``), else
+    ``len(group)``."""
+    types = [op.type for op in group]
+    for p in range(1, len(group) // 2 + 1):
+        if len(group) % p or types != types[:p] * (len(group) // p):
+            continue
+        runs = [group[start:start + p] for start in range(0, len(group), p)]
+        if all(_runs_again(before, run) for before, run in zip(runs, runs[1:])):
+            return p
+    return len(group)
+
+
+def _runs_again(before, run):
+    """Is ``run`` a new run of the code that made ``before`` (see ``_instructions``)? It is
+    when it reads what ``before`` made (``y = y * x``), or a tensor made after ``before``
+    that it did not make itself (``x * float(k)`` in a comprehension: a new constant each
+    time); one call's ops read what was there before the call (``mt.unstack``)."""
+    made_before = {i for op in before for i in op.output_ids}
+    made_here = {i for op in run for i in op.output_ids}
+    newest = max(made_before)
+    return any(i in made_before or (i > newest and i not in made_here)
+               for op in run for i in op.input_ids)
 
 
 def _frames(entry):

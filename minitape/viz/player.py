@@ -57,6 +57,7 @@ import contextlib
 import hashlib
 import html
 import json
+import re
 from dataclasses import dataclass, field
 
 import ipywidgets as widgets
@@ -269,12 +270,14 @@ class TapePlayer(widgets.VBox):
             ins = [self.name(i) for i in op.input_ids]
             outs = ", ".join(self.name(o) for o in op.output_ids)
             if op.type in INFIX and len(ins) == 2:
-                formula = f"{ins[0]} {INFIX[op.type]} {ins[1]}"
+                formula = f"{term(ins[0])} {INFIX[op.type]} {term(ins[1])}"
             else:
                 formula = f"{op.type}({', '.join(ins)})"
             out = self._graph.tensor(op.output_ids[0]) if op.output_ids else None
             value = _value_text(out.value, out.shape) if out is not None else ""
-            text = f"forward through {op.type} (#{self._number(op)}): {outs} = {formula} = {value}"
+            # (a result labelled by its own text, ``x * 2.0``, is said once)
+            said = formula if outs == formula else f"{outs} = {formula}"
+            text = f"forward through {op.type} (#{self._number(op)}): {said} = {value}"
             steps.append(Step("forward", op, text, self._op_id(op)))
         if not steps:
             steps.append(Step("forward", None, "the tape recorded no operations", None))
@@ -326,7 +329,8 @@ class TapePlayer(widgets.VBox):
                 self._op_id(op), _summaries(grads, received, seeds), frozenset(visited),
                 dict(edges),
                 expected=None if first is None else np.asarray(sent[first]),
-                question=None if first is None else f"d{t_name}/d{self.name(first)} = ?",
+                question=None if first is None else
+                f"d{term(t_name)}/d{term(self.name(first))} = ?",
                 before=before))
         steps += self._blocked_steps(ops, source_ids)
         return steps + [self._done_step(grads, received, t_name, frozenset(visited), edges)]
@@ -351,16 +355,18 @@ class TapePlayer(widgets.VBox):
 
     def _backward_parts(self, op, sent, received, fan_in, t_name):
         out = op.output_ids[0]
-        upstream = "" if out == self.target.id else f"d{t_name}/d{self.name(out)} * "
-        rules = local_rules(op.type, [self.name(i) for i in op.input_ids], self.name(out))
+        upstream = "" if out == self.target.id else f"d{term(t_name)}/d{term(self.name(out))} * "
+        rules = local_rules(op.type, [term(self.name(i)) for i in op.input_ids],
+                            term(self.name(out)))
         parts = []
         for i, value in sent.items():
             ks = [k for k, j in enumerate(op.input_ids) if j == i]
             rule = combine_rules([rules[k] for k in ks], op.type)
-            part = f"d{t_name}/d{self.name(i)} = {upstream}{rule} = {format_value(value)}"
+            part = (f"d{term(t_name)}/d{term(self.name(i))} = {upstream}{rule} = "
+                    f"{format_value(value)}")
             if fan_in.get(i, 0) > 1:
                 total = sum(received[i][1:], received[i][0])
-                part += (f" (adds {format_value(value)} to d{t_name}/d{self.name(i)}; "
+                part += (f" (adds {format_value(value)} to d{term(t_name)}/d{term(self.name(i))}; "
                          f"total so far {format_value(total)})")
             parts.append(part)
         return parts
@@ -373,7 +379,7 @@ class TapePlayer(widgets.VBox):
             contributions = received.get(s.id, [])
             if len(contributions) > 1:
                 value = " + ".join(format_value(c) for c in contributions) + " = " + value
-            parts.append(f"d{t_name}/d{self.name(s.id)} = {value}")
+            parts.append(f"d{term(t_name)}/d{term(self.name(s.id))} = {value}")
         first = next(iter(self.sources), None)
         highlight = self._node.get(first.id) if first is not None else None
         return Step("done", None, "done: " + "; ".join(parts), highlight,
@@ -644,6 +650,17 @@ def _summaries(grads, received, seeds=None) -> dict:
         if i not in out:
             out[i] = summarize(np.asarray(sum(values[1:], values[0])))
     return out
+
+
+def term(label) -> str:
+    """``label`` as a term of a sentence's formula: a name (``y``, ``y₂``, ``self.h``,
+    ``ys[i]``) as it is, anything else in parentheses, so that ``dz/d(x * 2.0) * 2.0`` and
+    ``(sin #1) * (cos #2)`` read as they mean, not as ``dz/dx * 2.0 * 2.0``.
+
+    >>> term("y"), term("x * 2.0"), term("sin #3")
+    ('y', '(x * 2.0)', '(sin #3)')
+    """
+    return label if re.fullmatch(r"[\w.]+(\[[^\]]*\])*", label) else f"({label})"
 
 
 def _value_text(value, shape):

@@ -540,7 +540,7 @@ def source_span(origin):
     code, lasti = origin
     line = start = end = None
     if hasattr(code, "co_positions"):
-        positions = list(code.co_positions())
+        positions = code_positions(code)
         index = lasti // 2
         if 0 <= index < len(positions):
             line, end_line, start, end = positions[index]
@@ -555,6 +555,21 @@ def source_span(origin):
     if line is None:
         return None
     return code.co_filename, line, start, end
+
+
+_positions: dict = {}
+"""code object -> ``list(code.co_positions())``, read once per code object (a module's code
+has an entry per instruction: a drawing asks for many of them)."""
+
+
+def code_positions(code):
+    """``list(code.co_positions())``, cached (``_positions``)."""
+    positions = _positions.get(code)
+    if positions is None:
+        if len(_positions) > 1_000:    # (every run of a notebook cell makes new code objects)
+            _positions.clear()
+        positions = _positions[code] = list(code.co_positions())
+    return positions
 
 
 def source_line(origin):

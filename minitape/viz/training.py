@@ -258,14 +258,14 @@ class TrainingView(widgets.VBox):
 
     def _next_batch(self):
         n = len(self.x)
-        if self.batch_size is None or self.batch_size >= n:
-            return constant(self.x), constant(self.y)
+        if self.batch_size is None or self.batch_size >= n:     # (drawn as x and y)
+            return constant(self.x, name="x"), constant(self.y, name="y")
         from ..ops import random_ops
         if self._order is None or self._cursor >= n:
             self._order, self._cursor = random_ops._rng(None).permutation(n), 0
         index = self._order[self._cursor:self._cursor + self.batch_size]
         self._cursor += self.batch_size
-        return constant(self.x[index]), constant(self.y[index])
+        return constant(self.x[index], name="x"), constant(self.y[index], name="y")
 
     def _loss(self, x, y, training):
         x = x if isinstance(x, Tensor) else constant(x)
@@ -299,10 +299,10 @@ class TrainingView(widgets.VBox):
             return "<p>(no step yet)</p>"
         dot = draw_tape(self.last_tape, self._last_loss if isinstance(self._last_loss, Tensor)
                         else None, _variables(self.model), group="module", why=False)
-        dot.graph_attr["size"] = "5,8"
+        # Laid out for the notebook column as ``draw_tape`` lays out its drawings (never
+        # shrunk below 11 px labels), and shown at that size: a box scrolls, it never shrinks.
         svg = dot.pipe(format="svg", encoding="utf-8")
-        svg = svg[svg.find("<svg"):]
-        return svg.replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
+        return svg[svg.find("<svg"):]
 
     def _boundary_values(self):
         """The model's output over the grid (two features) or the line (one feature)."""
@@ -447,8 +447,8 @@ class TrainingView(widgets.VBox):
                                      indent=False, layout=widgets.Layout(width="7em"))
         self._status = widgets.HTML(self._status_text())
         self._tape_view = widgets.HTML("<p>(the tape of the latest step shows here)</p>",
-                                       layout=widgets.Layout(width="45%"))
-        self._plots = widgets.Image(format="png", layout=widgets.Layout(max_width="55%"))
+                                       layout=widgets.Layout(max_width="100%"))
+        self._plots = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self._tables = widgets.HTML()
         widgets.jslink((self._speed, "value"), (self._play, "interval"))
         self._play.observe(self._on_play, names="value")
@@ -458,7 +458,10 @@ class TrainingView(widgets.VBox):
         super().__init__([
             widgets.HBox([self._play, self._one, self._speed, self._every, self._log]),
             self._status,
-            widgets.HBox([self._tape_view, self._plots]),
+            # (wrapped: a drawing too wide to sit beside the plots goes above them, at its
+            # legible size)
+            widgets.HBox([self._tape_view, self._plots],
+                         layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start")),
             self._tables])
         self.add_class("minitape-training-view")
 
@@ -478,8 +481,8 @@ class TrainingView(widgets.VBox):
         png = base64.b64encode(frame.plots_png).decode("ascii")
         return (f'<p><b>step {frame.step}</b>: loss {frame.loss:.4g}</p>'
                 f'<div style="display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start">'
-                f'<div class="minitape-drawing" style="flex:1 1 24em;max-width:45%">'
-                f'{frame.tape_svg}</div>'
+                f'<div class="minitape-drawing" style="flex:0 1 auto;max-width:100%;'
+                f'overflow:auto;max-height:34em">{frame.tape_svg}</div>'
                 f'<img alt="loss and data at step {frame.step}" style="max-width:100%" '
                 f'src="data:image/png;base64,{png}"></div>{frame.tables}')
 
@@ -495,7 +498,7 @@ class TrainingView(widgets.VBox):
         return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;background:#fff;color:#111}}
-svg{{max-width:100%;height:auto}}</style></head>
+</style></head>
 <body><h1>{html.escape(title)}</h1>
 <p><input id="frame" type="range" min="0" max="{n}" value="{n}" hidden>
 <span id="label" hidden></span></p>

@@ -1,0 +1,355 @@
+"""The learner's names on real programs, in the many ways learners write them (issue 30,
+item 3): loops, augmented assignment, statements over several lines, tuples returned and
+unpacked, lambdas, the walrus, a name rebound several times. Read through public output:
+``tape_graph`` labels, ``TapePlayer`` sentences, ``check_tape`` rows, the drawing's text.
+"""
+
+import re
+
+import numpy as np
+
+import minitape as mt
+from minitape.viz import check_tape, draw_tape, tape_graph
+from minitape.viz.player import TapePlayer
+
+
+def all_labels(tape, target=None, sources=None):
+    return [n.label for n in tape_graph(tape, target, sources).tensors]
+
+
+def op_labels(tape):
+    """``[(op type, label of its output), ...]`` in the order the ops ran."""
+    g = tape_graph(tape)
+    return [(op.type, g.node(op.outputs[0]).label) for op in g.ops]
+
+
+def test_a_loop_names_each_value_it_binds_and_numbers_the_earlier_ones():
+    # Each run of ``y = y * x`` makes a new value of y: three Muls, not one op named y
+    # and two called ``mul #1``, ``mul #2``.
+    x = mt.Variable(2.0)
+    with mt.GradientTape(persistent=True) as tape:
+        y = x
+        for _ in range(3):
+            y = y * x
+    assert op_labels(tape) == [("Mul", "y₁"), ("Mul", "y₂"), ("Mul", "y")]
+    sentences = [s.text for s in TapePlayer(tape, y, x).steps]
+    assert "forward through Mul (#2): y₂ = y₁ * x = 8.0" in sentences
+    assert sentences[-1].startswith("done: dy/dx = ")
+    assert [r.label() for r in check_tape(tape, y, x).rows] == [
+        "#1 Mul -> y₁", "#2 Mul -> y₂", "#3 Mul -> y"]
+
+
+def test_the_same_name_rebound_draws_its_versions_apart():
+    x = mt.constant(1.5)                     # ``x`` itself rebound: the constant is x₁
+    with mt.GradientTape() as tape:
+        tape.watch(x)
+        u = x * 2.0
+        u = u * 2.0
+        x = u * 2.0
+    assert all_labels(tape) == ["x₁", "2.0", "u₁", "2.0", "u", "2.0", "x"]
+    dot = draw_tape(tape, x, legend=False).source
+    names = re.findall(r"label=<<B>([^<]*)</B>", dot)
+    assert {"x₁", "u₁", "u", "x"} <= set(names)
+
+
+def test_a_loop_over_a_function_of_several_ops_names_each_run():
+    # ``mt.nn.softmax`` records several ops from one instruction; three runs of it in a
+    # loop are three values of p, each the last op of its run.
+    x = mt.Variable([1.0, 2.0, 3.0])
+    with mt.GradientTape() as tape:
+        p = x
+        for _ in range(3):
+            p = mt.nn.softmax(p)
+    g = tape_graph(tape)
+    named = [g.node(op.outputs[0]).label for op in g.ops]
+    assert named.count("p₁") == named.count("p₂") == named.count("p") == 1
+    assert named[-1] == "p" and len(g.ops) % 3 == 0
+    run = len(g.ops) // 3
+    assert named[run - 1] == "p₁" and named[2 * run - 1] == "p₂"
+
+
+def test_a_model_of_like_layers_called_once_is_one_value():
+    # A Sequential of two identical layers repeats its op types within one call: the
+    # first layer's output is not a version of ``out``.
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(2, activation="relu"),
+                                 mt.keras.layers.Dense(2, activation="relu")])
+    x = mt.random.normal((3, 2))
+    with mt.GradientTape() as tape:
+        out = model(x)
+    assert [label for _, label in op_labels(tape)] == [
+        "matmul #1", "add #2", "relu #3", "matmul #4", "add #5", "out"]
+    assert tape_graph(tape).label(out) == "out"
+
+
+def test_augmented_assignment_names_the_new_value_not_its_right_hand_side():
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        loss = x * 0.5
+        loss += x * x
+    assert op_labels(tape) == [("Mul", "loss₁"), ("Mul", "x * x"), ("AddV2", "loss")]
+
+
+def test_a_statement_over_several_lines_names_its_value():
+    x = mt.Variable(0.5)
+    with mt.GradientTape() as tape:
+        e = (x * x
+             + mt.math.sin(x))
+        f = x * 2.0 + \
+            x * 3.0
+    g = tape_graph(tape)
+    assert g.label(e) == "e" and g.label(f) == "f"
+
+
+def pair(v):
+    return v * 2.0, v * 3.0
+
+
+def test_a_tuple_returned_takes_the_names_it_is_unpacked_to():
+    x = mt.Variable(1.0)
+    with mt.GradientTape() as tape:
+        a, b = pair(x)
+        both = pair(x)
+        c, d = x * 4.0, x * 5.0
+    g = tape_graph(tape)
+    assert [g.label(t) for t in (a, b, c, d)] == ["a", "b", "c", "d"]
+    assert [g.label(t) for t in both] == ["both[0]", "both[1]"]
+
+
+def test_a_lambda_and_a_walrus_name_their_results():
+    square = lambda t: t * t      # noqa: E731 (a learner's lambda)
+    x = mt.Variable(3.0)
+    with mt.GradientTape() as tape:
+        z = square(x)
+        if (p := z + 1.0) is not None:
+            q = p * 2.0
+    g = tape_graph(tape)
+    assert [g.label(t) for t in (z, p, q)] == ["z", "p", "q"]
+
+
+def test_an_explicit_name_is_never_numbered():
+    x = mt.Variable(np.float32(1.0), name="w")
+    with mt.GradientTape() as tape:
+        y = mt.math.square(x, name="sq")
+        y = mt.math.square(y, name="sq")
+    g = tape_graph(tape)
+    assert [n.label for n in g.tensors] == ["w", "sq", "sq"]
+    assert [n.name for n in g.tensors] == ["w", "sq", "sq"]
+
+
+def test_a_value_returned_by_a_helper_into_an_expression_is_called_by_the_call():
+    square = lambda t: t * t      # noqa: E731
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        e = square(x) + 1.0
+    g = tape_graph(tape)
+    assert [n.label for n in g.tensors] == ["x", "square(x)", "1.0", "e"]
+    assert g.label(e) == "e"
+
+
+def test_names_in_notebook_cells_with_a_loop_and_a_statement_over_two_lines():
+    # A cell is its own file (IPython registers its text in linecache); a helper defined in
+    # one cell and called from another names what it returns by the calling cell's line.
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("import minitape as mt\n"
+                       "def loss_fn(y, y_hat):\n"
+                       "    diff = y - y_hat\n"
+                       "    return mt.reduce_mean(diff * diff)\n", store_history=True)
+        result = shell.run_cell(
+            "x = mt.constant(2.0)\n"
+            "with mt.GradientTape() as tape:\n"
+            "    tape.watch(x)\n"
+            "    y = x\n"
+            "    for i in range(2):\n"
+            "        y = y * x\n"
+            "    y += x\n"
+            "    e = (y * 2.0\n"
+            "         + x)\n"
+            "    loss = loss_fn(e, y)\n"
+            "g = mt.viz.tape_graph(tape, loss, x)\n", store_history=True)
+        assert result.success, result.error_in_exec
+        g = shell.user_ns["g"]
+        assert [t.label for t in g.tensors] == [
+            "x", "y₁", "y₂", "y", "2.0", "y * 2.0", "e", "diff", "diff * diff", "loss"]
+    finally:
+        InteractiveShell.clear_instance()
+
+
+def _smallest_label_px(svg):
+    """The smallest node label of a graphviz SVG shown at its own size, in CSS px: its
+    font-size (user units) times the scale from the viewBox to the width (pt, 4/3 px)."""
+    width_pt = float(re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', svg).group(1))
+    view_width = float(re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+)', svg).group(1))
+    nodes = re.findall(r'<g id="node\d+" class="node">(.*?)</g>', svg, re.S)
+    sizes = [float(f) for n in nodes for f in re.findall(r'font-size="([\d.]+)"', n)]
+    return min(sizes) * width_pt / view_width * 4 / 3
+
+
+def test_the_training_views_tape_is_legible_and_names_the_data():
+    # Lesson 08's TrainingView drew its tape shrunk into 45% of the column (6.9 px labels)
+    # and called the data t1, t2.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 2)).astype("float32")
+    y = (x[:, :1] > 0).astype("float32")
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(8, activation="tanh", name="hidden"),
+                                 mt.keras.layers.Dense(1, activation="sigmoid", name="output")])
+    view = mt.viz.TrainingView(model, x, y, loss="binary_crossentropy",
+                               optimizer=mt.optimizers.SGD(0.5), redraw_every=1)
+    view.step(1)
+    svg = view.frames[-1].tape_svg
+    assert "max-width" not in svg[:svg.index(">")]          # not shrunk to a box
+    assert _smallest_label_px(svg) >= 11
+    html = view._repr_mimebundle_()[0]["text/html"]
+    assert "max-width:45%" not in html and "overflow:auto" in html
+    labels = [n.label for n in tape_graph(view.last_tape).tensors]
+    assert "x" in labels and "y" in labels   # (the loss's own 1 - y, made off the tape: t1)
+
+
+def test_tensors_made_off_the_tape_are_named_by_the_operand_that_read_them():
+    # Lesson 08's recurrent network: ``h = mt.zeros(...)`` and ``sequence[t]`` are made by
+    # ops the tape does not record (nothing watched goes in): drawn t2, t13 before.
+    w_xh = mt.Variable(np.full((1, 2), 0.5, np.float32), name="w_xh")
+    w_hh = mt.Variable(np.eye(2, dtype=np.float32), name="w_hh")
+    sequence = mt.constant(np.ones((3, 1, 1), np.float32))
+    with mt.GradientTape() as tape:
+        h = mt.zeros((1, 2))
+        for t in range(3):
+            h = mt.math.tanh(sequence[t] @ w_xh + h @ w_hh)
+        loss = mt.reduce_sum(h)
+    labels = all_labels(tape, loss)
+    assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels
+    assert labels.count("sequence[t]") == 3
+    assert [label for label in labels if label.startswith("h") and "@" not in label] == [
+        "h₁", "h₂", "h₃", "h"]                      # the zeros, then each tanh
+    with mt.GradientTape() as tape:
+        total = 0.0
+        for k in range(2):
+            total += w_xh * float(k + 1)
+    assert op_labels(tape) == [("Mul", "mul #1"),
+                               ("AddV2", "total₂"), ("Mul", "mul #3"), ("AddV2", "total")]
+    assert "total₁" in all_labels(tape)             # (the 0.0 it started from)
+
+
+def test_each_run_of_a_comprehension_is_its_own_value():
+    x = mt.Variable(2.0)
+    with mt.GradientTape() as tape:
+        parts = [x * float(k) for k in range(3)]
+        total = parts[0] + parts[1] + parts[2]
+    g = tape_graph(tape)
+    assert [g.label(p) for p in parts] == ["x * float(k)"] * 3
+    assert g.label(total) == "total"
+
+
+def test_a_backward_pass_recorded_by_an_outer_tape_is_one_run_named_by_its_call():
+    # The inner gradient's ops all come from the line ``g1 = inner.gradient(y, x)``; their
+    # repeating pattern (Cos, Mul per sin) is not a loop, and the seed is not ``y``.
+    x = mt.Variable(1.5)
+    with mt.GradientTape() as outer:
+        with mt.GradientTape() as inner:
+            y = mt.math.sin(x)
+            for _ in range(2):
+                y = mt.math.sin(y)
+        g1 = inner.gradient(y, x)
+    outer.gradient(g1, x)
+    assert all_labels([outer, inner], g1, x) == [
+        "x", "y₁", "y₂", "y", "cos #4", "1.0", "mul #5", "cos #6", "mul #7", "cos #8", "g1"]
+
+
+def test_player_sentences_put_labels_that_are_not_names_in_parentheses():
+    # ``dz/dx * 2.0 * 2.0`` read as a product; a result labelled by its own text was said
+    # twice (``x * 2.0 = x * 2.0 = 1.4``).
+    x = mt.Variable(0.7)
+    with mt.GradientTape(persistent=True) as tape:
+        z = mt.math.sin(x) * mt.math.exp(x * 2.0)
+    texts = [s.text for s in TapePlayer(tape, z, x).steps]
+    assert "forward through Mul (#2): x * 2.0 = 1.4" in texts
+    assert any(t.startswith("forward through Mul (#4): z = (sin #1) * (exp #3) = 2.6")
+               for t in texts), texts
+    assert any(t.startswith("backward through Mul (#2): dz/dx = dz/d(x * 2.0) * 2.0 = ")
+               for t in texts), texts
+
+
+def test_a_list_assigned_to_one_name_is_named_element_by_element():
+    v = mt.Variable([1.0, 2.0, 3.0, 4.0])
+    with mt.GradientTape() as tape:
+        parts = mt.unstack(v)
+        halves = mt.split(v, 2)
+    g = tape_graph(tape)
+    assert [g.label(t) for t in parts] == ["parts[0]", "parts[1]", "parts[2]", "parts[3]"]
+    assert [g.label(t) for t in halves] == ["halves[0]", "halves[1]"]
+
+
+def test_a_program_with_no_source_names_its_loop_and_unpacked_values_from_the_bytecode():
+    import subprocess
+    import sys
+    program = ("import minitape as mt\n"
+               "x = mt.constant(2.0)\n"
+               "with mt.GradientTape() as tape:\n"
+               "    tape.watch(x)\n"
+               "    y = x\n"
+               "    for i in range(2):\n"
+               "        y = y * x\n"
+               "    a, b = mt.split(mt.stack([y, y]), 2)\n"
+               "print([n.label for n in mt.viz.tape_graph(tape).tensors])\n")
+    proc = subprocess.run([sys.executable, "-"], input=program, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(["x", "y₁", "y", "pack #3", "a", "b"])
+
+
+def test_a_keras_fit_steps_tape_names_the_batch_x_and_y():
+    # fit's batches were t1 (and y took the name Y of fit's argument by accident: the ops
+    # inside fit are not the operands of the learner's call).
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(1)])
+    model.compile(optimizer=mt.optimizers.SGD(0.1), loss="mse")
+    X = np.ones((4, 2), np.float32)
+    Y = np.zeros((4, 1), np.float32)
+    model.fit(X, Y, epochs=1, verbose=0)
+    tape, loss = model.last_train_step
+    labels = all_labels(tape, loss, model.trainable_variables)
+    assert labels[:2] == ["x", "kernel"] and "y" in labels and "Y" not in labels, labels
+    assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels
+
+
+def test_a_loop_calling_one_layer_names_each_call_and_a_layers_attribute_each_time():
+    mt.random.set_seed(0)
+    layer = mt.keras.layers.Dense(2, activation="tanh")
+    x = mt.Variable(np.ones((1, 2), np.float32))
+    with mt.GradientTape() as tape:
+        h = x
+        for _ in range(3):
+            h = layer(h)
+    assert [label for _, label in op_labels(tape)] == [
+        "matmul #1", "add #2", "h₁", "matmul #4", "add #5", "h₂", "matmul #7", "add #8", "h"]
+
+    class Square(mt.keras.layers.Layer):
+        def call(self, v):
+            self.h = v * v
+            return self.h + 1.0
+
+    square = Square()
+    with mt.GradientTape() as tape:
+        a = square(x)
+        b = square(a)
+    g = tape_graph(tape)
+    assert [n.label for n in g.tensors] == ["x", "self.h₁", "1.0", "a", "self.h", "1.0", "b"]
+    assert g.label(b) == "b"
+
+
+def test_starred_nested_and_conditional_assignments_name_each_value():
+    v = mt.Variable([1.0, 2.0, 3.0])
+    with mt.GradientTape() as tape:
+        first, *rest = mt.unstack(v)
+    assert all_labels(tape) == ["v", "first", "rest[0]", "rest[1]"]
+    with mt.GradientTape() as tape:
+        (a, b), c = mt.split(v[:2], 2), v[2]
+    g = tape_graph(tape)
+    assert [n.label for n in g.tensors] == ["v", "v[:2]", "a", "b", "c"]
+    assert [g.label(t) for t in (a, b, c)] == ["a", "b", "c"]
+    with mt.GradientTape() as tape:
+        y = v * 2.0 if len(rest) == 2 else v
+    assert all_labels(tape) == ["v", "2.0", "y"] and tape_graph(tape).label(y) == "y"
