@@ -458,3 +458,14 @@ def test_a_log_softmax_over_a_masked_row_gets_the_mask_advice():
     text = flat(explain(tape, nll, logits))
     assert "log_softmax (op #2, " in text and "gives nan from an infinite input" in text
     assert "add a large negative number (-1e9) rather than -inf" in text
+
+
+def test_a_source_made_after_the_block_is_named_as_such_not_as_unwatched():
+    x = mt.constant(3.0)
+    with mt.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    said = flat(explain(tape, y, mt.constant(3.0)))   # a new Tensor of the same value
+    assert "was made after the `with` block had ended" in said, said
+    assert "tape.watch(x)" not in said                # (no invented name)
+    assert "is connected to the target" in flat(explain(tape, y, x))

@@ -372,6 +372,13 @@ def _loop_place(tape, op):
 
 def _not_watched(tape, target, source, src, ops, produced, name):
     """The tape never watched the source: say why that happened."""
+    exits = [e for e in tape.events if e.kind == "exited" and isinstance(e.detail, int)]
+    if exits and not tape.recording and source.id > exits[-1].detail:
+        return ("source_after_tape",
+                f"{src} was made after the `with` block had ended, so no operation the tape "
+                "recorded can have read it (a new Tensor, even of the same value, is not the "
+                "one the target was computed from): pass the Tensor or Variable that the code "
+                "inside the block used, and watch it there if it is a plain Tensor")
     if not isinstance(source, Variable):
         return ("tensor_not_watched",
                 f"{src} is a plain Tensor, not a Variable, and the tape never watched it "
