@@ -129,6 +129,7 @@ class Model(Layer):
         self.history = None
         self._loss_tracker = _metrics.Mean(name="loss")
         self._metric_specs = []
+        self.stop_training = False   # (a callback sets it to end fit, as Keras)
 
     def build(self, input_shape=None):
         """Create the weights by calling the model once on zeros of ``input_shape``, as Keras.
