@@ -309,18 +309,24 @@ class Model(Layer):
         x, y, sample_weight = _unpack(data)
         with GradientTape() as tape:
             y_pred = self(x, training=True)
-            loss = self.compute_loss(y, y_pred, sample_weight=sample_weight)
+            loss = self._loss_of(y, y_pred, sample_weight)
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
         self._loss_tracker.update_state(loss, sample_weight=_length(x))
         self.last_train_step = (tape, loss)   # for callbacks that show the step's tape
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
+    def _loss_of(self, y, y_pred, sample_weight):
+        # (a compute_loss overridden with the older signature (y, y_pred) keeps working)
+        if sample_weight is None:
+            return self.compute_loss(y, y_pred)
+        return self.compute_loss(y, y_pred, sample_weight=sample_weight)
+
     def test_step(self, data):
         """The loss and metrics on a batch ``(x, y)``, without training (as ``train_step``)."""
         x, y, sample_weight = _unpack(data)
         y_pred = self(x, training=False)
-        self._loss_tracker.update_state(self.compute_loss(y, y_pred, sample_weight=sample_weight),
+        self._loss_tracker.update_state(self._loss_of(y, y_pred, sample_weight),
                                         sample_weight=_length(x))
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
