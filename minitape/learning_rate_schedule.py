@@ -349,8 +349,9 @@ def serialize(learning_rate_schedule):
 def deserialize(config, custom_objects=None):
     """The schedule that ``serialize`` described, as ``keras.optimizers.schedules.deserialize``.
 
-    The class is looked up in ``custom_objects`` (``{"Name": class}``), then among those
-    registered with ``mt.keras.saving.register_keras_serializable``, then minitape's own.
+    The class is looked up in ``custom_objects`` (``{"Name": class}``), then among
+    minitape's own. (``load_model`` adds the classes registered with
+    ``mt.keras.saving.register_keras_serializable`` to ``custom_objects``.)
 
     Raises:
         ValueError: an unknown class name (pass it in ``custom_objects``).
@@ -359,10 +360,7 @@ def deserialize(config, custom_objects=None):
         raise TypeError("schedules.deserialize expects {'class_name': ..., 'config': {...}}, "
                         f"got {config!r:.80}")
     name = config["class_name"]
-    cls = (custom_objects or {}).get(name)
-    if cls is None:
-        from .keras.saving import get_registered_object
-        cls = get_registered_object(name) or _CLASSES.get(name)
+    cls = (custom_objects or {}).get(name) or _CLASSES.get(name)
     if cls is None:
         raise ValueError(f"unknown learning rate schedule {name!r}; pass it as "
                          f"custom_objects={{{name!r}: {name}}} or decorate it with "

@@ -234,3 +234,17 @@ def test_a_custom_schedule_loads_with_custom_objects(tmp_path):
                                         custom_objects={"HalfEachStep": HalfEachStep})
     assert isinstance(loaded.optimizer._learning_rate, HalfEachStep)
     assert float(loaded.optimizer.learning_rate) == pytest.approx(0.2)
+
+
+def test_a_registered_schedule_loads_without_custom_objects(tmp_path):
+    @mt.keras.saving.register_keras_serializable(package="test_schedules")
+    class ThirdEachStep(HalfEachStep):
+        def __call__(self, step):
+            return self.start / 3 ** float(step)
+
+    model = mt.keras.Sequential([mt.keras.Input(shape=(2,)), mt.keras.layers.Dense(1)])
+    model.compile(optimizer=mt.keras.optimizers.SGD(learning_rate=ThirdEachStep(0.9)),
+                  loss="mse")
+    model.save(tmp_path / "m.keras")
+    loaded = mt.keras.models.load_model(tmp_path / "m.keras")
+    assert isinstance(loaded.optimizer._learning_rate, ThirdEachStep)

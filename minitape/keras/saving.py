@@ -232,7 +232,7 @@ def _deserialize_object(spec, custom_objects, where):
     try:
         if from_config is not None and spec.get("kind") == "optimizer":
             # (its learning rate may be a custom schedule, found in custom_objects)
-            return from_config(config, custom_objects=custom_objects)
+            return from_config(config, custom_objects={**_REGISTERED, **(custom_objects or {})})
         if from_config is not None:
             return from_config(config)
         return cls(**config)
