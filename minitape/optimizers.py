@@ -17,6 +17,10 @@ The formulas are Keras 3's (``keras/src/optimizers/sgd.py``, ``adam.py``, ``rmsp
 docstring. ``weight_decay`` (every optimizer; AdamW's default is 0.004) is Keras's decoupled
 weight decay: before the update, ``w = w - w * weight_decay * lr``.
 
+``learning_rate`` may be a number or a schedule from ``mt.optimizers.schedules`` (Keras's
+``ExponentialDecay``, ``PiecewiseConstantDecay``, ``PolynomialDecay``, ``InverseTimeDecay``,
+``CosineDecay``, or a ``LearningRateSchedule`` subclass), evaluated at each step.
+
 ``get(name)`` and ``Model.compile(optimizer=name)`` take Keras's names, in any case:
 ``"sgd"``, ``"adam"``, ``"rmsprop"``, ``"nadam"``, ``"adagrad"``, ``"adamax"``, ``"adamw"``.
 """
@@ -27,10 +31,13 @@ import warnings
 
 import numpy as np
 
+from . import learning_rate_schedule as schedules
 from .module import Module
 from .engine.tensor import Tensor, Variable
+from .ops.constant_op import constant
 
-__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Nadam", "Adagrad", "Adamax", "AdamW", "get"]
+__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Nadam", "Adagrad", "Adamax", "AdamW", "get",
+           "schedules"]
 
 
 class Optimizer(Module):
@@ -40,7 +47,12 @@ class Optimizer(Module):
     Attributes:
         iterations: an int64 Variable, the number of ``apply_gradients`` calls so far.
         learning_rate: a float32 Variable; assign a number to change it between steps
-            (``opt.learning_rate = 0.01``), as Keras allows.
+            (``opt.learning_rate = 0.01``), as Keras allows. An optimizer created with a
+            schedule (``mt.optimizers.schedules.ExponentialDecay(...)``, any
+            ``LearningRateSchedule``) evaluates it at ``iterations`` before each update
+            (step 0 for the first one, as Keras); ``learning_rate`` then reads the value
+            the next update will use, a float32 Tensor, and assigning a number raises
+            ``TypeError``, as Keras.
         weight_decay: None, or a number: before each update, ``w = w - w * weight_decay *
             lr`` (Keras's decoupled weight decay, ``BaseOptimizer._apply_weight_decay``).
 
@@ -52,8 +64,12 @@ class Optimizer(Module):
     def __init__(self, learning_rate, name, weight_decay=None):
         super().__init__(name=name)
         self.iterations = Variable(np.int64(0), trainable=False, name="iteration")
-        self._learning_rate = Variable(np.float32(_number(learning_rate, "learning_rate")),
-                                       trainable=False, name="learning_rate")
+        if isinstance(learning_rate, schedules.LearningRateSchedule) or (
+                callable(learning_rate) and not isinstance(learning_rate, Tensor)):
+            self._learning_rate = learning_rate   # evaluated before each update
+        else:
+            self._learning_rate = Variable(np.float32(_number(learning_rate, "learning_rate")),
+                                           trainable=False, name="learning_rate")
         self.weight_decay = None if weight_decay is None else _number(weight_decay,
                                                                       "weight_decay")
         self._slot_index = {}   # Variable id -> index of its slot Variables
@@ -61,11 +77,44 @@ class Optimizer(Module):
     # -- the learning rate, settable as in Keras ---------------------------------------------
     @property
     def learning_rate(self):
-        return self._learning_rate
+        """The learning rate the next update uses: the float32 Variable, or, for a schedule,
+        its value at ``iterations`` (a float32 Tensor), as Keras's ``learning_rate``."""
+        if isinstance(self._learning_rate, Variable):
+            return self._learning_rate
+        return constant(np.float32(self._current_learning_rate()))
 
     @learning_rate.setter
     def learning_rate(self, value):
-        self._learning_rate.assign(np.float32(_number(value, "learning_rate")))
+        if isinstance(value, schedules.LearningRateSchedule) or (
+                callable(value) and not isinstance(value, Tensor)):
+            self._learning_rate = value
+            return
+        if isinstance(self._learning_rate, schedules.LearningRateSchedule):
+            raise TypeError(
+                "This optimizer was created with a `LearningRateSchedule` object as its "
+                "`learning_rate` constructor argument, hence its learning rate is not "
+                f"settable (got {value!r:.40}). If you need the learning rate to be settable, "
+                "create the optimizer with a float `learning_rate` argument.")
+        value = np.float32(_number(value, "learning_rate"))
+        if isinstance(self._learning_rate, Variable):
+            self._learning_rate.assign(value)
+        else:   # (a callable before)
+            self._learning_rate = Variable(value, trainable=False, name="learning_rate")
+
+    def _current_learning_rate(self):
+        """The learning rate of the next update as a Python float (float32 precision): a
+        schedule is evaluated at ``iterations`` (0 for the first update), as Keras's
+        ``_get_current_learning_rate``; a callable without arguments is called."""
+        lr = self._learning_rate
+        if isinstance(lr, Variable):
+            return float(lr)
+        value = lr(self.iterations) if isinstance(lr, schedules.LearningRateSchedule) else lr()
+        try:
+            return float(np.float32(_number(value, "learning_rate")))
+        except TypeError:
+            raise TypeError(f"the learning rate schedule {lr!r:.60} returned "
+                            f"{type(value).__name__} {value!r:.60}; it must return a number "
+                            "(a float or a scalar Tensor)") from None
 
     # -- one step --------------------------------------------------------------------------
     def apply_gradients(self, grads_and_vars):
@@ -109,7 +158,7 @@ class Optimizer(Module):
         if missing:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the "
                           "loss; they are left unchanged. Did the loss use them?", stacklevel=2)
-        lr = float(self._learning_rate)
+        lr = self._current_learning_rate()
         grads = [(_gradient_array(grad, var, type(self).__name__), var)
                  for grad, var in pairs if grad is not None]
         self._prepare_step()
@@ -138,13 +187,32 @@ class Optimizer(Module):
 
     def get_config(self):
         """The constructor's arguments, as Keras's ``Optimizer.get_config``."""
-        config = {"name": self.name, "learning_rate": float(self._learning_rate)}
+        lr = self._learning_rate
+        if isinstance(lr, Variable):
+            lr = float(lr)
+        elif isinstance(lr, schedules.LearningRateSchedule):
+            lr = schedules.serialize(lr)   # (as Keras: a dict that from_config reads back)
+        config = {"name": self.name, "learning_rate": lr}
         if self.weight_decay is not None:
             config["weight_decay"] = self.weight_decay
         return config
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """The optimizer ``cls(**config)``, as Keras's ``Optimizer.from_config``: a
+        ``learning_rate`` dict (a serialized schedule) is rebuilt first
+        (``schedules.deserialize``, with ``custom_objects``)."""
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):
+            config["learning_rate"] = schedules.deserialize(config["learning_rate"],
+                                                            custom_objects)
+        return cls(**config)
+
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "name")
+        config = dict(self.get_config())
+        if not isinstance(self._learning_rate, Variable):
+            config["learning_rate"] = self._learning_rate
+        args = ", ".join(f"{k}={v!r}" for k, v in config.items() if k != "name")
         return f"<mt.optimizers.{type(self).__name__} {args}, iterations={int(self.iterations)}>"
 
 
@@ -550,7 +618,7 @@ def get(identifier):
     if isinstance(identifier, str):
         key = identifier.lower()
         if key in _BY_NAME:
-            return _BY_NAME[key](**config)
+            return _BY_NAME[key].from_config(config)
         names = ", ".join(repr(n) for n in _BY_NAME)
         if key in _KERAS_ONLY:
             raise ValueError(f"minitape does not implement Keras's {identifier!r} optimizer; "

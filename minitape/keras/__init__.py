@@ -8,9 +8,11 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
 - ``mt.keras.Model`` (subclass it; ``compile``, ``fit``, ``evaluate``, ``predict``,
   ``save_weights`` / ``load_weights``), ``mt.keras.Sequential``;
 - ``mt.keras.optimizers`` (``SGD``, ``Adam``, ``RMSprop``, ``Nadam``, ``Adagrad``, ``Adamax``,
-  ``AdamW``), ``mt.keras.losses``, ``mt.keras.activations``, ``mt.keras.initializers``,
-  ``mt.keras.backend`` (``floatx``, ``epsilon``, ``clear_session``),
-  ``mt.keras.callbacks`` (``Callback``, for ``fit(..., callbacks=[...])``);
+  ``AdamW``; ``mt.keras.optimizers.schedules``: ``ExponentialDecay``, ``PiecewiseConstantDecay``,
+  ...), ``mt.keras.losses``, ``mt.keras.activations``, ``mt.keras.initializers``,
+  ``mt.keras.backend`` (``floatx``, ``epsilon``, ``clear_session``, ``get_value``),
+  ``mt.keras.callbacks`` (``Callback`` to subclass, ``EarlyStopping``, ``ModelCheckpoint``,
+  ``LearningRateScheduler``, ``ReduceLROnPlateau``, ... for ``fit(..., callbacks=[...])``);
 - ``mt.keras.metrics``, ``mt.keras.regularizers``, ``mt.keras.utils.set_random_seed``;
 - ``mt.keras.Input`` and ``mt.keras.Model(inputs, outputs)`` (the functional style);
 - ``model.save(path)`` / ``mt.keras.models.load_model(path, custom_objects=...)``.

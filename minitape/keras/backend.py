@@ -4,6 +4,8 @@
   given a ``dtype`` (``"float32"`` unless changed), and of what initializers return;
 - ``epsilon()`` / ``set_epsilon(value)``: the small number Keras adds to avoid dividing by
   zero (``1e-07``); the crossentropy losses clip probabilities to ``[epsilon, 1 - epsilon]``;
+- ``get_value(x)`` / ``set_value(x, value)``: read a Variable (or Tensor) as NumPy, assign a
+  Variable (``K.set_value(model.optimizer.learning_rate, 0.01)`` in Keras 2 code);
 - ``clear_session()``: forget Keras's global state; in minitape, the counters behind the
   default layer names, so the next ``Dense`` is named ``dense`` again.
 
@@ -13,7 +15,8 @@ global_state.py``.
 
 from __future__ import annotations
 
-__all__ = ["floatx", "set_floatx", "epsilon", "set_epsilon", "clear_session", "image_data_format"]
+__all__ = ["floatx", "set_floatx", "epsilon", "set_epsilon", "clear_session", "image_data_format",
+           "get_value", "set_value"]
 
 _FLOATX = "float32"
 _EPSILON = 1e-7
@@ -96,6 +99,31 @@ def clear_session(free_memory=True) -> None:
     from .. import module
     with module._name_lock:
         module._name_counts.clear()
+
+
+def get_value(x):
+    """``x`` (a Variable, a Tensor, a number) as a NumPy value, as ``tf.keras.backend.get_value``.
+
+    >>> import minitape as mt
+    >>> mt.keras.backend.get_value(mt.Variable(0.5))
+    np.float32(0.5)
+    """
+    return x.numpy() if hasattr(x, "numpy") else x
+
+
+def set_value(x, value):
+    """``x.assign(value)`` for a Variable ``x``, as ``tf.keras.backend.set_value``.
+
+    Raises:
+        TypeError: ``x`` is not a Variable (for example an optimizer's learning rate that is
+            a schedule: it cannot be set).
+    """
+    from ..engine.tensor import Variable
+    if not isinstance(x, Variable):
+        raise TypeError(f"set_value: x must be a Variable, got {type(x).__name__} {x!r:.60}; "
+                        "an optimizer created with a learning rate schedule has no learning "
+                        "rate to set")
+    x.assign(value)
 
 
 def __getattr__(name):

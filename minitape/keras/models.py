@@ -138,6 +138,7 @@ class Model(Layer):
         self.history = None
         self._loss_tracker = _metrics.Mean(name="loss")
         self._metric_specs = []
+        self.stop_training = False   # (a callback sets it to end fit, as Keras)
 
     def build(self, input_shape=None):
         """Create the weights by calling the model once on zeros of ``input_shape``, as Keras.
@@ -232,12 +233,16 @@ class Model(Layer):
         self.run_eagerly = bool(run_eagerly)
         self.jit_compile = jit_compile
 
-    def compute_loss(self, y, y_pred):
+    def compute_loss(self, y, y_pred, sample_weight=None):
         """The loss that ``fit`` differentiates, one scalar Tensor, as Keras 3.
 
         The compiled loss (the mean of the loss function over the batch) plus the sum of
         ``self.losses``: the weight regularization penalties (``kernel_regularizer=``...)
         and the losses that layers added with ``add_loss`` in this call.
+
+        With ``sample_weight`` (one weight per sample, shape ``(batch,)``), each sample's
+        loss is multiplied by its weight before the mean, which still divides by the number
+        of values (Keras's ``"sum_over_batch_size"`` reduction, not a weighted average).
         """
         if self.loss is None:
             raise ValueError("no loss: call model.compile(optimizer=..., loss=...) before fit "
@@ -247,9 +252,22 @@ class Model(Layer):
                 f"{self.name} has several outputs; minitape's compile/fit take one loss for "
                 "one output: train it with a GradientTape loop (sum the outputs' losses), or "
                 "make a model with one output")
-        value = self.loss(y, y_pred)
-        if value.ndim:   # a loss function's per-sample values: take the mean over the batch
-            value = reduction_ops.reduce_mean(value)
+        if sample_weight is None:
+            value = self.loss(y, y_pred)
+            if value.ndim:   # a loss function's per-sample values: take the mean over the batch
+                value = reduction_ops.reduce_mean(value)
+        elif isinstance(self.loss, _losses.Loss):   # (it weights and reduces, as Keras's)
+            value = self.loss(y, y_pred, sample_weight=_weights_for(
+                sample_weight, max(y_pred.ndim - 1, 1)))
+        else:
+            values = self.loss(y, y_pred)
+            if values.ndim == 0:
+                raise ValueError(
+                    f"sample_weight needs one loss value per sample, but the loss "
+                    f"{getattr(self.loss, '__name__', self.loss)!r} returned a scalar; return "
+                    "per-sample values (as mt.keras.losses.mean_squared_error does)")
+            values = values * _weights_for(sample_weight, values.ndim)
+            value = reduction_ops.reduce_sum(values) / float(max(values.size, 1))
         for extra in self.losses:
             value = value + extra
         return value
@@ -297,22 +315,29 @@ class Model(Layer):
         (return such a dict; ``fit`` shows the last step's values for the epoch, and resets
         the metrics listed by ``self.metrics`` before each epoch).
         """
-        x, y = data
+        x, y, sample_weight = _unpack(data)
         with GradientTape() as tape:
             y_pred = self(x, training=True)
-            loss = self.compute_loss(y, y_pred)
+            loss = self._loss_of(y, y_pred, sample_weight)
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
         self._loss_tracker.update_state(loss, sample_weight=_length(x))
         self.last_train_step = (tape, loss)   # for callbacks that show the step's tape
-        return self.compute_metrics(x, y, y_pred)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _loss_of(self, y, y_pred, sample_weight):
+        # (a compute_loss overridden with the older signature (y, y_pred) keeps working)
+        if sample_weight is None:
+            return self.compute_loss(y, y_pred)
+        return self.compute_loss(y, y_pred, sample_weight=sample_weight)
 
     def test_step(self, data):
         """The loss and metrics on a batch ``(x, y)``, without training (as ``train_step``)."""
-        x, y = data
+        x, y, sample_weight = _unpack(data)
         y_pred = self(x, training=False)
-        self._loss_tracker.update_state(self.compute_loss(y, y_pred), sample_weight=_length(x))
-        return self.compute_metrics(x, y, y_pred)
+        self._loss_tracker.update_state(self._loss_of(y, y_pred, sample_weight),
+                                        sample_weight=_length(x))
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     # -- the loops -------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", shuffle=True,
@@ -321,7 +346,8 @@ class Model(Layer):
 
         Args:
             x, y: inputs and targets (Tensors, ndarrays or lists, first axis the samples),
-                or ``x`` an ``mt.data.Dataset`` of ``(x, y)`` batches and ``y`` None.
+                or ``x`` an ``mt.data.Dataset`` of ``(x, y)`` (or ``(x, y, sample_weight)``)
+                batches and ``y`` None.
             batch_size: samples per gradient step (default 32, as Keras).
             epochs: passes over the data.
             verbose: 0 silent; 1 or ``"auto"`` prints ``Epoch i/n`` and a line with the
@@ -329,79 +355,135 @@ class Model(Layer):
                 (Keras prints them), so a notebook's output is the same on every run.
             shuffle: reshuffle the samples before each epoch (with ``mt.random``'s generator,
                 so ``mt.random.set_seed`` makes it repeatable).
-            validation_data: optional ``(x_val, y_val)``, evaluated after each epoch
-                (``val_loss``, ``val_<metric>`` in the history).
-            callbacks: ``mt.keras.callbacks.Callback`` instances, called as Keras calls them
-                (train, epoch and batch begin/end).
+            validation_data: optional ``(x_val, y_val)`` or ``(x_val, y_val, sample_weight)``,
+                evaluated after each epoch (``val_loss``, ``val_<metric>`` in the history).
+            initial_epoch: the epoch to start from (to resume a training).
+            callbacks: ``mt.keras.callbacks`` instances (``EarlyStopping``,
+                ``ModelCheckpoint``, ...), called as Keras 3 calls them. One of them setting
+                ``model.stop_training = True`` ends training after the current batch or
+                epoch.
+            validation_split: a fraction in (0, 1): the *last* samples of ``x`` and ``y``
+                (taken before any shuffling) are held out and evaluated after each epoch
+                instead of trained on, as Keras. Ignored when ``validation_data`` is given;
+                not for a Dataset.
+            sample_weight: one weight per sample, shape ``(n,)``: each sample's loss (and
+                metric value) is multiplied by it; the loss is still divided by the batch's
+                number of samples (Keras's ``"sum_over_batch_size"``).
+            class_weight: ``{class_index: weight}``: each sample weighs its class's weight (1
+                for a class not listed); the class is ``y`` itself for integer labels, its
+                ``argmax`` for one-hot ``y``, as Keras. Not together with ``sample_weight``.
 
         Returns:
-            A ``History``: ``history.history["loss"]`` has one mean loss per epoch.
+            A ``History``: ``history.history["loss"]`` has one mean loss per epoch, and one
+            list per logged quantity (``val_loss``, metrics, ``learning_rate`` when a
+            callback logs it).
 
         Raises:
-            ValueError: ``compile`` was not called, or ``x`` and ``y`` differ in length.
+            ValueError: ``compile`` was not called, ``x`` and ``y`` differ in length, a
+                ``validation_split`` that leaves no training or no validation sample, both
+                ``class_weight`` and ``sample_weight``.
+            TypeError: an argument minitape's ``fit`` does not take.
         """
         if self.optimizer is None:
             raise ValueError("fit: call model.compile(optimizer=..., loss=...) first")
-        unknown = set(kwargs) - {"callbacks", "validation_split", "steps_per_epoch"}
-        if unknown or kwargs.get("validation_split"):
-            raise TypeError(f"fit: unsupported arguments {sorted(kwargs)}; minitape's fit takes "
+        known = {"callbacks", "validation_split", "steps_per_epoch", "sample_weight",
+                 "class_weight"}
+        unknown = set(kwargs) - known
+        if unknown:
+            raise TypeError(f"fit: unsupported arguments {sorted(unknown)}; minitape's fit takes "
                             "x, y, batch_size, epochs, verbose, shuffle, validation_data, "
-                            "callbacks")
-        callbacks = list(kwargs.get("callbacks") or [])
+                            "initial_epoch, callbacks, validation_split, sample_weight, "
+                            "class_weight")
+        callbacks = kwargs.get("callbacks") or []
+        if not isinstance(callbacks, (list, tuple)):
+            callbacks = [callbacks]
+        callbacks = list(callbacks)
+        for cb in callbacks:
+            if not all(hasattr(cb, hook) for hook in ("set_model", "on_epoch_end")):
+                raise TypeError(f"fit: callbacks must be mt.keras.callbacks.Callback instances, "
+                                f"got {type(cb).__name__} {cb!r:.60}")
+        sample_weight = kwargs.get("sample_weight")
+        class_weight = kwargs.get("class_weight")
+        if class_weight is not None:
+            if sample_weight is not None:
+                raise ValueError("fit: You cannot use `class_weight` and `sample_weight` at the "
+                                 "same time; fold the class weights into sample_weight")
+            sample_weight = _class_weights(y, class_weight, x)
+        split = kwargs.get("validation_split")
+        if split and validation_data is None:
+            (x, y, sample_weight), validation_data = _split(x, y, sample_weight, split)
         verbose = 1 if verbose == "auto" else int(verbose)
-        batches = _Batches(x, y, batch_size, shuffle, "fit")
+        batches = _Batches(x, y, batch_size, shuffle, "fit", sample_weight=sample_weight)
+        if validation_data is not None:
+            if not (isinstance(validation_data, (tuple, list))
+                    and len(validation_data) in (2, 3)):
+                raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, "
+                                 "y_val, val_sample_weight), got "
+                                 f"{type(validation_data).__name__}")
+            val_x, val_y, val_weight = (tuple(validation_data) + (None,))[:3]
         history = History({"epochs": epochs, "steps": len(batches), "verbose": verbose})
         history.model = self
+        self.history = history
+        self.stop_training = False
         for cb in callbacks:       # (mt.keras.callbacks.Callback)
             cb.set_model(self)
             cb.set_params(history.params)
+        for cb in callbacks:
             cb.on_train_begin({})
+        training_logs = None
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
+            if verbose == 1:
+                print(f"Epoch {epoch + 1}/{epochs}")
             for cb in callbacks:
                 cb.on_epoch_begin(epoch, {})
             logs = {}
-            for k, (x_batch, y_batch) in enumerate(batches.epoch()):
+            for k, data in enumerate(batches.epoch()):
                 for cb in callbacks:
                     cb.on_train_batch_begin(k, {})
-                logs = self.train_step((x_batch, y_batch))
+                logs = self.train_step(data)
                 if callbacks:
                     batch_logs = _float_logs(logs, "train_step")
                     for cb in callbacks:
                         cb.on_train_batch_end(k, batch_logs)
+                if self.stop_training:
+                    break
             logs = _float_logs(logs, "train_step")
             if validation_data is not None:
-                val = self.evaluate(*validation_data, batch_size=batches.batch_size, verbose=0,
-                                    return_dict=True)
+                val = self.evaluate(val_x, val_y, batch_size=batches.batch_size, verbose=0,
+                                    return_dict=True, sample_weight=val_weight)
                 logs.update({f"val_{k}": v for k, v in val.items()})
+            for cb in callbacks:   # (one dict: a key a callback adds reaches the History)
+                cb.on_epoch_end(epoch, logs)
             history.epoch.append(epoch)
             for k, v in logs.items():
                 history.history.setdefault(k, []).append(v)
-            for cb in callbacks:
-                cb.on_epoch_end(epoch, dict(logs))
+            training_logs = logs
             if verbose:
-                if verbose == 1:
-                    print(f"Epoch {epoch + 1}/{epochs}")
                 print(_progress_line(len(batches), logs, verbose))
+            if self.stop_training:
+                break
         for cb in callbacks:
-            cb.on_train_end({})
-        self.history = history
+            cb.on_train_end(training_logs)
         return history
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", return_dict=False,
-                 **kwargs):
+                 sample_weight=None, **kwargs):
         """The mean loss (and metrics) over the data, as ``keras.Model.evaluate``.
+
+        ``sample_weight`` (one weight per sample) weights each sample's loss and metric
+        values, as in ``fit``.
 
         Returns:
             The loss as a float when no metrics were compiled, else ``[loss, metric, ...]``,
             or a dict with ``return_dict=True``.
         """
         verbose = 1 if verbose == "auto" else int(verbose)
-        batches = _Batches(x, y, batch_size, False, "evaluate")
+        batches = _Batches(x, y, batch_size, False, "evaluate", sample_weight=sample_weight)
         self.reset_metrics()
         logs = {}
-        for x_batch, y_batch in batches.epoch():
-            logs = self.test_step((x_batch, y_batch))
+        for data in batches.epoch():
+            logs = self.test_step(data)
         logs = _float_logs(logs, "test_step")
         if verbose:
             print(_progress_line(len(batches), logs, verbose))
@@ -413,8 +495,8 @@ class Model(Layer):
         """The model's outputs for ``x``, batch by batch, as one NumPy array (as Keras)."""
         batches = _Batches(x, None, batch_size, False, "predict")
         outputs = []
-        for x_batch, _ in batches.epoch():
-            y = self(x_batch, training=False)
+        for data in batches.epoch():
+            y = self(data[0], training=False)
             if tensor.on_leaving is not None and recording.tapes_recording:
                 tensor.on_leaving(y, sys._getframe(1))   # (mt.viz.explain names this line)
             outputs.append(y.numpy())
@@ -591,7 +673,7 @@ class Sequential(Model):
 class _Batches:
     """Cuts ``(x, y)`` into batches, reshuffled each epoch; or passes a Dataset through."""
 
-    def __init__(self, x, y, batch_size, shuffle, what):
+    def __init__(self, x, y, batch_size, shuffle, what, sample_weight=None):
         from ..data import Dataset
         self.dataset = x if isinstance(x, Dataset) else None
         self.batch_size = 32 if batch_size is None else int(batch_size)
@@ -601,6 +683,10 @@ class _Batches:
             if y is not None:
                 raise ValueError(f"{what}: with a Dataset as x, y must be None (the Dataset "
                                  "yields (x, y) pairs)")
+            if sample_weight is not None:
+                raise ValueError(f"{what}: with a Dataset as x, give the sample weights in the "
+                                 "Dataset, as (x, y, sample_weight) triples, not as "
+                                 "sample_weight=")
             self.steps = sum(1 for _ in self.dataset)
             return
         if x is None:
@@ -610,6 +696,13 @@ class _Batches:
         if self.y is not None and len(self.y) != len(self.x):
             raise ValueError(f"{what}: x has {len(self.x)} samples but y has {len(self.y)}; "
                              "they must have the same first dimension")
+        self.weights = None
+        if sample_weight is not None:
+            self.weights = _as_array(sample_weight, f"{what}: sample_weight")
+            if self.weights.ndim == 0 or len(self.weights) != len(self.x):
+                raise ValueError(f"{what}: sample_weight must have one weight per sample, shape "
+                                 f"({len(self.x)},), got shape {self.weights.shape}")
+            self.weights = self.weights.astype(np.float32)
         self.shuffle = shuffle
         self.steps = -(-len(self.x) // self.batch_size)
 
@@ -619,8 +712,8 @@ class _Batches:
     def epoch(self):
         if self.dataset is not None:
             for item in self.dataset:
-                if isinstance(item, (tuple, list)) and len(item) == 2:
-                    yield item[0], item[1]
+                if isinstance(item, (tuple, list)) and len(item) in (2, 3):
+                    yield tuple(item)
                 else:
                     yield item, None
             return
@@ -629,8 +722,9 @@ class _Batches:
             order = random_ops._rng(None).permutation(len(self.x))
         for start in range(0, len(self.x), self.batch_size):
             index = order[start:start + self.batch_size]
-            yield (constant(self.x[index], name="x"),     # (drawn as fit's x and y)
-                   None if self.y is None else constant(self.y[index], name="y"))
+            batch = (constant(self.x[index], name="x"),     # (drawn as fit's x and y)
+                     None if self.y is None else constant(self.y[index], name="y"))
+            yield batch if self.weights is None else batch + (constant(self.weights[index]),)
 
 
 @contextlib.contextmanager
@@ -660,6 +754,84 @@ def _float_logs(logs, what):
         array = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
         out[k] = float(array) if array.ndim == 0 else array.tolist()
     return out
+
+
+def _unpack(data):
+    """``(x, y, sample_weight)`` from a step's ``data``: ``(x, y)``, ``(x, y, sw)`` or ``x``,
+    as Keras's ``unpack_x_y_sample_weight``."""
+    if isinstance(data, (tuple, list)):
+        if len(data) == 2:
+            return data[0], data[1], None
+        if len(data) == 3:
+            return tuple(data)
+        if len(data) == 1:
+            return data[0], None, None
+    return data, None, None
+
+
+def _weights_for(sample_weight, rank):
+    """Per-sample weights ``(batch,)`` reshaped to broadcast against loss values of ``rank``
+    axes (Keras's ``squeeze_or_expand_to_same_rank``)."""
+    from ..ops import array_ops
+    w = sample_weight if isinstance(sample_weight, Tensor) else constant(
+        np.asarray(sample_weight, np.float32))
+    while w.ndim > rank and w.shape[-1] == 1:
+        w = array_ops.squeeze(w, axis=-1)
+    if w.ndim < rank:
+        w = array_ops.reshape(w, tuple(w.shape) + (1,) * (rank - w.ndim))
+    return w
+
+
+def _class_weights(y, class_weight, x):
+    """Keras's ``class_weight_to_sample_weights``: each sample's weight from its class."""
+    from ..data import Dataset
+    if isinstance(x, Dataset):
+        raise ValueError("fit: class_weight with a Dataset is not supported by minitape; give "
+                         "the Dataset (x, y, sample_weight) triples instead")
+    if not isinstance(class_weight, dict):
+        raise ValueError("`class_weight` must be a dict-like mapping of class indices to "
+                         f"weights. Received: class_weight={class_weight!r:.60} of type "
+                         f"{type(class_weight).__name__}.")
+    weights = {}
+    for key, value in class_weight.items():
+        try:
+            weights[int(key)] = float(value)
+        except (TypeError, ValueError):
+            raise ValueError("`class_weight` must be a dictionary with integer keys "
+                             f"representing class indices. Received an invalid key: {key!r} "
+                             f"of type {type(key).__name__}.") from None
+    if y is None:
+        raise ValueError("fit: class_weight needs the targets y")
+    labels = _as_array(y, "fit: y")
+    if labels.ndim > 1:
+        labels = np.argmax(labels, axis=-1) if labels.shape[-1] != 1 else labels[..., 0]
+    labels = np.round(labels).astype(np.int64).reshape(len(labels), -1)[:, 0]
+    return np.array([weights.get(int(c), 1.0) for c in labels], np.float32)
+
+
+def _split(x, y, sample_weight, validation_split):
+    """The last ``validation_split`` of the samples as validation data, as Keras's
+    ``train_validation_split`` (before any shuffling)."""
+    from ..data import Dataset
+    if isinstance(x, Dataset):
+        raise ValueError("fit: `validation_split` is only supported for Tensors or NumPy "
+                         "arrays, not for a Dataset; pass validation_data=(x_val, y_val)")
+    if isinstance(validation_split, (bool, np.bool_)) or not isinstance(
+            validation_split, (int, float, np.number)) or not 0 < validation_split < 1:
+        raise ValueError("fit: validation_split must be a fraction between 0 and 1 (e.g. 0.2), "
+                         f"got {validation_split!r:.40}")
+    arrays = [None if a is None else _as_array(a, f"fit: {what}")
+              for a, what in ((x, "x"), (y, "y"), (sample_weight, "sample_weight"))]
+    n = len(arrays[0])
+    split_at = int(np.floor(n * (1.0 - validation_split)))
+    if split_at == 0 or split_at == n:
+        raise ValueError(f"Training data contains {n} samples, which is not sufficient to split "
+                         "it into a validation and training set as specified by "
+                         f"`validation_split={validation_split}`. Either provide more data, or "
+                         "a different value for the `validation_split` argument.")
+    train = tuple(None if a is None else a[:split_at] for a in arrays)
+    val = tuple(None if a is None else a[split_at:] for a in arrays)
+    return train, val
 
 
 def _length(x):

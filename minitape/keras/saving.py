@@ -18,7 +18,8 @@ in ``custom_objects={"Name": obj}`` or among those registered with
 The file is written to a temporary name next to it and renamed, so a failed save never leaves
 half a file. A file that is not minitape's (Keras's own ``.keras`` zip, an HDF5 ``.h5``, a
 TensorFlow SavedModel directory) is refused with a message saying what it is. The optimizer
-is saved by its config: its slots (Adam's moments) start again from zero.
+is saved by its config (a learning rate schedule included, as Keras serializes it): its slots
+(Adam's moments) and its step count start again from zero.
 """
 
 from __future__ import annotations
@@ -229,6 +230,9 @@ def _deserialize_object(spec, custom_objects, where):
     config = deserialize_keras_object(spec["config"], custom_objects, f"{where} ({name})")
     from_config = getattr(cls, "from_config", None)
     try:
+        if from_config is not None and spec.get("kind") == "optimizer":
+            # (its learning rate may be a custom schedule, found in custom_objects)
+            return from_config(config, custom_objects={**_REGISTERED, **(custom_objects or {})})
         if from_config is not None:
             return from_config(config)
         return cls(**config)
