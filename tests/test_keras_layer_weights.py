@@ -66,8 +66,8 @@ def test_set_weights_takes_get_weights_of_another_layer_and_checks_it():
 
 def test_get_layer_errors_name_the_fix():
     model = _model()
-    with pytest.raises(ValueError, match="no layer named 'dense_99'; the layers are"):
-        model.get_layer("dense_99")
+    with pytest.raises(ValueError, match="no layer named .no_such_layer.; the layers are"):
+        model.get_layer("no_such_layer")
     with pytest.raises(ValueError, match="index 5, but the model has 3"):
         model.get_layer(index=5)
     with pytest.raises(ValueError, match="either a layer name"):
@@ -75,6 +75,7 @@ def test_get_layer_errors_name_the_fix():
 
 
 def test_a_frozen_builtin_layer_leaves_the_trainable_weights():
+    keras.utils.set_random_seed(1)   # (weights with live ReLUs, whatever ran before)
     model = _model()
     dense = model.layers[1]
     assert len(dense.weights) == 2 and len(dense.trainable_weights) == 2
