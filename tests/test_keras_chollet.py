@@ -135,3 +135,71 @@ def test_summary_is_the_layer_table_of_the_textbooks():
     lines = []
     unbuilt.summary(print_fn=lines.append)
     assert any("(Dense)" in line and "?" in line for line in lines)
+
+
+def _ticket_model():
+    """Chollet's listing 7.10: three inputs, two outputs."""
+    title = keras.Input(shape=(20,), name="title")
+    text_body = keras.Input(shape=(20,), name="text_body")
+    tags = keras.Input(shape=(5,), name="tags")
+    features = layers.Concatenate()([title, text_body, tags])
+    features = layers.Dense(16, activation="relu")(features)
+    priority = layers.Dense(1, activation="sigmoid", name="priority")(features)
+    department = layers.Dense(4, activation="softmax", name="department")(features)
+    return keras.Model(inputs=[title, text_body, tags], outputs=[priority, department])
+
+
+def _ticket_data(n=48):
+    x = [RNG.integers(0, 2, size=(n, 20)), RNG.integers(0, 2, size=(n, 20)),
+         RNG.integers(0, 2, size=(n, 5))]
+    y = [RNG.random(size=(n, 1)), np.eye(4)[RNG.integers(0, 4, n)]]
+    return x, y
+
+
+def test_several_inputs_and_outputs_compile_fit_evaluate_predict_as_keras():
+    keras.utils.set_random_seed(5)
+    model = _ticket_model()
+    x, y = _ticket_data()
+    model.compile(optimizer="rmsprop", loss=["mean_squared_error", "categorical_crossentropy"],
+                  metrics=[["mean_absolute_error"], ["accuracy"]])
+    history = model.fit(x, y, epochs=2, batch_size=16, verbose=0)
+    assert list(history.history) == ["loss", "priority_loss", "department_loss",
+                                     "priority_mean_absolute_error", "department_accuracy"]
+    for epoch in range(2):   # the loss is the sum of the outputs' losses
+        h = history.history
+        assert h["loss"][epoch] == pytest.approx(
+            h["priority_loss"][epoch] + h["department_loss"][epoch], rel=1e-5)
+    results = model.evaluate(x, y, verbose=0)
+    priority, department = model.predict(x, verbose=0)
+    assert priority.shape == (48, 1) and department.shape == (48, 4)
+    mse = np.mean((priority - y[0]) ** 2)
+    cce = np.mean(-np.sum(y[1] * np.log(np.clip(department, 1e-7, 1 - 1e-7)), axis=1))
+    np.testing.assert_allclose(results[:3], [mse + cce, mse, cce], rtol=1e-4)
+    np.testing.assert_allclose(results[3], np.mean(np.abs(priority - y[0])), rtol=1e-4)
+    np.testing.assert_allclose(results[4], np.mean(department.argmax(1) == y[1].argmax(1)))
+
+
+def test_dicts_by_name_and_loss_weights():
+    keras.utils.set_random_seed(6)
+    model = _ticket_model()
+    x, y = _ticket_data()
+    model.compile(optimizer="rmsprop",
+                  loss={"priority": "mean_squared_error", "department": "categorical_crossentropy"},
+                  metrics={"department": ["accuracy"]}, loss_weights={"priority": 10.0})
+    named_x = {"title": x[0], "text_body": x[1], "tags": x[2]}
+    named_y = {"priority": y[0], "department": y[1]}
+    history = model.fit(named_x, named_y, epochs=1, verbose=0)
+    h = history.history
+    assert "department_accuracy" in h and "priority_mean_absolute_error" not in h
+    results = dict(zip(["loss", "priority_loss", "department_loss", "department_accuracy"],
+                       model.evaluate(named_x, named_y, verbose=0)))
+    assert results["loss"] == pytest.approx(
+        10 * results["priority_loss"] + results["department_loss"], rel=1e-5)
+    with pytest.raises(ValueError, match=r"no output named \['priorty'\]"):
+        model.compile(optimizer="sgd", loss={"priorty": "mse"})
+        model.fit(x, y, epochs=1, verbose=0)
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match="has 2 outputs"):
+        model.fit(x, y[0], epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"the dict of inputs has no entry for \['tags'\]"):
+        model.predict({"title": x[0], "text_body": x[1]}, verbose=0)

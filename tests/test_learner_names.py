@@ -197,4 +197,5 @@ def test_a_program_with_no_source_file_gets_its_names_from_the_bytecode():
     assert proc.returncode == 0, proc.stderr
     names, why = proc.stdout.splitlines()
     assert names == str(sorted(["x", "sq", "sin #2", "1.0", "loss"])), names
-    assert why.startswith("the source c is a plain Tensor") and "tape.watch(c)" in why, why
+    # (c is named from the bytecode; made after the block, it cannot be on the tape)
+    assert why.startswith("the source c was made after the `with` block"), why

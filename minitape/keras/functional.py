@@ -304,6 +304,12 @@ class Functional(Model):
                 raise ValueError(f"{self.name} expects a dict with the keys "
                                  f"{sorted(self._inputs)}, got {inputs!r:.80}")
             given = [inputs[k] for k in self._inputs]
+        elif isinstance(inputs, dict):   # (a list of Inputs fed by their names, as Keras)
+            missing = [x.name for x in symbols if x.name not in inputs]
+            if missing:
+                raise ValueError(f"{self.name}: the dict of inputs has no entry for {missing}; "
+                                 f"its keys must be the Inputs' names {[x.name for x in symbols]}")
+            given = [inputs[x.name] for x in symbols]
         elif len(symbols) == 1:
             # Model([x], ...) is called with [x_value] or with x_value, as Keras.
             wrapped = (isinstance(self._inputs, (list, tuple)) and isinstance(inputs, (list, tuple))

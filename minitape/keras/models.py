@@ -71,6 +71,41 @@ def _format(value):
     return f"{value:.4f}" if value == 0 or abs(value) >= 1e-3 else f"{value:.4e}"
 
 
+def _as_data(data, what):
+    """``_as_array`` of the data of one input or output, or, for a model with several
+    (Keras's list of arrays, or a dict keyed by the inputs' or outputs' names), a list or
+    dict of arrays."""
+    if isinstance(data, dict):
+        return {k: _as_array(v, f"{what}[{k!r}]") for k, v in data.items()}
+    if isinstance(data, (list, tuple)) and data and all(
+            isinstance(v, (np.ndarray, Tensor)) for v in data):
+        return [_as_array(v, f"{what}[{i}]") for i, v in enumerate(data)]
+    return _as_array(data, what)
+
+
+def _leaves_of(data):
+    return list(data.values()) if isinstance(data, dict) else \
+        data if isinstance(data, list) else [data]
+
+
+def _samples(data, what):
+    """The number of samples (the first axis) of data from ``_as_data``: one for all."""
+    counts = {len(a) if a.ndim else 1 for a in _leaves_of(data)}
+    if len(counts) != 1:
+        raise ValueError(f"{what}: the arrays have different numbers of samples "
+                         f"{sorted(counts)}; each needs one row per sample")
+    return counts.pop()
+
+
+def _rows(data, index, name=None):
+    """The rows ``index`` of data from ``_as_data``, as Tensors in the same structure."""
+    if isinstance(data, dict):
+        return {k: constant(v[index], name=k) for k, v in data.items()}
+    if isinstance(data, list):
+        return [constant(v[index]) for v in data]
+    return constant(data[index], name=name)
+
+
 def _as_array(data, what):
     """Data for fit/evaluate/predict as a NumPy array; float NumPy data becomes float32."""
     if isinstance(data, Tensor):
@@ -215,13 +250,34 @@ class Model(Layer):
                 y_pred)`` (wrapped in ``MeanMetricWrapper``). ``"accuracy"`` becomes binary,
                 sparse categorical or categorical accuracy from the shapes of the first
                 batch, as Keras. ``fit`` and ``evaluate`` report each by its name.
+            loss_weights: for a model with several outputs, a list or dict of numbers: the
+                loss ``fit`` minimizes is the weighted sum of the outputs' losses.
             run_eagerly, jit_compile: accepted; minitape always runs eagerly.
+
+        A model with several outputs (a functional model, Chollet's chapter 7) takes one
+        loss for all of them, a list with one per output, or a dict keyed by the outputs'
+        names (the names of the layers that made them); likewise ``metrics`` (a list of
+        lists, or a dict; a flat list applies to every output) and ``loss_weights``.
+        ``fit`` then logs ``loss`` (the weighted sum) and, per output, ``<name>_loss`` and
+        ``<name>_<metric>``, as Keras.
         """
         self.optimizer = _optimizers.get(optimizer)
-        self.loss = _losses.get(loss) if loss is not None else None
-        if metrics is not None and not isinstance(metrics, (list, tuple)):
+        if isinstance(loss, (list, tuple)):
+            self.loss = [None if fn is None else _losses.get(fn) for fn in loss]
+        elif isinstance(loss, dict):
+            self.loss = {k: None if fn is None else _losses.get(fn) for k, fn in loss.items()}
+        else:
+            self.loss = _losses.get(loss) if loss is not None else None
+        self.loss_weights = kwargs.pop("loss_weights", None)
+        self._output_loss_trackers = {}
+        if metrics is not None and not isinstance(metrics, (list, tuple, dict)):
             raise ValueError(f"compile: metrics must be a list, e.g. metrics=['accuracy'], got "
                              f"{metrics!r:.60}")
+        self._metric_structure = metrics
+        flat = []
+        for m in (metrics.values() if isinstance(metrics, dict) else metrics or []):
+            flat.extend(m if isinstance(m, (list, tuple)) else [m])
+        metrics = [m for m in flat if m is not None]
         for m in metrics or []:
             if not (isinstance(m, (str, _metrics.Metric)) or callable(m)):
                 raise TypeError(f"compile: a metric is a name, a mt.keras.metrics.Metric or a "
@@ -248,29 +304,93 @@ class Model(Layer):
             raise ValueError("no loss: call model.compile(optimizer=..., loss=...) before fit "
                              "or evaluate")
         if isinstance(y_pred, (list, tuple, dict)):
-            raise NotImplementedError(
-                f"{self.name} has several outputs; minitape's compile/fit take one loss for "
-                "one output: train it with a GradientTape loop (sum the outputs' losses), or "
-                "make a model with one output")
-        if sample_weight is None:
-            value = self.loss(y, y_pred)
-            if value.ndim:   # a loss function's per-sample values: take the mean over the batch
-                value = reduction_ops.reduce_mean(value)
-        elif isinstance(self.loss, _losses.Loss):   # (it weights and reduces, as Keras's)
-            value = self.loss(y, y_pred, sample_weight=_weights_for(
-                sample_weight, max(y_pred.ndim - 1, 1)))
-        else:
-            values = self.loss(y, y_pred)
-            if values.ndim == 0:
-                raise ValueError(
-                    f"sample_weight needs one loss value per sample, but the loss "
-                    f"{getattr(self.loss, '__name__', self.loss)!r} returned a scalar; return "
-                    "per-sample values (as mt.keras.losses.mean_squared_error does)")
-            values = values * _weights_for(sample_weight, values.ndim)
-            value = reduction_ops.reduce_sum(values) / float(max(values.size, 1))
+            return self._several_outputs_loss(y, y_pred, sample_weight)
+        if isinstance(self.loss, (list, dict)):
+            raise ValueError(f"compile: a list or dict of losses is for a model with several "
+                             f"outputs; {self.name} has one: give one loss")
+        value = self._reduced_loss(self.loss, y, y_pred, sample_weight)
         for extra in self.losses:
             value = value + extra
         return value
+
+    def _reduced_loss(self, loss, y, y_pred, sample_weight):
+        """One output's loss, reduced to a scalar (Keras's "sum_over_batch_size")."""
+        if sample_weight is None:
+            value = loss(y, y_pred)
+            if value.ndim:   # a loss function's per-sample values: take the mean over the batch
+                value = reduction_ops.reduce_mean(value)
+        elif isinstance(loss, _losses.Loss):   # (it weights and reduces, as Keras's)
+            value = loss(y, y_pred, sample_weight=_weights_for(
+                sample_weight, max(y_pred.ndim - 1, 1)))
+        else:
+            values = loss(y, y_pred)
+            if values.ndim == 0:
+                raise ValueError(
+                    f"sample_weight needs one loss value per sample, but the loss "
+                    f"{getattr(loss, '__name__', loss)!r} returned a scalar; return "
+                    "per-sample values (as mt.keras.losses.mean_squared_error does)")
+            values = values * _weights_for(sample_weight, values.ndim)
+            value = reduction_ops.reduce_sum(values) / float(max(values.size, 1))
+        return value
+
+    def _output_names(self, y_pred):
+        """The names of the outputs, in the order of ``y_pred``'s entries: a dict's keys, a
+        functional model's output layers, else ``output_1``, ``output_2``, ..."""
+        if isinstance(y_pred, dict):
+            return list(y_pred)
+        outputs = getattr(self, "_outputs", None)
+        if isinstance(outputs, (list, tuple)) and len(outputs) == len(y_pred):
+            return [x.name for x in outputs]
+        return [f"output_{i + 1}" for i in range(len(y_pred))]
+
+    def _per_output(self, value, names, what, default=None):
+        """``value`` (compile's ``loss``, ``metrics`` or ``loss_weights``, or the targets
+        ``y``) as a list with one entry per output: a list in output order, a dict by output
+        name, or one value for every output."""
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - set(names))
+            if unknown:
+                raise ValueError(f"{what}: no output named {unknown}; the outputs are {names} "
+                                 "(the names of the layers that made them)")
+            return [value.get(n, default) for n in names]
+        if isinstance(value, (list, tuple)) and what != "metrics" or (
+                what == "metrics" and isinstance(value, (list, tuple)) and value
+                and all(isinstance(m, (list, tuple)) or m is None for m in value)):
+            if len(value) != len(names):
+                raise ValueError(f"{what}: {self.name} has {len(names)} outputs {names}, got "
+                                 f"{len(value)} entries; give one per output, or a dict keyed "
+                                 "by the outputs' names")
+            return list(value)
+        if what == "y":
+            raise ValueError(f"fit: {self.name} has {len(names)} outputs {names}; give y as a "
+                             f"list of {len(names)} arrays, or a dict keyed by those names")
+        return [default if value is None else value] * len(names)
+
+    def _several_outputs_loss(self, y, y_pred, sample_weight):
+        """The weighted sum of each output's loss (Keras's compile with several outputs),
+        plus ``self.losses``; each output's loss goes to its tracker, ``<name>_loss``."""
+        names = self._output_names(y_pred)
+        preds = list(y_pred.values()) if isinstance(y_pred, dict) else list(y_pred)
+        targets = self._per_output(y, names, "y")
+        losses = self._per_output(self.loss, names, "loss")
+        weights = self._per_output(self.loss_weights, names, "loss_weights", 1.0)
+        total = None
+        for name, target, pred, loss, weight in zip(names, targets, preds, losses, weights):
+            if loss is None or target is None:
+                continue
+            value = self._reduced_loss(loss, target, pred, sample_weight)
+            tracker = self._output_loss_trackers.get(name)
+            if tracker is None:
+                tracker = self._output_loss_trackers[name] = _metrics.Mean(name=f"{name}_loss")
+            tracker.update_state(value, sample_weight=_length(pred))
+            value = value * float(weight) if weight != 1.0 else value
+            total = value if total is None else total + value
+        if total is None:
+            raise ValueError(f"{self.name}: no output has a loss; give compile a loss for at "
+                             "least one output")
+        for extra in self.losses:
+            total = total + extra
+        return total
 
     # -- metrics ---------------------------------------------------------------------------
     @property
@@ -281,7 +401,8 @@ class Model(Layer):
         (``reset_metrics``). The compiled metrics exist once a batch went through ``fit`` or
         ``evaluate``. A model that overrides ``train_step`` lists its own here.
         """
-        return [self._loss_tracker] + list(self.compiled_metrics)
+        return ([self._loss_tracker] + list(vars(self).get("_output_loss_trackers", {}).values())
+                + list(self.compiled_metrics))
 
     @property
     def metrics_names(self):
@@ -295,6 +416,23 @@ class Model(Layer):
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update the compiled metrics with a batch and return ``get_metrics_result()``."""
+        if isinstance(y_pred, (list, tuple, dict)):
+            names = self._output_names(y_pred)
+            preds = list(y_pred.values()) if isinstance(y_pred, dict) else list(y_pred)
+            targets = self._per_output(y, names, "y")
+            if not self.compiled_metrics and self._metric_specs:
+                specs = self._per_output(self._metric_structure, names, "metrics")
+                self._metric_outputs = []
+                for k, (name, spec) in enumerate(zip(names, specs)):
+                    for m in ([] if spec is None else spec if isinstance(spec, (list, tuple))
+                              else [spec]):
+                        metric = _metrics.compile_metric(m, targets[k], preds[k])
+                        metric.name = f"{name}_{metric.name}"
+                        self.compiled_metrics.append(metric)
+                        self._metric_outputs.append(k)
+            for k, m in zip(self._metric_outputs, self.compiled_metrics):
+                m.update_state(targets[k], preds[k], sample_weight=sample_weight)
+            return self.get_metrics_result()
         if len(self.compiled_metrics) < len(self._metric_specs):
             self.compiled_metrics = [_metrics.compile_metric(m, y, y_pred)
                                      for m in self._metric_specs]
@@ -497,12 +635,20 @@ class Model(Layer):
         outputs = []
         for data in batches.epoch():
             y = self(data[0], training=False)
-            if tensor.on_leaving is not None and recording.tapes_recording:
-                tensor.on_leaving(y, sys._getframe(1))   # (mt.viz.explain names this line)
-            outputs.append(y.numpy())
+            for leaf in _leaves_of(y):
+                if tensor.on_leaving is not None and recording.tapes_recording:
+                    tensor.on_leaving(leaf, sys._getframe(1))   # (explain names this line)
+            outputs.append(y)
         if verbose not in (0, "auto"):
             print(f"{len(batches)}/{len(batches)}")
-        return np.concatenate(outputs) if outputs else np.zeros((0,))
+        if not outputs:
+            return np.zeros((0,))
+        if isinstance(outputs[0], dict):   # (several outputs: one array each, as Keras)
+            return {k: np.concatenate([o[k].numpy() for o in outputs]) for k in outputs[0]}
+        if isinstance(outputs[0], (list, tuple)):
+            return [np.concatenate([o[i].numpy() for o in outputs])
+                    for i in range(len(outputs[0]))]
+        return np.concatenate([o.numpy() for o in outputs])
 
     def save(self, filepath, overwrite=True, **kwargs):
         """Save the architecture, the weights and the compile arguments to one file.
@@ -691,20 +837,21 @@ class _Batches:
             return
         if x is None:
             raise ValueError(f"{what}: no data (x is None)")
-        self.x = _as_array(x, f"{what}: x")
-        self.y = None if y is None else _as_array(y, f"{what}: y")
-        if self.y is not None and len(self.y) != len(self.x):
-            raise ValueError(f"{what}: x has {len(self.x)} samples but y has {len(self.y)}; "
-                             "they must have the same first dimension")
+        self.x = _as_data(x, f"{what}: x")
+        self.y = None if y is None else _as_data(y, f"{what}: y")
+        self.n = _samples(self.x, f"{what}: x")
+        if self.y is not None and _samples(self.y, f"{what}: y") != self.n:
+            raise ValueError(f"{what}: x has {self.n} samples but y has "
+                             f"{_samples(self.y, what)}; they must have the same first dimension")
         self.weights = None
         if sample_weight is not None:
             self.weights = _as_array(sample_weight, f"{what}: sample_weight")
-            if self.weights.ndim == 0 or len(self.weights) != len(self.x):
+            if self.weights.ndim == 0 or len(self.weights) != self.n:
                 raise ValueError(f"{what}: sample_weight must have one weight per sample, shape "
-                                 f"({len(self.x)},), got shape {self.weights.shape}")
+                                 f"({self.n},), got shape {self.weights.shape}")
             self.weights = self.weights.astype(np.float32)
         self.shuffle = shuffle
-        self.steps = -(-len(self.x) // self.batch_size)
+        self.steps = -(-self.n // self.batch_size)
 
     def __len__(self):
         return self.steps
@@ -717,13 +864,13 @@ class _Batches:
                 else:
                     yield item, None
             return
-        order = np.arange(len(self.x))
+        order = np.arange(self.n)
         if self.shuffle:
-            order = random_ops._rng(None).permutation(len(self.x))
-        for start in range(0, len(self.x), self.batch_size):
+            order = random_ops._rng(None).permutation(self.n)
+        for start in range(0, self.n, self.batch_size):
             index = order[start:start + self.batch_size]
-            batch = (constant(self.x[index], name="x"),     # (drawn as fit's x and y)
-                     None if self.y is None else constant(self.y[index], name="y"))
+            batch = (_rows(self.x, index, "x"),     # (drawn as fit's x and y)
+                     None if self.y is None else _rows(self.y, index, "y"))
             yield batch if self.weights is None else batch + (constant(self.weights[index]),)
 
 
@@ -820,21 +967,30 @@ def _split(x, y, sample_weight, validation_split):
             validation_split, (int, float, np.number)) or not 0 < validation_split < 1:
         raise ValueError("fit: validation_split must be a fraction between 0 and 1 (e.g. 0.2), "
                          f"got {validation_split!r:.40}")
-    arrays = [None if a is None else _as_array(a, f"fit: {what}")
+    arrays = [None if a is None else _as_data(a, f"fit: {what}")
               for a, what in ((x, "x"), (y, "y"), (sample_weight, "sample_weight"))]
-    n = len(arrays[0])
+    n = _samples(arrays[0], "fit: x")
     split_at = int(np.floor(n * (1.0 - validation_split)))
     if split_at == 0 or split_at == n:
         raise ValueError(f"Training data contains {n} samples, which is not sufficient to split "
                          "it into a validation and training set as specified by "
                          f"`validation_split={validation_split}`. Either provide more data, or "
                          "a different value for the `validation_split` argument.")
-    train = tuple(None if a is None else a[:split_at] for a in arrays)
-    val = tuple(None if a is None else a[split_at:] for a in arrays)
+    def part(a, rows):
+        if isinstance(a, dict):
+            return {k: v[rows] for k, v in a.items()}
+        return [v[rows] for v in a] if isinstance(a, list) else a[rows]
+    train = tuple(None if a is None else part(a, slice(None, split_at)) for a in arrays)
+    val = tuple(None if a is None else part(a, slice(split_at, None)) for a in arrays)
     return train, val
 
 
 def _length(x):
+    """The number of samples in a batch ``x`` (a Tensor, or a list or dict of them)."""
+    if isinstance(x, dict):
+        x = next(iter(x.values()), None)
+    elif isinstance(x, (list, tuple)):
+        x = x[0] if x else None
     return x.shape[0] if getattr(x, "shape", ()) else 1
 
 
