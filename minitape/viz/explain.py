@@ -69,7 +69,7 @@ from ..engine.tape import GradientTape
 from ..engine.tensor import Tensor, Variable
 from .graph import gradient_kind, stop_recording_spans
 from .labels import is_fallback, tensor_labels
-from .record import left_at, note_of, source_line
+from .record import created, left_at, note_of, source_line
 from ..debugging import learner_frame_of
 
 
@@ -373,7 +373,8 @@ def _loop_place(tape, op):
 def _not_watched(tape, target, source, src, ops, produced, name):
     """The tape never watched the source: say why that happened."""
     exits = [e for e in tape.events if e.kind == "exited" and isinstance(e.detail, int)]
-    if exits and not tape.recording and source.id > exits[-1].detail:
+    if exits and not tape.recording and source.id > exits[-1].detail and \
+            created(source.id) is not None:   # (a constant made later; x = x + 1 is below)
         return ("source_after_tape",
                 f"{src} was made after the `with` block had ended, so no operation the tape "
                 "recorded can have read it (a new Tensor, even of the same value, is not the "
