@@ -55,14 +55,43 @@ class Optimizer(Module):
             ``TypeError``, as Keras.
         weight_decay: None, or a number: before each update, ``w = w - w * weight_decay *
             lr`` (Keras's decoupled weight decay, ``BaseOptimizer._apply_weight_decay``).
+        clipnorm, clipvalue, global_clipnorm: None, or a number (at most one of them): the
+            gradients are clipped before the update, as Keras's: each gradient rescaled to an
+            L2 norm of at most ``clipnorm``, each entry clipped to ``[-clipvalue,
+            clipvalue]``, or all gradients rescaled together so that their global norm is at
+            most ``global_clipnorm`` (Geron's chapter 11, against exploding gradients).
 
     Subclasses implement ``_build_slots(index, variable)`` (create their per-Variable state)
     and ``_update(index, variable, gradient, lr)`` (compute the new value in NumPy), and may
     implement ``_prepare_step()`` (once per ``apply_gradients``, before the updates).
     """
 
-    def __init__(self, learning_rate, name, weight_decay=None):
+    def __init__(self, learning_rate, name, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, **kwargs):
+        if "lr" in kwargs:   # (Keras 2's name; Keras 3 refuses it too)
+            raise ValueError(f"{type(self).__name__}: the argument `lr` is no longer supported; "
+                             f"use `learning_rate` instead: learning_rate={kwargs['lr']!r}")
+        if "decay" in kwargs:
+            raise ValueError(f"{type(self).__name__}: the argument `decay` is no longer "
+                             "supported (Keras 2's); use a learning rate schedule instead, "
+                             "e.g. learning_rate=mt.optimizers.schedules.InverseTimeDecay("
+                             "0.01, decay_steps=1, decay_rate=1e-4)")
+        unknown = sorted(set(kwargs) - {"use_ema", "ema_momentum", "ema_overwrite_frequency",
+                                        "loss_scale_factor", "gradient_accumulation_steps",
+                                        "jit_compile"})
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) {unknown}; "
+                            "it takes learning_rate, its own arguments, weight_decay, clipnorm, "
+                            "clipvalue and global_clipnorm")
+        if sum(c is not None for c in (clipnorm, clipvalue, global_clipnorm)) > 1:
+            raise ValueError("Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be "
+                             f"set. Received: clipnorm={clipnorm}, clipvalue={clipvalue}, "
+                             f"global_clipnorm={global_clipnorm}")
         super().__init__(name=name)
+        self.clipnorm, self.clipvalue, self.global_clipnorm = (
+            None if c is None else _number(c, what)
+            for c, what in ((clipnorm, "clipnorm"), (clipvalue, "clipvalue"),
+                            (global_clipnorm, "global_clipnorm")))
         self.iterations = Variable(np.int64(0), trainable=False, name="iteration")
         if isinstance(learning_rate, schedules.LearningRateSchedule) or (
                 callable(learning_rate) and not isinstance(learning_rate, Tensor)):
@@ -159,8 +188,8 @@ class Optimizer(Module):
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the "
                           "loss; they are left unchanged. Did the loss use them?", stacklevel=2)
         lr = self._current_learning_rate()
-        grads = [(_gradient_array(grad, var, type(self).__name__), var)
-                 for grad, var in pairs if grad is not None]
+        grads = self._clipped([(_gradient_array(grad, var, type(self).__name__), var)
+                               for grad, var in pairs if grad is not None])
         self._prepare_step()
         for g, var in grads:
             index = self._slot_index.get(var.id)
@@ -176,6 +205,18 @@ class Optimizer(Module):
                 var.assign(var.constraint(var))
         self.iterations.assign_add(1)
         return self.iterations
+
+    def _clipped(self, grads):
+        """``[(gradient array, Variable)]`` after Keras's ``clipnorm``, ``clipvalue`` or
+        ``global_clipnorm`` (``BaseOptimizer._clip_gradients``)."""
+        if self.clipvalue is not None:
+            return [(np.clip(g, -self.clipvalue, self.clipvalue), v) for g, v in grads]
+        if self.clipnorm is not None:
+            return [(_rescaled(g, np.sqrt(np.sum(g * g)), self.clipnorm), v) for g, v in grads]
+        if self.global_clipnorm is not None:
+            norm = np.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
+            return [(_rescaled(g, norm, self.global_clipnorm), v) for g, v in grads]
+        return grads
 
     def _prepare_step(self):
         """Called once per ``apply_gradients``, before the Variables are updated."""
@@ -193,8 +234,9 @@ class Optimizer(Module):
         elif isinstance(lr, schedules.LearningRateSchedule):
             lr = schedules.serialize(lr)   # (as Keras: a dict that from_config reads back)
         config = {"name": self.name, "learning_rate": lr}
-        if self.weight_decay is not None:
-            config["weight_decay"] = self.weight_decay
+        for key in ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm"):
+            if getattr(self, key) is not None:
+                config[key] = getattr(self, key)
         return config
 
     @classmethod
@@ -237,8 +279,8 @@ class SGD(Optimizer):
     """
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
-                 name="SGD"):
-        super().__init__(learning_rate, name, weight_decay)
+                 name="SGD", **kwargs):
+        super().__init__(learning_rate, name, weight_decay, **kwargs)
         self.momentum = _number(momentum, "momentum")
         if not 0.0 <= self.momentum <= 1.0:
             raise ValueError(f"SGD: momentum must be between 0 and 1, got {momentum!r}")
@@ -282,8 +324,8 @@ class Adam(Optimizer):
     """
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 amsgrad=False, weight_decay=None, name="adam"):
-        super().__init__(learning_rate, name, weight_decay)
+                 amsgrad=False, weight_decay=None, name="adam", **kwargs):
+        super().__init__(learning_rate, name, weight_decay, **kwargs)
         self.beta_1 = _number(beta_1, "beta_1")
         self.beta_2 = _number(beta_2, "beta_2")
         self.epsilon = _number(epsilon, "epsilon")
@@ -343,8 +385,8 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
-                 centered=False, weight_decay=None, name="rmsprop"):
-        super().__init__(learning_rate, name, weight_decay)
+                 centered=False, weight_decay=None, name="rmsprop", **kwargs):
+        super().__init__(learning_rate, name, weight_decay, **kwargs)
         self.rho = _fraction(rho, "rho", "RMSprop")
         self.momentum = _fraction(momentum, "momentum", "RMSprop")
         self.epsilon = _number(epsilon, "epsilon")
@@ -413,8 +455,8 @@ class Nadam(Optimizer):
     """
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 weight_decay=None, name="nadam"):
-        super().__init__(learning_rate, name, weight_decay)
+                 weight_decay=None, name="nadam", **kwargs):
+        super().__init__(learning_rate, name, weight_decay, **kwargs)
         self.beta_1 = _number(beta_1, "beta_1")
         self.beta_2 = _number(beta_2, "beta_2")
         self.epsilon = _number(epsilon, "epsilon")
@@ -475,8 +517,8 @@ class Adagrad(Optimizer):
     """
 
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
-                 weight_decay=None, name="adagrad"):
-        super().__init__(learning_rate, name, weight_decay)
+                 weight_decay=None, name="adagrad", **kwargs):
+        super().__init__(learning_rate, name, weight_decay, **kwargs)
         self.initial_accumulator_value = _number(initial_accumulator_value,
                                                  "initial_accumulator_value")
         if self.initial_accumulator_value < 0:
@@ -525,8 +567,8 @@ class Adamax(Optimizer):
     """
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 weight_decay=None, name="adamax"):
-        super().__init__(learning_rate, name, weight_decay)
+                 weight_decay=None, name="adamax", **kwargs):
+        super().__init__(learning_rate, name, weight_decay, **kwargs)
         self.beta_1 = _number(beta_1, "beta_1")
         self.beta_2 = _number(beta_2, "beta_2")
         self.epsilon = _number(epsilon, "epsilon")
@@ -572,13 +614,18 @@ class AdamW(Adam):
     """
 
     def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999,
-                 epsilon=1e-7, amsgrad=False, name="adamw"):
+                 epsilon=1e-7, amsgrad=False, name="adamw", **kwargs):
         if weight_decay is None:
             raise ValueError("Argument `weight_decay` must be a float. Received: "
                              "weight_decay=None (AdamW is Adam with weight decay; for none, "
                              "use mt.optimizers.Adam)")
         super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad,
-                         weight_decay=weight_decay, name=name)
+                         weight_decay=weight_decay, name=name, **kwargs)
+
+
+def _rescaled(g, norm, limit):
+    """``g * limit / norm`` when ``norm`` exceeds ``limit`` (same dtype), else ``g``."""
+    return g if norm <= limit else (g * (limit / norm)).astype(g.dtype, copy=False)
 
 
 # Keras's optimizer names (``keras.optimizers.get`` lowercases the name it is given).
