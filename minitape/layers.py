@@ -1226,6 +1226,32 @@ class Average(_Merge):
         return y / float(len(xs))
 
 
+class Maximum(_Merge):
+    """The elementwise maximum of a list of Tensors, as ``tf.keras.layers.Maximum``."""
+
+    _base = "maximum"
+
+    def __call__(self, inputs):
+        xs = self._inputs(inputs)
+        y = xs[0]
+        for x in xs[1:]:
+            y = math_ops.maximum(y, x)
+        return y
+
+
+class Minimum(_Merge):
+    """The elementwise minimum of a list of Tensors, as ``tf.keras.layers.Minimum``."""
+
+    _base = "minimum"
+
+    def __call__(self, inputs):
+        xs = self._inputs(inputs)
+        y = xs[0]
+        for x in xs[1:]:
+            y = math_ops.minimum(y, x)
+        return y
+
+
 class Concatenate(_Merge):
     """Join a list of Tensors along ``axis`` (the last by default), as
     ``tf.keras.layers.Concatenate``. No Variables."""

@@ -203,3 +203,52 @@ def test_dicts_by_name_and_loss_weights():
         model.fit(x, y[0], epochs=1, verbose=0)
     with pytest.raises(ValueError, match=r"the dict of inputs has no entry for \['tags'\]"):
         model.predict({"title": x[0], "text_body": x[1]}, verbose=0)
+
+
+def test_geron_wide_and_deep_with_the_functional_merging_forms(tmp_path):
+    keras.utils.set_random_seed(7)
+    x = RNG.random((60, 8)).astype(np.float32)
+    y = x[:, :1] * 2 + 1
+    input_ = keras.layers.Input(shape=x.shape[1:])
+    hidden2 = layers.Dense(10, activation="relu")(layers.Dense(10, activation="relu")(input_))
+    concat = keras.layers.concatenate([input_, hidden2])
+    output = layers.Dense(1)(concat)
+    model = keras.Model(inputs=[input_], outputs=[output])   # one output, in a list
+    model.compile(loss="mse", optimizer=keras.optimizers.SGD(learning_rate=1e-3))
+    history = model.fit(x, y, epochs=2, validation_split=0.2, verbose=0)
+    assert sorted(history.history) == ["loss", "val_loss"]
+    assert model.predict(x, verbose=0).shape == (60, 1)      # one array, as Keras
+    # two inputs, a main and an auxiliary output with loss weights
+    input_a = keras.layers.Input(shape=[5], name="wide_input")
+    input_b = keras.layers.Input(shape=[6], name="deep_input")
+    hidden = layers.Dense(10, activation="relu")(input_b)
+    output = layers.Dense(1, name="main_output")(keras.layers.concatenate([input_a, hidden]))
+    aux_output = layers.Dense(1, name="aux_output")(hidden)
+    model = keras.Model(inputs=[input_a, input_b], outputs=[output, aux_output])
+    model.compile(loss=["mse", "mse"], loss_weights=[0.9, 0.1], optimizer="sgd")
+    x_a, x_b = x[:, :5], x[:, 2:]
+    model.fit((x_a, x_b), [y, y], epochs=1, verbose=0)
+    total, main, aux = model.evaluate((x_a, x_b), [y, y], verbose=0)
+    assert total == pytest.approx(0.9 * main + 0.1 * aux, rel=1e-5)
+    model.save(tmp_path / "wide_deep.keras")
+    loaded = keras.models.load_model(tmp_path / "wide_deep.keras")
+    np.testing.assert_array_equal(loaded.predict((x_a, x_b), verbose=0)[0],
+                                  model.predict((x_a, x_b), verbose=0)[0])
+
+
+def test_functional_forms_and_maximum_minimum():
+    a, b = mt.constant([[1.0, 5.0]]), mt.constant([[3.0, 2.0]])
+    np.testing.assert_array_equal(keras.layers.add([a, b]).numpy(), [[4.0, 7.0]])
+    np.testing.assert_array_equal(keras.layers.subtract([a, b]).numpy(), [[-2.0, 3.0]])
+    np.testing.assert_array_equal(keras.layers.multiply([a, b]).numpy(), [[3.0, 10.0]])
+    np.testing.assert_array_equal(keras.layers.average([a, b]).numpy(), [[2.0, 3.5]])
+    np.testing.assert_array_equal(keras.layers.maximum([a, b]).numpy(), [[3.0, 5.0]])
+    np.testing.assert_array_equal(keras.layers.minimum([a, b]).numpy(), [[1.0, 2.0]])
+    np.testing.assert_array_equal(keras.layers.concatenate([a, b], axis=0).numpy(),
+                                  [[1.0, 5.0], [3.0, 2.0]])
+    with mt.GradientTape() as tape:
+        tape.watch([a, b])
+        top = mt.reduce_sum(keras.layers.Maximum()([a, b]))
+    ga, gb = tape.gradient(top, [a, b])
+    np.testing.assert_array_equal(ga.numpy(), [[0.0, 1.0]])
+    np.testing.assert_array_equal(gb.numpy(), [[1.0, 0.0]])

@@ -246,6 +246,44 @@ class Lambda(Layer):
         return self.function(inputs, **self.arguments)
 
 
+# Keras's functional forms of the merging layers (Geron's Wide & Deep network:
+# ``concat = keras.layers.concatenate([input_, hidden2])``): make the layer, call it.
+
+def concatenate(inputs, axis=-1, **kwargs):
+    """``Concatenate(axis=axis, **kwargs)(inputs)``, as ``keras.layers.concatenate``."""
+    return _mt_layers.Concatenate(axis=axis, **kwargs)(inputs)
+
+
+def add(inputs, **kwargs):
+    """``Add(**kwargs)(inputs)``, as ``keras.layers.add``."""
+    return _mt_layers.Add(**kwargs)(inputs)
+
+
+def subtract(inputs, **kwargs):
+    """``Subtract(**kwargs)(inputs)``, as ``keras.layers.subtract``."""
+    return _mt_layers.Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs, **kwargs):
+    """``Multiply(**kwargs)(inputs)``, as ``keras.layers.multiply``."""
+    return _mt_layers.Multiply(**kwargs)(inputs)
+
+
+def average(inputs, **kwargs):
+    """``Average(**kwargs)(inputs)``, as ``keras.layers.average``."""
+    return _mt_layers.Average(**kwargs)(inputs)
+
+
+def maximum(inputs, **kwargs):
+    """``Maximum(**kwargs)(inputs)``, as ``keras.layers.maximum``."""
+    return _mt_layers.Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs, **kwargs):
+    """``Minimum(**kwargs)(inputs)``, as ``keras.layers.minimum``."""
+    return _mt_layers.Minimum(**kwargs)(inputs)
+
+
 def _shape_of(inputs):
     if isinstance(inputs, (list, tuple)) and inputs and not isinstance(inputs[0], (int, float)):
         return [_shape_of(x) for x in inputs]

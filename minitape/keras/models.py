@@ -303,12 +303,16 @@ class Model(Layer):
         if self.loss is None:
             raise ValueError("no loss: call model.compile(optimizer=..., loss=...) before fit "
                              "or evaluate")
+        y, y_pred = _one_output(y, y_pred)
         if isinstance(y_pred, (list, tuple, dict)):
             return self._several_outputs_loss(y, y_pred, sample_weight)
-        if isinstance(self.loss, (list, dict)):
+        loss = self.loss
+        if isinstance(loss, (list, dict)) and len(loss) == 1:   # (["mse"] for one output)
+            loss = next(iter(loss.values())) if isinstance(loss, dict) else loss[0]
+        if isinstance(loss, (list, dict)):
             raise ValueError(f"compile: a list or dict of losses is for a model with several "
                              f"outputs; {self.name} has one: give one loss")
-        value = self._reduced_loss(self.loss, y, y_pred, sample_weight)
+        value = self._reduced_loss(loss, y, y_pred, sample_weight)
         for extra in self.losses:
             value = value + extra
         return value
@@ -416,6 +420,7 @@ class Model(Layer):
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update the compiled metrics with a batch and return ``get_metrics_result()``."""
+        y, y_pred = _one_output(y, y_pred)
         if isinstance(y_pred, (list, tuple, dict)):
             names = self._output_names(y_pred)
             preds = list(y_pred.values()) if isinstance(y_pred, dict) else list(y_pred)
@@ -430,7 +435,7 @@ class Model(Layer):
                         metric.name = f"{name}_{metric.name}"
                         self.compiled_metrics.append(metric)
                         self._metric_outputs.append(k)
-            for k, m in zip(self._metric_outputs, self.compiled_metrics):
+            for k, m in zip(vars(self).get("_metric_outputs", ()), self.compiled_metrics):
                 m.update_state(targets[k], preds[k], sample_weight=sample_weight)
             return self.get_metrics_result()
         if len(self.compiled_metrics) < len(self._metric_specs):
@@ -645,6 +650,8 @@ class Model(Layer):
             return np.zeros((0,))
         if isinstance(outputs[0], dict):   # (several outputs: one array each, as Keras)
             return {k: np.concatenate([o[k].numpy() for o in outputs]) for k in outputs[0]}
+        if isinstance(outputs[0], (list, tuple)) and len(outputs[0]) == 1:   # outputs=[y]
+            return np.concatenate([o[0].numpy() for o in outputs])
         if isinstance(outputs[0], (list, tuple)):
             return [np.concatenate([o[i].numpy() for o in outputs])
                     for i in range(len(outputs[0]))]
@@ -983,6 +990,16 @@ def _split(x, y, sample_weight, validation_split):
     train = tuple(None if a is None else part(a, slice(None, split_at)) for a in arrays)
     val = tuple(None if a is None else part(a, slice(split_at, None)) for a in arrays)
     return train, val
+
+
+def _one_output(y, y_pred):
+    """A model made with ``outputs=[output]`` (one output in a list, as Geron writes it)
+    compares its output with ``y`` as a model with one output does, as Keras."""
+    if isinstance(y_pred, (list, tuple)) and len(y_pred) == 1:
+        y_pred = y_pred[0]
+        if isinstance(y, (list, tuple)) and len(y) == 1:
+            y = y[0]
+    return y, y_pred
 
 
 def _length(x):
