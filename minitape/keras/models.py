@@ -357,9 +357,10 @@ class Model(Layer):
                 raise ValueError(f"{what}: no output named {unknown}; the outputs are {names} "
                                  "(the names of the layers that made them)")
             return [value.get(n, default) for n in names]
-        if isinstance(value, (list, tuple)) and what != "metrics" or (
-                what == "metrics" and isinstance(value, (list, tuple)) and value
-                and all(isinstance(m, (list, tuple)) or m is None for m in value)):
+        # (a metrics list is per output only as a list of lists; a flat one is for every one)
+        per_output = isinstance(value, (list, tuple)) and (what != "metrics" or (
+            value and all(m is None or isinstance(m, (list, tuple)) for m in value)))
+        if per_output:
             if len(value) != len(names):
                 raise ValueError(f"{what}: {self.name} has {len(names)} outputs {names}, got "
                                  f"{len(value)} entries; give one per output, or a dict keyed "

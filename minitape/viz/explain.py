@@ -370,10 +370,16 @@ def _loop_place(tape, op):
     return ""
 
 
+def _made_after_block(tape, tensor_id):
+    """True if the tensor ``tensor_id`` was made after the tape's last ``with`` block ended
+    (its ``exited`` event holds an id larger than any made inside)."""
+    exits = [e for e in tape.events if e.kind == "exited" and isinstance(e.detail, int)]
+    return bool(exits) and not tape.recording and tensor_id > exits[-1].detail
+
+
 def _not_watched(tape, target, source, src, ops, produced, name):
     """The tape never watched the source: say why that happened."""
-    exits = [e for e in tape.events if e.kind == "exited" and isinstance(e.detail, int)]
-    if exits and not tape.recording and source.id > exits[-1].detail and \
+    if _made_after_block(tape, source.id) and \
             created(source.id) is not None:   # (a constant made later; x = x + 1 is below)
         return ("source_after_tape",
                 f"{src} was made after the `with` block had ended, so no operation the tape "
@@ -436,8 +442,7 @@ def _target_not_recorded(tape, target, source, src, ops, produced, name=None):
     pause = _pause_around(tape, ops, target.id, None)
     if pause:
         return pause
-    exits = [e for e in tape.events if e.kind == "exited" and isinstance(e.detail, int)]
-    if exits and not tape.recording and target.id > exits[-1].detail:
+    if _made_after_block(tape, target.id):
         return ("target_after_tape",
                 "the target was computed after the `with` block had ended, when the tape no "
                 "longer recorded, so no recorded operation produced it and nothing connects "
