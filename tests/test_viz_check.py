@@ -142,6 +142,23 @@ def test_non_differentiable_points_are_reported_not_failed():
     assert {r.status for r in check_tape(tape, y, x2).rows} == {"ok"}
 
 
+def test_a_long_note_wraps_within_a_notebook_column():
+    # A static page (nbconvert, the course site) breaks a long line of text output in the
+    # middle of a word; the check's text wraps its notes itself, each word kept whole.
+    x = mt.constant([0.0, 1.5])
+    with mt.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = mt.reduce_sum(mt.abs(x) * mt.stop_gradient(x))
+    check = check_tape(tape, y, x)
+    lines = repr(check).splitlines()[1:]
+    assert all(len(line) <= 92 for line in lines), lines
+    note = check.rows[0].note
+    assert len(note) > 60            # (a note long enough to wrap)
+    abs_lines = lines[:next(i for i, line in enumerate(lines) if "StopGradient" in line)]
+    assert len(abs_lines) >= 2 and " ".join(w for line in abs_lines for w in line.split()) \
+        .endswith(f"({note})")
+
+
 def test_ops_without_gradient_are_skipped():
     x = mt.constant(np.ones((2, 2, 1)))
     with mt.GradientTape(persistent=True) as tape:

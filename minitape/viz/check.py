@@ -50,6 +50,7 @@ What each row says (``CheckRow.status``):
 from __future__ import annotations
 
 import html
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,6 +65,9 @@ from .graph import tape_graph
 from .labels import is_fallback
 from .record import record_of, summarize
 from .draw import format_value
+
+_TEXT_WIDTH = 92
+"""The widest line of a check's text (``repr``): a notebook column's width in characters."""
 
 STEP = 1e-6             # finite-difference step, relative to max(1, |x|)
 
@@ -188,8 +192,14 @@ class TapeCheck:
         # Only what is the same on every machine (statuses, failing values), not tiny errors.
         lines = [self.summary()]
         for r in self.rows:
-            note = "" if r.status in ("ok", "failed") or not r.note else f"  ({r.note})"
-            lines.append(f"  {r.label():<28} {r.status}{note}".rstrip())
+            row = f"  {r.label():<28} {r.status}"
+            if r.status in ("ok", "failed") or not r.note:
+                lines.append(row)
+                continue
+            # A long note goes on over indented lines, so that no line is wider than a notebook's
+            # column (a static page would break it in the middle of a word).
+            lines += textwrap.wrap(f"({r.note})", width=_TEXT_WIDTH, initial_indent=row + "  ",
+                                   subsequent_indent=" " * 6, break_on_hyphens=False)
         return "\n".join(lines + [("  " + line) for line in self.details()])
 
     def assert_ok(self, what=None):
