@@ -44,13 +44,14 @@ mt.notebook.setup(seed=0)  # the same random numbers every run; printing as in t
 # `h` and see how much the output moves. For one op `f` and an output gradient `u`,
 # the rule's answer for input element `i` must match the central difference
 #
-# $$\frac{\partial}{\partial x_i}\sum u \cdot f(x) \approx
-#   \frac{\sum u \cdot f(x + h e_i) - \sum u \cdot f(x - h e_i)}{2h}.$$
+# > ∂/∂xᵢ sum(u · f(x))  ≈  ( sum(u · f(x + h·eᵢ)) − sum(u · f(x − h·eᵢ)) ) / 2h
+#
+# where `eᵢ` is 1 at element `i` and 0 elsewhere.
 #
 # `mt.viz.check_tape(tape, target, sources)` does this for *every op* the tape recorded between
 # the sources and the target, each on its own, at the inputs it recorded, in float64, with a
 # random `u`. Here is a function whose gradient was written by hand, wrongly: the derivative of
-# $x^2$ is $2x$, not $x$.
+# x² is 2x, not x.
 
 # %%
 @mt.custom_gradient
@@ -121,7 +122,7 @@ print(mt.viz.check_tape(tape, y, x))
 #
 # ### Exercise 1 · Sigmoid
 #
-# $\sigma(x) = 1 / (1 + e^{-x})$ has the derivative $\sigma(x)\,(1 - \sigma(x))$. The op keeps
+# σ(x) = 1 / (1 + e⁻ˣ) has the derivative σ(x) · (1 − σ(x)). The op keeps
 # its output, so use `y = op.outputs[0]`.
 
 # %% nbgrader={"grade": false, "grade_id": "exercise-1", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -148,7 +149,7 @@ mt.viz.check_tape(tape, y, x).assert_ok("Exercise 1")
 # %% [markdown]
 # ### Exercise 2 · Tanh
 #
-# $\frac{d}{dx}\tanh x = 1 - \tanh^2 x$: again a function of the output.
+# d/dx tanh(x) = 1 − tanh²(x): again a function of the output.
 
 # %% nbgrader={"grade": false, "grade_id": "exercise-2", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MyTanh")
@@ -174,7 +175,7 @@ mt.viz.check_tape(tape, y, x).assert_ok("Exercise 2")
 # %% [markdown]
 # ### Exercise 3 · Softplus
 #
-# $\mathrm{softplus}(x) = \log(1 + e^x)$, computed stably with `np.logaddexp`. Its derivative is
+# softplus(x) = log(1 + eˣ), computed stably with `np.logaddexp`. Its derivative is
 # the sigmoid of the *input*: `op.inputs[0]` (`mt.math.sigmoid` is there for you).
 
 # %% nbgrader={"grade": false, "grade_id": "exercise-3", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -201,8 +202,8 @@ mt.viz.check_tape(tape, y, x).assert_ok("Exercise 3")
 # %% [markdown]
 # ### Exercise 4 · Pow, both inputs
 #
-# $z = x^y$ for positive `x`. Two inputs, so return two gradients:
-# $\partial z/\partial x = y\,x^{y-1}$ and $\partial z/\partial y = x^y \log x = z \log x$.
+# z = xʸ for positive `x`. Two inputs, so return two gradients:
+# ∂z/∂x = y · xʸ⁻¹ and ∂z/∂y = xʸ · log(x) = z · log(x).
 
 # %% nbgrader={"grade": false, "grade_id": "exercise-4", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MyPow")
@@ -230,8 +231,8 @@ mt.viz.check_tape(tape, z, [x, p]).assert_ok("Exercise 4")
 # %% [markdown]
 # ### Exercise 5 · MatMul, both inputs
 #
-# $C = AB$ with $A$ of shape `(m, k)` and $B$ of shape `(k, n)`. The gradients are matrix
-# products too: $dA = dC\,B^T$ (shape `(m, k)`) and $dB = A^T\,dC$ (shape `(k, n)`). Check the
+# C = A B with A of shape `(m, k)` and B of shape `(k, n)`. The gradients are matrix
+# products too: dA = dC Bᵀ (shape `(m, k)`) and dB = Aᵀ dC (shape `(k, n)`). Check the
 # shapes before the algebra: that is usually enough to get them right. `mt.matmul` takes
 # `transpose_a=True` / `transpose_b=True`.
 
@@ -301,9 +302,10 @@ mt.viz.check_tape(tape, y, [x, b]).assert_ok("Exercise 6")
 # %% [markdown]
 # ### Exercise 7 · Softmax
 #
-# $y = \mathrm{softmax}(x)$ along the last axis. Each output depends on every input of its row,
-# but the vector-Jacobian product is short: $dx = y \odot (dy - \sum_j dy_j\, y_j)$, the sum
-# taken along the last axis (keep it with `keepdims=True` so that it broadcasts back).
+# y = softmax(x) along the last axis. Each output depends on every input of its row,
+# but the vector-Jacobian product is short: dx = y · (dy − sum(dy · y)), the products
+# elementwise and the sum taken along the last axis (keep it with `keepdims=True` so that it
+# broadcasts back).
 
 # %% nbgrader={"grade": false, "grade_id": "exercise-7", "locked": false, "schema_version": 3, "solution": true, "task": false}
 @mt.primitive("MySoftmax")
@@ -330,10 +332,10 @@ mt.viz.check_tape(tape, y, x).assert_ok("Exercise 7")
 # %% [markdown]
 # ### Exercise 8 · LogSumExp, a new op
 #
-# $\mathrm{lse}(x) = \log \sum_j e^{x_j}$ along the last axis, computed as
-# $m + \log\sum_j e^{x_j - m}$ with $m = \max_j x_j$ so that it never overflows. The output
+# lse(x) = log(sum(eˣ)) along the last axis, computed as
+# m + log(sum(eˣ⁻ᵐ)) with m = max(x) so that it never overflows. The output
 # has one axis less than the input: `(2, 5)` gives `(2,)`. Its derivative with respect to
-# $x_j$ is $\mathrm{softmax}(x)_j$, so $dx = dy[..., \mathrm{None}] \cdot \mathrm{softmax}(x)$:
+# each element of x is the same element of softmax(x), so dx = dy[..., None] · softmax(x):
 # give `dy` its axis back with `mt.expand_dims(dy, -1)`.
 
 # %% nbgrader={"grade": false, "grade_id": "exercise-8", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -364,9 +366,9 @@ print(y)   # no overflow: 1000 + log(2 + e**-1)
 # %% [markdown]
 # ### Exercise 9 · A numerically stable custom gradient
 #
-# The advanced guide's `log1pexp(x) = log(1 + e^x)`. Its derivative $e^x / (1 + e^x)$, written
+# The advanced guide's `log1pexp(x) = log(1 + e^x)`. Its derivative eˣ / (1 + eˣ), written
 # that way, is `inf / inf = nan` at `x = 100` in float32. Write the gradient in a form that
-# never divides two huge numbers: $1 - 1 / (1 + e^x)$. `e` (computed in the forward) is
+# never divides two huge numbers: 1 − 1 / (1 + eˣ). `e` (computed in the forward) is
 # available to the gradient function.
 
 # %% nbgrader={"grade": false, "grade_id": "exercise-9", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -401,9 +403,9 @@ mt.testing.check_grads(log1pexp, [-3.0, 0.0, 2.5], order=2)
 print("log1pexp: first and second derivatives agree with finite differences")
 
 # %% [markdown]
-# Three checks in one cell. `check_tape` compares in float64, where $e^{100}$ is still finite.
+# Three checks in one cell. `check_tape` compares in float64, where e¹⁰⁰ is still finite.
 # Then the float32 tape itself is asked for the gradient at 100: there the forward's `mt.exp`
-# overflows, `e` is `inf`, and yet $1 - 1/(1 + \infty) = 1$ is the right slope. Last,
+# overflows, `e` is `inf`, and yet 1 − 1 / (1 + ∞) = 1 is the right slope. Last,
 # `mt.testing.check_grads` checks the whole function, to second order, in reverse and forward
 # mode: the gradient is written with minitape ops, so it can be differentiated again.
 
@@ -469,8 +471,8 @@ check
 print([r.label() for r in check.failing])
 
 # %% [markdown]
-# Now write the right gradient for that op. (Its derivative: with $s = \sigma(x)$,
-# $\frac{d}{dx}\, x s = s + x\, s\,(1 - s)$.) The check runs on the same tape: gradients are
+# Now write the right gradient for that op. (Its derivative: with s = σ(x),
+# d/dx (x · s) = s + x · s · (1 − s).) The check runs on the same tape: gradients are
 # looked up when they are used, so the new rule replaces the old one.
 
 # %% nbgrader={"grade": false, "grade_id": "exercise-10", "locked": false, "schema_version": 3, "solution": true, "task": false}
