@@ -731,6 +731,133 @@ def test_5_6_dropout(fashion):
     np.testing.assert_allclose(model(Xb).numpy(), plain, rtol=1e-4, atol=1e-5)
 
 
+def test_5_7_predicting_house_prices_on_kaggle(tmp_path, monkeypatch, capsys):
+    import pandas as pd   # (d2l's own dependency; in the test extra)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")    # (so that d2l's root, '../data', is tmp_path/data)
+    # Kaggle's two tables, small and synthetic: numbers, text categories, missing values
+    rng = np.random.default_rng(9)
+
+    def table(n, first_id, with_price):
+        area = rng.uniform(500, 3000, n).round()
+        quality = rng.integers(1, 10, n)
+        frame = pd.DataFrame({
+            "Id": np.arange(first_id, first_id + n),
+            "MSSubClass": rng.choice([20, 60, 120], n),
+            "MSZoning": rng.choice(["RL", "RM", None], n),
+            "LotFrontage": np.where(rng.uniform(size=n) < 0.2, np.nan, rng.uniform(30, 90, n)),
+            "GrLivArea": area,
+            "OverallQual": quality,
+            "SaleType": rng.choice(["WD", "New"], n),
+        })
+        if with_price:
+            frame["SalePrice"] = (50 * area + 9000 * quality) * rng.lognormal(0, 0.05, n)
+        return frame
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    table(60, 1, True).to_csv(folder / "kaggle_house_pred_train.csv", index=False)
+    table(20, 61, False).to_csv(folder / "kaggle_house_pred_test.csv", index=False)
+    monkeypatch.setattr(d2l, "DATA_URL", "http://d2l-data.example/", raising=False)
+    monkeypatch.setattr(d2l, "download",   # (the files are there: no network is used)
+                        lambda url, folder, sha1_hash=None: os.path.join(folder,
+                                                                         url.split("/")[-1]),
+                        raising=False)
+
+    class KaggleHouse(d2l.DataModule):
+        def __init__(self, batch_size, train=None, val=None):
+            super().__init__()
+            self.save_hyperparameters()
+            if self.train is None:
+                self.raw_train = pd.read_csv(d2l.download(
+                    d2l.DATA_URL + 'kaggle_house_pred_train.csv', self.root,
+                    sha1_hash='585e9cc93e70b39160e7921475f9bcd7d31219ce'))
+                self.raw_val = pd.read_csv(d2l.download(
+                    d2l.DATA_URL + 'kaggle_house_pred_test.csv', self.root,
+                    sha1_hash='fa19780a7b011d9b009e8bff8e99922a8ee2eb90'))
+
+    data = KaggleHouse(batch_size=64)
+    assert data.raw_train.shape == (60, 8) and data.raw_val.shape == (20, 7)
+
+    @d2l.add_to_class(KaggleHouse)
+    def preprocess(self):
+        # Remove the ID and label columns
+        label = 'SalePrice'
+        features = pd.concat(
+            (self.raw_train.drop(columns=['Id', label]),
+             self.raw_val.drop(columns=['Id'])))
+        # Standardize numerical columns
+        numeric_features = features.dtypes[features.dtypes!='object'].index
+        features[numeric_features] = features[numeric_features].apply(
+            lambda x: (x - x.mean()) / (x.std()))
+        # Replace NAN numerical features by 0
+        features[numeric_features] = features[numeric_features].fillna(0)
+        # Replace discrete features by one-hot encoding
+        features = pd.get_dummies(features, dummy_na=True)
+        # Save preprocessed features
+        self.train = features[:self.raw_train.shape[0]].copy()
+        self.train[label] = self.raw_train[label]
+        self.val = features[self.raw_train.shape[0]:].copy()
+
+    data.preprocess()
+    assert data.train.shape == (60, 4 + 3 + 3 + 1)   # 4 numbers, 2 + NaN and 2 + NaN categories
+
+    @d2l.add_to_class(KaggleHouse)
+    def get_dataloader(self, train):
+        label = 'SalePrice'
+        data = self.train if train else self.val
+        if label not in data: return
+        get_tensor = lambda x: d2l.tensor(x.values.astype(float),
+                                          dtype=d2l.float32)
+        # Logarithm of prices
+        tensors = (get_tensor(data.drop(columns=[label])),  # X
+                   d2l.reshape(d2l.log(get_tensor(data[label])), (-1, 1)))  # Y
+        return self.get_tensorloader(tensors, train)
+
+    def k_fold_data(data, k):
+        rets = []
+        fold_size = data.train.shape[0] // k
+        for j in range(k):
+            idx = range(j * fold_size, (j+1) * fold_size)
+            rets.append(KaggleHouse(data.batch_size, data.train.drop(index=idx),
+                                    data.train.loc[idx]))
+        return rets
+
+    def k_fold(trainer, data, k, lr):
+        val_loss, models = [], []
+        for i, data_fold in enumerate(k_fold_data(data, k)):
+            model = d2l.LinearRegression(lr)
+            model.board.yscale='log'
+            if i != 0: model.board.display = False
+            trainer.fit(model, data_fold)
+            val_loss.append(float(model.board.data['val_loss'][-1].y))
+            models.append(model)
+        print(f'average validation log mse = {sum(val_loss)/len(val_loss)}')
+        return models, val_loss, k_fold_data(data, k)
+
+    trainer = d2l.Trainer(max_epochs=10)
+    models, val_loss, folds = k_fold(trainer, data, k=5, lr=0.01)
+    assert capsys.readouterr().out.startswith("average validation log mse = ")
+    # each fold's last validation loss is the mean squared error of log prices, in NumPy
+    for model, loss, fold in zip(models, val_loss, folds):
+        X = fold.val.drop(columns=["SalePrice"]).values.astype(float)
+        y = np.log(fold.val["SalePrice"].values)
+        w, b = (v.astype(np.float64) for v in model.get_w_b())
+        assert loss == pytest.approx(np.mean((X @ w[:, 0] + b[0] - y) ** 2), rel=1e-4)
+
+    preds = [model(d2l.tensor(data.val.values.astype(float), dtype=d2l.float32))
+             for model in models]
+    # Taking exponentiation of predictions in the logarithm scale
+    ensemble_preds = d2l.reduce_mean(d2l.exp(tf.concat(preds, 1)), 1)
+    submission = pd.DataFrame({'Id':data.raw_val.Id,
+                               'SalePrice':d2l.numpy(ensemble_preds)})
+    submission.to_csv('submission.csv', index=False)
+    assert ensemble_preds.shape == (20,)
+    X = data.val.values.astype(float)
+    expected = np.mean([np.exp(X @ m.get_w_b()[0][:, 0] + m.get_w_b()[1][0]) for m in models], 0)
+    np.testing.assert_allclose(pd.read_csv('submission.csv')["SalePrice"], expected, rtol=1e-4)
+
+
 # == Chapter 6: builders' guide =============================================================
 
 def test_6_1_layers_and_modules():
