@@ -1305,6 +1305,8 @@ def test_resize_errors_name_what_is_supported():
         tf.image.resize(tf.ones((4, 4)), [2, 2])
     with pytest.raises(ValueError, match="two sizes"):
         tf.image.resize(tf.ones((4, 4, 1)), [0, 2])
+    with pytest.raises(TypeError, match="numbers .* got bool"):
+        tf.image.resize(tf.constant([[[True]]]), [2, 2])
     with pytest.raises(NotImplementedError, match="antialias"):
         tf.image.resize(tf.ones((4, 4, 1)), [2, 2], antialias=True)
     assert tf.image.resize(tf.ones((2, 2, 1)), [4, 4], antialias=True).shape == (4, 4, 1)

@@ -81,8 +81,9 @@ def _as_images(images, what):
     if images.ndim not in (3, 4):
         raise ValueError(f"{what}: images must have shape (height, width, channels) or (batch, "
                          f"height, width, channels), got shape {images.shape}")
-    if images.dtype.kind not in "biuf":
-        raise TypeError(f"{what}: images must be numbers, got {images.dtype}")
+    if images.dtype.kind not in "iuf":
+        raise TypeError(f"{what}: images must be numbers (integers or floats), got "
+                        f"{images.dtype}")
     if images.ndim == 3:
         from .array_ops import expand_dims
         return expand_dims(images, 0), True
@@ -129,8 +130,7 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
            [0.    , 0.    , 1.    , 0.    , 0.    ],
            [0.    , 0.    , 0.    , 0.3333, 0.6667]], dtype=float32)
     """
-    from .array_ops import gather, squeeze
-    from .array_ops import einsum
+    from .array_ops import einsum, gather, squeeze
     from .math_ops import cast
     what = "resize"
     images, single = _as_images(images, what)
