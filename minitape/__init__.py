@@ -78,6 +78,10 @@ tensorflow_version = "2.21.0"
 
 # -- "Dive into Deep Learning", chapters 3-6 (d2lqa) -------------------------------------------
 from . import distribute  # noqa: E402  (tf.distribute.MirroredStrategy: one replica, the CPU)
+# TensorFlow's short names of Keras's modules: tf.losses is tf.keras.losses, tf.metrics is
+# tf.keras.metrics (d2l 0.17's tf.losses.sparse_categorical_crossentropy).
+losses = keras.losses
+metrics = keras.metrics
 # -- end of d2lqa ------------------------------------------------------------------------------
 
 __version__ = "0.1.0"

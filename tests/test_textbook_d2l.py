@@ -1408,3 +1408,27 @@ def test_config_experimental_and_distribute_run_on_the_one_cpu():
         strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=0).numpy(), [4.0, 6.0])
     with pytest.raises(ValueError):
         tf.distribute.OneDeviceStrategy("my gpu")
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    (np.uint8, np.float32), (np.int8, np.float32), (np.uint16, np.float32),
+    (np.int16, np.float32), (np.uint32, np.float64), (np.int32, np.float64),
+    (np.int64, np.float64)])
+def test_true_division_of_integers_follows_tensorflows_table(dtype, expected):
+    # d2l's Fashion-MNIST loader: tf.expand_dims(X, axis=3) / 255 with uint8 pixels is float32
+    # (TensorFlow's _TRUEDIV_TABLE), so the images meet float32 weights without a cast.
+    x = tf.constant(np.array([51, 102], dtype))
+    for y in (x / 51, tf.math.divide(x, 51), 51 / x, x / x):
+        assert y.dtype == expected
+    np.testing.assert_array_equal((x / 51).numpy(), [1.0, 2.0])
+    pixels = tf.expand_dims(np.full((2, 28, 28), 255, np.uint8), axis=3) / 255
+    assert pixels.dtype == np.float32 and float(tf.reduce_min(pixels)) == 1.0
+
+
+def test_tf_losses_and_tf_metrics_are_keras_modules():
+    # d2l 0.17: tf.losses.sparse_categorical_crossentropy(y, y_hat, from_logits=True)
+    assert tf.losses is tf.keras.losses and tf.metrics is tf.keras.metrics
+    logits = np.array([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]], np.float32)
+    got = tf.losses.sparse_categorical_crossentropy([0, 2], logits, from_logits=True)
+    expected = -np.log(softmax_np(logits.astype(np.float64))[[0, 1], [0, 2]])
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
