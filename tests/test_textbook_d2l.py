@@ -1252,7 +1252,8 @@ def test_resize_matches_tensorflows_documented_examples():
                            ).dtype == np.int32
 
 
-@pytest.mark.parametrize("h, w, new_h, new_w", [(7, 5, 3, 9), (4, 4, 11, 2), (6, 9, 6, 9)])
+@pytest.mark.parametrize("h, w, new_h, new_w", [(7, 5, 3, 9), (4, 4, 11, 2), (6, 9, 6, 9),
+                                                 (6, 9, 6, 4)])
 def test_resize_bilinear_matches_a_pixel_by_pixel_computation(h, w, new_h, new_w):
     rng = np.random.default_rng(h * w)
     images = rng.uniform(-1, 1, (2, h, w, 3)).astype(np.float32)
@@ -1262,6 +1263,20 @@ def test_resize_bilinear_matches_a_pixel_by_pixel_computation(h, w, new_h, new_w
             np.testing.assert_allclose(out[b, :, :, c],
                                        bilinear_reference(images[b, :, :, c], new_h, new_w),
                                        rtol=1e-5, atol=1e-6)
+
+
+def test_resize_to_the_same_size_keeps_the_pixels():
+    image = np.arange(24, dtype=np.uint8).reshape(1, 4, 6, 1)
+    same = tf.image.resize(image, [4, 6])
+    assert same.dtype == np.float32
+    np.testing.assert_array_equal(same.numpy(), image.astype(np.float32))
+    kept = tf.image.resize(image, [4, 6], method="nearest")
+    assert kept.dtype == np.uint8
+    np.testing.assert_array_equal(kept.numpy(), image)
+    x = tf.Variable(np.ones((4, 6, 1), np.float32))
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.image.resize(x, [4, 6]) * 3.0)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), np.full((4, 6, 1), 3.0))
 
 
 @pytest.mark.parametrize("method", ["bilinear", "nearest"])

@@ -130,7 +130,7 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
            [0.    , 0.    , 1.    , 0.    , 0.    ],
            [0.    , 0.    , 0.    , 0.3333, 0.6667]], dtype=float32)
     """
-    from .array_ops import einsum, gather, squeeze
+    from .array_ops import einsum, gather, identity, squeeze
     from .math_ops import cast
     what = "resize"
     images, single = _as_images(images, what)
@@ -140,7 +140,13 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
         scale = min(new_h / h, new_w / w)
         new_h, new_w = max(int(round(h * scale)), 1), max(int(round(w * scale)), 1)
     method = str(method).lower()
-    if method == ResizeMethod.BILINEAR:
+    if (new_h, new_w) == (h, w) and method in (ResizeMethod.BILINEAR,
+                                               ResizeMethod.NEAREST_NEIGHBOR):
+        # (Both rules sample pixel i at i itself: the image, unchanged but for bilinear's
+        # float32. d2l's loader "resizes" every 28 x 28 batch to 28 x 28.)
+        keep = method == ResizeMethod.NEAREST_NEIGHBOR or images.dtype == np.float32
+        y = identity(images, name=name) if keep else cast(images, np.float32, name=name)
+    elif method == ResizeMethod.BILINEAR:
         if antialias and (new_h < h or new_w < w):
             raise NotImplementedError(
                 "resize: antialias=True when shrinking is not implemented in minitape; use "
