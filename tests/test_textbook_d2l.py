@@ -1189,6 +1189,117 @@ def test_6_7_gpus():
     assert strategy.num_replicas_in_sync == 1
 
 
+# == The older edition (d2l 0.17, "d2l-tensorflow"): the flatter style ========================
+
+def test_d2l_0_17_softmax_regression_from_scratch_with_train_epoch_ch3(fashion):
+    def load_data_fashion_mnist(batch_size, resize=None):
+        mnist_train, mnist_test = tf.keras.datasets.fashion_mnist.load_data()
+        # Divide all numbers by 255 so that all pixel values are between
+        # 0 and 1, add a batch dimension at the last. And cast label to int32
+        process = lambda X, y: (tf.expand_dims(X, axis=3) / 255,
+                                tf.cast(y, dtype='int32'))
+        resize_fn = lambda X, y: (
+            tf.image.resize_with_pad(X, resize, resize) if resize else X, y)
+        return (
+            tf.data.Dataset.from_tensor_slices(process(*mnist_train)).batch(
+                batch_size).shuffle(len(mnist_train[0])).map(resize_fn),
+            tf.data.Dataset.from_tensor_slices(process(*mnist_test)).batch(
+                batch_size).map(resize_fn))
+
+    tf.random.set_seed(10)
+    batch_size = 32
+    train_iter, test_iter = load_data_fashion_mnist(batch_size)
+    num_inputs = 784
+    num_outputs = 10
+    W = tf.Variable(tf.random.normal(shape=(num_inputs, num_outputs),
+                                     mean=0, stddev=0.01))
+    b = tf.Variable(tf.zeros(num_outputs))
+
+    def softmax(X):
+        X_exp = tf.exp(X)
+        partition = tf.reduce_sum(X_exp, 1, keepdims=True)
+        return X_exp / partition  # The broadcasting mechanism is applied here
+
+    def net(X):
+        return softmax(tf.matmul(tf.reshape(X, (-1, W.shape[0])), W) + b)
+
+    def cross_entropy(y_hat, y):
+        return -tf.math.log(tf.boolean_mask(
+            y_hat, tf.one_hot(y, depth=y_hat.shape[-1])))
+
+    def accuracy(y_hat, y):
+        """Compute the number of correct predictions."""
+        if len(y_hat.shape) > 1 and y_hat.shape[1] > 1:
+            y_hat = tf.argmax(y_hat, axis=1)
+        cmp = tf.cast(y_hat, y.dtype) == y
+        return float(tf.reduce_sum(tf.cast(cmp, y.dtype)))
+
+    class Accumulator:
+        """For accumulating sums over `n` variables."""
+        def __init__(self, n):
+            self.data = [0.0] * n
+
+        def add(self, *args):
+            self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+        def __getitem__(self, idx):
+            return self.data[idx]
+
+    def evaluate_accuracy(net, data_iter):
+        metric = Accumulator(2)  # No. of correct predictions, no. of predictions
+        for X, y in data_iter:
+            metric.add(accuracy(net(X), y), tf.size(y).numpy())
+        return metric[0] / metric[1]
+
+    def sgd(params, grads, lr, batch_size):
+        for param, grad in zip(params, grads):
+            param.assign_sub(lr*grad/batch_size)
+
+    class Updater():
+        def __init__(self, params, lr):
+            self.params = params
+            self.lr = lr
+
+        def __call__(self, batch_size, grads):
+            sgd(self.params, grads, self.lr, batch_size)
+
+    def train_epoch_ch3(net, train_iter, loss, updater):
+        metric = Accumulator(3)
+        for X, y in train_iter:
+            with tf.GradientTape() as tape:
+                y_hat = net(X)
+                if isinstance(loss, tf.keras.losses.Loss):
+                    l = loss(y, y_hat)
+                else:
+                    l = loss(y_hat, y)
+            if isinstance(updater, tf.keras.optimizers.Optimizer):
+                params = net.trainable_variables
+                grads = tape.gradient(l, params)
+                updater.apply_gradients(zip(grads, params))
+            else:
+                updater(X.shape[0], tape.gradient(l, updater.params))
+            l_sum = l * float(tf.size(y)) if isinstance(
+                loss, tf.keras.losses.Loss) else tf.reduce_sum(l)
+            metric.add(l_sum, accuracy(y_hat, y), tf.size(y))
+        return metric[0] / metric[2], metric[1] / metric[2]
+
+    assert 0.0 <= evaluate_accuracy(net, test_iter) <= 1.0
+    rec = Recorder()
+    rec.initial = [W.numpy().astype(np.float64), b.numpy().astype(np.float64)]
+    tf.random.set_seed(12)                   # the shuffled order of the epoch, seen first
+    rec.train_batches = [[np.asarray(t).astype(np.float64) for t in batch]
+                         for batch in train_iter]
+    assert rec.train_batches[0][0].shape == (32, 28, 28, 1)
+    tf.random.set_seed(12)
+    updater = Updater([W, b], lr=0.1)
+    train_loss, train_acc = train_epoch_ch3(net, train_iter, cross_entropy, updater)
+    W_np, b_np = replay_sgd(rec, softmax_regression_grads, 0.1)
+    np.testing.assert_allclose(W.numpy(), W_np, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(b.numpy(), b_np, rtol=1e-4, atol=1e-5)
+    assert 0 < train_loss < math.log(10) + 0.1 and 0.0 <= train_acc <= 1.0
+    assert evaluate_accuracy(net, test_iter) > 0.5   # the squares are easy to tell apart
+
+
 # == The fixes these chapters needed =========================================================
 
 def test_a_model_subclass_keeps_its_own_loss_method_until_compile():
