@@ -76,6 +76,14 @@ newaxis = None   # as tf.newaxis (and np.newaxis): x[:, mt.newaxis] adds an axis
 tensorflow_version = "2.21.0"
 # -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
+# -- "Dive into Deep Learning", chapters 3-6 (d2lqa) -------------------------------------------
+from . import distribute  # noqa: E402  (tf.distribute.MirroredStrategy: one replica, the CPU)
+# TensorFlow's short names of Keras's modules: tf.losses is tf.keras.losses, tf.metrics is
+# tf.keras.metrics (d2l 0.17's tf.losses.sparse_categorical_crossentropy).
+losses = keras.losses
+metrics = keras.metrics
+# -- end of d2lqa ------------------------------------------------------------------------------
+
 __version__ = "0.1.0"
 
 debugging.install_numpy_warnings()   # NumPy's warnings from ops point at the learner's line

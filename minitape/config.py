@@ -16,7 +16,7 @@ from . import errors
 
 __all__ = ["list_physical_devices", "list_logical_devices", "device", "PhysicalDevice",
            "LogicalDevice", "run_functions_eagerly", "functions_run_eagerly",
-           "record_source_lines", "source_lines_recorded"]
+           "record_source_lines", "source_lines_recorded", "experimental"]
 
 PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
 LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
@@ -44,6 +44,34 @@ def list_logical_devices(device_type=None):
     """As ``list_physical_devices``, with TensorFlow's logical name ``/device:CPU:0``."""
     return [LogicalDevice("/device:CPU:0", d.device_type)
             for d in list_physical_devices(device_type)]
+
+
+class experimental:  # noqa: N801 (TensorFlow's name: tf.config.experimental)
+    """``tf.config.experimental``, the older home of the device functions, which "Dive into
+    Deep Learning" uses (``len(tf.config.experimental.list_physical_devices('GPU'))`` is its
+    ``num_gpus()``: 0 here, as with TensorFlow on a machine without a GPU).
+
+    ``list_physical_devices`` and ``list_logical_devices`` are ``mt.config``'s;
+    ``set_memory_growth`` / ``get_memory_growth`` raise TensorFlow's ``ValueError`` for the
+    CPU, the one device there is (the usual loop over the GPUs runs zero times).
+
+    >>> import minitape as mt
+    >>> mt.config.experimental.list_physical_devices("GPU")
+    []
+    """
+
+    list_physical_devices = staticmethod(list_physical_devices)
+    list_logical_devices = staticmethod(list_logical_devices)
+
+    @staticmethod
+    def set_memory_growth(device, enable):
+        raise ValueError(f"Cannot set memory growth on non-GPU devices (got {device!r}); "
+                         "minitape has only the CPU, whose memory needs no setting")
+
+    @staticmethod
+    def get_memory_growth(device):
+        raise ValueError(f"Cannot get memory growth on non-GPU devices (got {device!r}); "
+                         "minitape has only the CPU")
 
 
 class device:  # noqa: N801 (TensorFlow's name: mt.device)
@@ -83,6 +111,9 @@ class device:  # noqa: N801 (TensorFlow's name: mt.device)
 
     def __exit__(self, *exc):
         return False
+
+    def __repr__(self):
+        return f"<mt.device {self.name!r}: every op runs on the CPU>"
 
 
 _RUN_EAGERLY = True

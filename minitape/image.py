@@ -1,6 +1,8 @@
-"""``mt.image``: ``adjust_contrast`` (as ``tf.image``), whose gradient is not registered."""
+"""``mt.image``: ``adjust_contrast`` (as ``tf.image``), whose gradient is not registered;
+``resize`` and ``resize_with_pad`` (bilinear and nearest, TensorFlow 2's rules), which "Dive
+into Deep Learning" uses on Fashion-MNIST."""
 
-from .ops.image_ops import adjust_contrast  # noqa: F401
+from .ops.image_ops import ResizeMethod, adjust_contrast, resize, resize_with_pad  # noqa: F401
 
 
 def __getattr__(name):

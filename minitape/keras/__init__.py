@@ -40,6 +40,12 @@ from . import constraints  # noqa: E402
 __all__ += ["backend", "initializers", "constraints"]
 # -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
+# -- "Dive into Deep Learning", chapters 3-6 (d2lqa) ---------------------------------------------
+from . import datasets  # noqa: E402  (fashion_mnist.load_data, from Keras's cache)
+
+__all__ += ["datasets"]
+# -- end of d2lqa ------------------------------------------------------------------------------
+
 
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import optimizers as _optimizers
 from ..engine import recording, tensor
-from ..module import Module
+from ..module import Module, keyed_variables, read_headers
 from ..ops import random_ops, reduction_ops
 from ..engine.tape import GradientTape
 from ..engine.tensor import Tensor
@@ -160,6 +160,11 @@ class Model(Layer):
     _walk_skip = ("optimizer", "loss", "compiled_metrics", "history", "run_eagerly",
                   "jit_compile", "stop_training", "_loss_tracker", "_metric_specs")
 
+    # The compiled loss. A class attribute, not set in __init__, as tf.keras 2 (the Keras of
+    # TensorFlow up to 2.15): a subclass's own ``def loss(self, y_hat, y)`` method (the models
+    # of "Dive into Deep Learning") stays callable until ``compile(loss=...)`` replaces it.
+    loss = None
+
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
             raise NotImplementedError(
@@ -168,7 +173,6 @@ class Model(Layer):
                 "mt.keras.Model(inputs, outputs) itself, or compute in call()")
         super().__init__(**kwargs)
         self.optimizer = None
-        self.loss = None
         self.compiled_metrics = []
         self.history = None
         self._loss_tracker = _metrics.Mean(name="loss")
@@ -194,6 +198,44 @@ class Model(Layer):
                 self(_zeros(input_shape))
 
     build._by_calling = True   # (Layer.__call__ does not call it: the call itself builds)
+
+    def load_weights(self, path):
+        """Read weights written by ``save_weights``, as ``Module.load_weights``; into a model
+        not built yet, at its first call, as tf.keras 2 (TensorFlow up to 2.15) restores a
+        checkpoint into variables as they are created.
+
+        "Dive into Deep Learning" (section 6.6, "File I/O") does::
+
+            clone = MLP()                     # its Dense layers have no weights yet
+            clone.load_weights('mlp.params')
+            Y_clone = clone(X)                # the weights are those saved
+
+        When the model has not been called (``built`` is False) and the file holds entries
+        the model lacks, the file is checked now (it exists, it is a weights file) and read
+        at the first call: the model is called once on those inputs without recording (its
+        layers build), the weights are loaded (all or nothing, as ``Module.load_weights``),
+        then the call computes with them. ``get_weights()`` before that call lists only the
+        weights that exist, as in TensorFlow.
+
+        Raises:
+            FileNotFoundError, ValueError: as ``Module.load_weights``; a file that does not
+                fit the model raises at the first call, naming the entries.
+        """
+        if not self.built:
+            headers = read_headers(path, "load_weights")
+            have = keyed_variables(self._variables_with_paths(), "load_weights")
+            if set(headers) - set(have):
+                self._deferred_weights = path
+                return
+        super().load_weights(path)
+
+    def __call__(self, inputs, *args, **kwargs):
+        path = vars(self).pop("_deferred_weights", None)
+        if path is not None:     # (load_weights before the first call: build, then load)
+            with unrecorded():
+                super().__call__(inputs, *args, **kwargs)
+            Module.load_weights(self, path)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, training=None):
         raise NotImplementedError(f"{type(self).__name__} must define call(self, inputs): the "

@@ -919,26 +919,32 @@ def _reverse_grad(op, dy):
 def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     """The entries of ``tensor`` where ``mask`` is True, as ``tf.boolean_mask``.
 
-    ``mask`` (bool, rank ``k`` >= 1) must have the shape of ``tensor``'s axes ``axis`` to
+    ``mask`` (rank ``k`` >= 1) must have the shape of ``tensor``'s axes ``axis`` to
     ``axis + k`` (``axis`` defaults to 0); those axes become one axis holding the selected
     entries, in row-major order. As in TensorFlow this is a ``Reshape`` then a ``GatherV2``
     (so the gradient scatters ``dy`` back to the selected places, zeros elsewhere).
 
+    ``mask`` is bool, or numbers where non-zero means True: TensorFlow finds the selected
+    places with ``tf.where(mask)``, which takes numbers too, so "Dive into Deep Learning"'s
+    ``tf.boolean_mask(y_hat, tf.one_hot(y, depth=3))`` picks each row's entry of class ``y``.
+
     Raises:
-        TypeError: a mask that is not bool.
+        TypeError: a mask that is neither bool nor numbers (strings, ``None``).
         ValueError: a scalar mask, or a mask whose shape does not match ``tensor``'s.
 
     >>> import minitape as mt
     >>> x = mt.constant([[1., 2.], [3., 4.]])
     >>> mt.boolean_mask(x, [[True, False], [False, True]]).numpy()
     array([1., 4.], dtype=float32)
+    >>> mt.boolean_mask(x, mt.one_hot([1, 0], depth=2)).numpy()
+    array([2., 3.], dtype=float32)
     """
     from .axes import check_axis
     tensor = convert_to_tensor(tensor, what="boolean_mask")
     m = mask._value if isinstance(mask, Tensor) else np.asarray(mask)
-    if m.dtype != np.bool_:
-        raise TypeError(f"boolean_mask: mask must be bool, got {m.dtype}; compare first, e.g. "
-                        "mt.math.greater(x, 0.0)")
+    if m.dtype.kind not in "biuf":
+        raise TypeError(f"boolean_mask: mask must be bool (or numbers, non-zero meaning True), "
+                        f"got {m.dtype}; compare first, e.g. mt.math.greater(x, 0.0)")
     if m.ndim == 0:
         raise ValueError("boolean_mask: mask must have rank 1 or more, got a scalar")
     axis = check_axis(0 if axis is None else axis, tensor.ndim, "boolean_mask",

@@ -286,12 +286,18 @@ def _mul_grad(op, dy):
 
 
 def divide(x, y, name=None):
-    """``x / y`` (op ``RealDiv``). Integer operands are cast to float64 first, as TF's truediv."""
+    """``x / y`` (op ``RealDiv``), as TensorFlow's truediv.
+
+    Integer operands are cast to a float first, by TensorFlow's table: 8- and 16-bit integers
+    to float32 (so ``uint8`` pixels ``/ 255`` are float32, as "Dive into Deep Learning"'s
+    Fashion-MNIST loader expects), 32- and 64-bit integers to float64.
+    """
     x, y = elementwise_operands(x, y, "RealDiv")
     if x._dtype.kind == "b":
         _no_bool(x, "RealDiv")
     if x._dtype.kind not in "fc":
-        x, y = cast(x, np.float64), cast(y, np.float64)
+        to = np.float32 if x._dtype.itemsize <= 2 else np.float64
+        x, y = cast(x, to), cast(y, to)
     z = _out(x._value / y._value, name)
     record("RealDiv", (x, y), (z,))
     return z
