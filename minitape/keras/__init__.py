@@ -40,6 +40,10 @@ from . import constraints  # noqa: E402
 __all__ += ["backend", "initializers", "constraints"]
 # -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
+from . import random  # noqa: E402  (keras.random.normal, SeedGenerator: Keras 3's guides)
+
+__all__ += ["random"]
+
 
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
