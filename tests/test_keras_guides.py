@@ -1,0 +1,906 @@
+"""The Keras and TensorFlow guides that learners copy from, run with ``import minitape as tf``.
+
+One test per section, with the guide's code as it is printed (the data made small and
+synthetic in place of MNIST or a download); the numbers are checked where the guide prints
+values that do not depend on randomness, else against a NumPy recomputation:
+
+- Keras, "Making new layers and models via subclassing" (keras.io/guides/
+  making_new_layers_and_models_via_subclassing; its Keras 2 version had ``add_metric`` and a
+  functional VAE, which Keras 3 refuses, and so does minitape, with a message);
+- Keras, "Customizing what happens in fit() with TensorFlow" (the Keras 3 text, with
+  ``compute_loss`` and ``self.metrics``, and the Keras 2 text, with ``compiled_loss`` and
+  ``compiled_metrics``), and "Writing a training loop from scratch in TensorFlow";
+- TensorFlow, "Introduction to modules, layers, and models", "Basic training loops" and the
+  "Custom training: walkthrough" (its dataset made up, in the shape of the guide's).
+"""
+
+from __future__ import annotations
+
+import collections
+import warnings
+
+import numpy as np
+import pytest
+
+import minitape as tf
+from minitape import keras
+from minitape.keras import layers
+
+RNG = np.random.default_rng(2024)
+
+
+def _relu(a):
+    return np.maximum(a, 0.0)
+
+
+def _sparse_ce_from_logits(labels, logits):
+    logits = logits - logits.max(axis=1, keepdims=True)
+    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    return -log_p[np.arange(len(labels)), labels].mean()
+
+
+# -- Making new layers and models via subclassing ----------------------------------------------
+
+def test_subclassing_a_layer_with_add_weight():
+    class Linear(keras.layers.Layer):
+        def __init__(self, units=32, input_dim=32):
+            super().__init__()
+            self.w = self.add_weight(
+                shape=(input_dim, units), initializer="random_normal", trainable=True
+            )
+            self.b = self.add_weight(shape=(units,), initializer="zeros", trainable=True)
+
+        def call(self, inputs):
+            return tf.matmul(inputs, self.w) + self.b
+
+    x = tf.ones((2, 2))
+    linear_layer = Linear(4, 2)
+    y = linear_layer(x)
+    assert linear_layer.weights == [linear_layer.w, linear_layer.b]
+    expected = np.ones((2, 2)) @ linear_layer.w.numpy() + linear_layer.b.numpy()
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+    assert abs(linear_layer.w.numpy().std() - 0.05) < 0.05   # random_normal: stddev 0.05
+
+    class Linear(keras.layers.Layer):   # (the Keras 2 text: tf.Variable and initializers)
+        def __init__(self, units=32, input_dim=32):
+            super().__init__()
+            w_init = tf.random_normal_initializer()
+            self.w = tf.Variable(
+                initial_value=w_init(shape=(input_dim, units), dtype="float32"),
+                trainable=True,
+            )
+            b_init = tf.zeros_initializer()
+            self.b = tf.Variable(
+                initial_value=b_init(shape=(units,), dtype="float32"), trainable=True
+            )
+
+        def call(self, inputs):
+            return tf.matmul(inputs, self.w) + self.b
+
+    linear_layer = Linear(4, 2)
+    y = linear_layer(x)
+    assert linear_layer.weights == [linear_layer.w, linear_layer.b]
+    np.testing.assert_allclose(y.numpy(), np.ones((2, 2)) @ linear_layer.w.numpy(), rtol=1e-6)
+
+
+def test_layers_can_have_non_trainable_weights(capsys):
+    class ComputeSum(keras.layers.Layer):
+        def __init__(self, input_dim):
+            super().__init__()
+            self.total = self.add_weight(
+                initializer="zeros", shape=(input_dim,), trainable=False
+            )
+
+        def call(self, inputs):
+            self.total.assign_add(tf.reduce_sum(inputs, axis=0))
+            return self.total
+
+    x = tf.ones((2, 2))
+    my_sum = ComputeSum(2)
+    y = my_sum(x)
+    print(y.numpy())
+    y = my_sum(x)
+    print(y.numpy())
+    print("weights:", len(my_sum.weights))
+    print("non-trainable weights:", len(my_sum.non_trainable_weights))
+    print("trainable_weights:", my_sum.trainable_weights)
+    assert capsys.readouterr().out == ("[2. 2.]\n[4. 4.]\nweights: 1\nnon-trainable weights: 1\n"
+                                       "trainable_weights: []\n")   # (the guide's output)
+
+
+def test_deferring_weight_creation_to_build_and_layers_of_layers(capsys):
+    class Linear(keras.layers.Layer):
+        def __init__(self, units=32):
+            super().__init__()
+            self.units = units
+
+        def build(self, input_shape):
+            self.w = self.add_weight(
+                shape=(input_shape[-1], self.units),
+                initializer="random_normal",
+                trainable=True,
+            )
+            self.b = self.add_weight(
+                shape=(self.units,), initializer="random_normal", trainable=True
+            )
+
+        def call(self, inputs):
+            return tf.matmul(inputs, self.w) + self.b
+
+    linear_layer = Linear(32)
+    assert linear_layer.weights == []
+    y = linear_layer(tf.ones((2, 2)))
+    assert linear_layer.w.shape == (2, 32) and y.shape == (2, 32)
+
+    class MLPBlock(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.linear_1 = Linear(32)
+            self.linear_2 = Linear(32)
+            self.linear_3 = Linear(1)
+
+        def call(self, inputs):
+            x = self.linear_1(inputs)
+            x = tf.nn.relu(x)
+            x = self.linear_2(x)
+            x = tf.nn.relu(x)
+            return self.linear_3(x)
+
+    mlp = MLPBlock()
+    y = mlp(tf.ones(shape=(3, 64)))  # The first call to the `mlp` will create the weights
+    print("weights:", len(mlp.weights))
+    print("trainable weights:", len(mlp.trainable_weights))
+    assert capsys.readouterr().out == "weights: 6\ntrainable weights: 6\n"
+    h = np.ones((3, 64))
+    for lin in (mlp.linear_1, mlp.linear_2):
+        h = _relu(h @ lin.w.numpy() + lin.b.numpy())
+    np.testing.assert_allclose(y.numpy(), h @ mlp.linear_3.w.numpy() + mlp.linear_3.b.numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+class ActivityRegularizationLayer(keras.layers.Layer):
+    def __init__(self, rate=1e-2):
+        super().__init__()
+        self.rate = rate
+
+    def call(self, inputs):
+        self.add_loss(self.rate * tf.reduce_mean(inputs))
+        return inputs
+
+
+def test_the_add_loss_method():
+    class OuterLayer(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.activity_reg = ActivityRegularizationLayer(1e-2)
+
+        def call(self, inputs):
+            return self.activity_reg(inputs)
+
+    layer = OuterLayer()
+    assert len(layer.losses) == 0  # No losses yet since the layer has never been called
+
+    _ = layer(tf.zeros(1, 1))   # (as printed: the dtype 1 is TensorFlow's enum for float32)
+    assert len(layer.losses) == 1  # We created one loss value
+
+    # `layer.losses` gets reset at the start of each __call__
+    _ = layer(tf.ones((1, 1)) * 3.0)
+    assert len(layer.losses) == 1  # This is the loss created during the call above
+    assert float(layer.losses[0]) == pytest.approx(0.03)
+
+    class OuterLayerWithKernelRegularizer(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(
+                32, kernel_regularizer=keras.regularizers.l2(1e-3)
+            )
+
+        def call(self, inputs):
+            return self.dense(inputs)
+
+    layer = OuterLayerWithKernelRegularizer()
+    _ = layer(tf.zeros((1, 1)))
+    # This is `1e-3 * sum(layer.dense.kernel ** 2)`,
+    # created by the `kernel_regularizer` above.
+    (penalty,) = layer.losses
+    assert float(penalty) == pytest.approx(1e-3 * np.sum(layer.dense.kernel.numpy() ** 2),
+                                           rel=1e-5)
+
+
+def test_add_loss_losses_are_added_by_fit_with_or_without_a_compiled_loss():
+    inputs = keras.Input(shape=(3,))
+    outputs = ActivityRegularizationLayer()(inputs)
+    model = keras.Model(inputs, outputs)
+    x, y = np.random.random((2, 3)), np.random.random((2, 3))
+
+    # If there is a loss passed in `compile`, the regularization
+    # losses get added to it
+    model.compile(optimizer="adam", loss="mse")
+    with pytest.warns(UserWarning, match="does not have any trainable weights"):
+        history = model.fit(x, y, verbose=0)
+    expected = np.mean((y - x) ** 2) + 1e-2 * np.mean(x)   # (the layer passes x through)
+    assert history.history["loss"][0] == pytest.approx(expected, rel=1e-5)
+
+    # It's also possible not to pass any loss in `compile`,
+    # since the model already has a loss to minimize, via the `add_loss`
+    # call during the forward pass!
+    model.compile(optimizer="adam")
+    x = np.random.random((2, 3))
+    with pytest.warns(UserWarning, match="does not have any trainable weights"):
+        history = model.fit(x, np.random.random((2, 3)), verbose=0)
+    assert history.history["loss"][0] == pytest.approx(1e-2 * np.mean(x), rel=1e-5)
+
+
+def test_add_metric_gives_keras_3s_error_and_the_endpoint_layer_pattern_works():
+    class LogisticEndpoint(keras.layers.Layer):   # (the Keras 2 text)
+        def __init__(self, name=None):
+            super(LogisticEndpoint, self).__init__(name=name)
+            self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+            self.accuracy_fn = keras.metrics.BinaryAccuracy()
+
+        def call(self, targets, logits, sample_weights=None):
+            loss = self.loss_fn(targets, logits, sample_weights)
+            self.add_loss(loss)
+            acc = self.accuracy_fn(targets, logits, sample_weights)
+            self.add_metric(acc, name="accuracy")
+            return tf.nn.softmax(logits)
+
+    layer = LogisticEndpoint()
+    with pytest.raises(NotImplementedError, match=r"add_metric\(\)` method is deprecated"
+                                                  r"[\s\S]*update_state"):
+        layer(tf.ones((2, 2)), tf.ones((2, 2)))
+
+    class LogisticEndpoint(keras.layers.Layer):   # (Keras 3's way: a metric in an attribute)
+        def __init__(self, name=None):
+            super().__init__(name=name)
+            self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+            self.accuracy_metric = keras.metrics.BinaryAccuracy(name="accuracy")
+
+        def call(self, logits, targets=None, sample_weight=None):
+            if targets is not None:
+                loss = self.loss_fn(targets, logits, sample_weight)
+                self.add_loss(loss)
+                self.accuracy_metric.update_state(targets, logits, sample_weight)
+            return tf.nn.softmax(logits)
+
+    inputs = keras.Input((6,), name="inputs")
+    logits = keras.layers.Dense(1)(inputs)
+    targets = keras.Input((1,), name="targets")
+    endpoint = LogisticEndpoint()
+    preds = endpoint(logits, targets)
+    model = keras.Model([inputs, targets], preds)
+    data = {"inputs": RNG.random((40, 6)), "targets": RNG.integers(0, 2, (40, 1)) * 1.0}
+    model.compile(keras.optimizers.Adam(1e-3))
+    history = model.fit(data, epochs=2, verbose=0)
+    assert set(history.history) == {"loss", "accuracy"}
+    assert endpoint.metrics == [endpoint.accuracy_metric]
+    assert endpoint.accuracy_metric in model.metrics
+
+    # evaluate resets the metric, then counts the samples with fixed weights:
+    result = model.evaluate(data, return_dict=True, verbose=0)
+    (dense,) = [layer for layer in model.layers if isinstance(layer, layers.Dense)]
+    z = data["inputs"] @ dense.kernel.numpy() + dense.bias.numpy()
+    accuracy = np.mean((z > 0.5) == (data["targets"] > 0.5))   # (threshold on the logits)
+    bce = np.mean(np.maximum(z, 0) - z * data["targets"] + np.log1p(np.exp(-np.abs(z))))
+    assert result["accuracy"] == pytest.approx(accuracy)
+    assert result["loss"] == pytest.approx(bce, rel=1e-5)
+
+
+def test_an_op_on_a_keras_tensor_says_to_compute_inside_a_layer():
+    # The Keras 2 guide's functional VAE computed its KL loss with TensorFlow ops on the
+    # symbolic outputs; Keras 3 refuses that, and minitape says what to do instead.
+    original_inputs = tf.keras.Input(shape=(8,), name="encoder_input")
+    z_mean = layers.Dense(2, name="z_mean")(original_inputs)
+    with pytest.raises(TypeError, match="KerasTensor .*z_mean.*inside a layer's call"):
+        tf.square(z_mean)
+
+
+def test_serialization_with_get_config(capsys):
+    class Linear(keras.layers.Layer):
+        def __init__(self, units=32):
+            super().__init__()
+            self.units = units
+
+        def build(self, input_shape):
+            self.w = self.add_weight(
+                shape=(input_shape[-1], self.units),
+                initializer="random_normal",
+                trainable=True,
+            )
+            self.b = self.add_weight(
+                shape=(self.units,), initializer="random_normal", trainable=True
+            )
+
+        def call(self, inputs):
+            return tf.matmul(inputs, self.w) + self.b
+
+        def get_config(self):
+            return {"units": self.units}
+
+    # Now you can recreate the layer from its config:
+    layer = Linear(64)
+    config = layer.get_config()
+    print(config)
+    new_layer = Linear.from_config(config)
+    assert capsys.readouterr().out == "{'units': 64}\n"
+    assert new_layer.units == 64
+
+    class Linear(keras.layers.Layer):
+        def __init__(self, units=32, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def call(self, inputs):
+            return inputs
+
+        def get_config(self):
+            config = super().get_config()
+            config.update({"units": self.units})
+            return config
+
+    layer = Linear(64, name="my_linear")
+    config = layer.get_config()
+    assert config["units"] == 64 and config["name"] == "my_linear"
+    assert config["trainable"] is True and config["dtype"] == "float32"
+    new_layer = Linear.from_config(config)
+    assert new_layer.units == 64 and new_layer.name == "my_linear"
+
+
+def test_the_privileged_training_argument():
+    class CustomDropout(keras.layers.Layer):
+        def __init__(self, rate, **kwargs):
+            super().__init__(**kwargs)
+            self.rate = rate
+
+        def call(self, inputs, training=None):
+            if training:
+                return tf.nn.dropout(inputs, rate=self.rate)
+            return inputs
+
+    layer = CustomDropout(0.5)
+    x = tf.ones((4, 50))
+    np.testing.assert_array_equal(layer(x).numpy(), np.ones((4, 50)))
+    dropped = layer(x, training=True).numpy()
+    assert set(np.unique(dropped)) <= {0.0, 2.0} and 0 < np.mean(dropped == 0) < 1
+    model = keras.Sequential([CustomDropout(0.5)])
+    np.testing.assert_array_equal(model.predict(np.ones((3, 5)), verbose=0), np.ones((3, 5)))
+
+
+class Sampling(layers.Layer):
+    """Uses (z_mean, z_log_var) to sample z, the vector encoding a digit."""
+
+    def call(self, inputs):
+        z_mean, z_log_var = inputs
+        batch = tf.shape(z_mean)[0]
+        dim = tf.shape(z_mean)[1]
+        epsilon = keras.backend.random_normal(shape=(batch, dim))
+        return z_mean + tf.exp(0.5 * z_log_var) * epsilon
+
+
+class Encoder(layers.Layer):
+    """Maps MNIST digits to a triplet (z_mean, z_log_var, z)."""
+
+    def __init__(self, latent_dim=32, intermediate_dim=64, name="encoder", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.dense_proj = layers.Dense(intermediate_dim, activation="relu")
+        self.dense_mean = layers.Dense(latent_dim)
+        self.dense_log_var = layers.Dense(latent_dim)
+        self.sampling = Sampling()
+
+    def call(self, inputs):
+        x = self.dense_proj(inputs)
+        z_mean = self.dense_mean(x)
+        z_log_var = self.dense_log_var(x)
+        z = self.sampling((z_mean, z_log_var))
+        return z_mean, z_log_var, z
+
+
+class Decoder(layers.Layer):
+    """Converts z, the encoded digit vector, back into a readable digit."""
+
+    def __init__(self, original_dim, intermediate_dim=64, name="decoder", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.dense_proj = layers.Dense(intermediate_dim, activation="relu")
+        self.dense_output = layers.Dense(original_dim, activation="sigmoid")
+
+    def call(self, inputs):
+        x = self.dense_proj(inputs)
+        return self.dense_output(x)
+
+
+class VariationalAutoEncoder(keras.Model):
+    """Combines the encoder and decoder into an end-to-end model for training."""
+
+    def __init__(
+        self,
+        original_dim,
+        intermediate_dim=64,
+        latent_dim=32,
+        name="autoencoder",
+        **kwargs
+    ):
+        super().__init__(name=name, **kwargs)
+        self.original_dim = original_dim
+        self.encoder = Encoder(latent_dim=latent_dim, intermediate_dim=intermediate_dim)
+        self.decoder = Decoder(original_dim, intermediate_dim=intermediate_dim)
+
+    def call(self, inputs):
+        z_mean, z_log_var, z = self.encoder(inputs)
+        reconstructed = self.decoder(z)
+        # Add KL divergence regularization loss.
+        kl_loss = -0.5 * tf.reduce_mean(
+            z_log_var - tf.square(z_mean) - tf.exp(z_log_var) + 1
+        )
+        self.add_loss(kl_loss)
+        return reconstructed
+
+
+def test_the_end_to_end_vae_with_a_training_loop_and_with_fit(capsys):
+    tf.random.set_seed(0)
+    x_train = RNG.integers(0, 256, (128, 8, 8)).astype("uint8")   # (MNIST, made small)
+    x_train = x_train.reshape(128, 64).astype("float32") / 255
+    original_dim = 64
+    vae = VariationalAutoEncoder(original_dim, 16, 4)
+
+    optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+    mse_loss_fn = keras.losses.MeanSquaredError()
+    loss_metric = keras.metrics.Mean()
+
+    train_dataset = tf.data.Dataset.from_tensor_slices(x_train)
+    train_dataset = train_dataset.shuffle(buffer_size=1024).batch(64)
+
+    epochs = 2
+    seen = []
+    for epoch in range(epochs):
+        print("Start of epoch %d" % (epoch,))
+        for step, x_batch_train in enumerate(train_dataset):
+            with tf.GradientTape() as tape:
+                reconstructed = vae(x_batch_train)
+                # Compute reconstruction loss
+                loss = mse_loss_fn(x_batch_train, reconstructed)
+                loss += sum(vae.losses)  # Add KLD regularization loss
+
+            grads = tape.gradient(loss, vae.trainable_weights)
+            optimizer.apply_gradients(zip(grads, vae.trainable_weights))
+
+            loss_metric(loss)
+            seen.append(float(loss))
+
+            if step % 100 == 0:
+                print("step %d: mean loss = %.4f" % (step, loss_metric.result()))
+    assert capsys.readouterr().out.startswith("Start of epoch 0\nstep 0: mean loss = ")
+    assert float(loss_metric.result()) == pytest.approx(np.mean(seen), rel=1e-6)
+    assert len(vae.trainable_weights) == 10 and optimizer.iterations.numpy() == 4
+
+    # vae.losses is the KL term of the latest call, from the encoder's outputs:
+    x = x_train[:5]
+    vae(x)
+    enc = vae.encoder
+    h = _relu(x @ enc.dense_proj.kernel.numpy() + enc.dense_proj.bias.numpy())
+    mean = h @ enc.dense_mean.kernel.numpy() + enc.dense_mean.bias.numpy()
+    log_var = h @ enc.dense_log_var.kernel.numpy() + enc.dense_log_var.bias.numpy()
+    kl = -0.5 * np.mean(log_var - mean**2 - np.exp(log_var) + 1)
+    (kl_loss,) = vae.losses
+    assert float(kl_loss) == pytest.approx(kl, rel=1e-5)
+
+    vae = VariationalAutoEncoder(64, 16, 4)
+    optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+    vae.compile(optimizer, loss=keras.losses.MeanSquaredError())
+    history = vae.fit(x_train, x_train, epochs=2, batch_size=64, verbose=0)
+    assert len(history.history["loss"]) == 2 and np.isfinite(history.history["loss"]).all()
+
+
+def test_keras_random_and_backend_random_normal():
+    g = keras.random.SeedGenerator(1337)
+    a, b = keras.random.normal((3, 2), seed=g), keras.random.normal((3, 2), seed=g)
+    assert a.shape == (3, 2) and a.dtype == tf.float32 and not np.allclose(a, b)
+    again = keras.random.SeedGenerator(1337)
+    np.testing.assert_array_equal(keras.random.normal((3, 2), seed=again), a)
+    np.testing.assert_array_equal(keras.random.uniform((4,), seed=7),
+                                  keras.random.uniform((4,), seed=7))   # an int: the same
+    u = keras.random.uniform((10000,), minval=2.0, maxval=3.0, seed=1).numpy()
+    assert 2.0 <= u.min() and u.max() < 3.0 and abs(u.mean() - 2.5) < 0.02
+    n = keras.backend.random_normal(shape=(tf.constant(20000), 1), mean=1.0, stddev=2.0)
+    assert n.shape == (20000, 1)
+    assert abs(float(np.mean(n)) - 1.0) < 0.1 and abs(float(np.std(n)) - 2.0) < 0.1
+    with pytest.raises(TypeError, match="seed must be None, an int or a keras.random"):
+        keras.random.normal((2,), seed="abc")
+
+
+# -- Customizing what happens in fit() ---------------------------------------------------------
+
+def _one_batch_data(n=64):
+    return RNG.random((n, 32)), RNG.random((n, 1))
+
+
+def _dense_of(model):
+    (dense,) = [layer for layer in model.layers if isinstance(layer, layers.Dense)]
+    return dense
+
+
+def _first_epoch_numbers(model, x, y, sw=None):
+    """The loss (mse, weighted as Keras's "sum_over_batch_size") and the mae (a weighted
+    mean) of the model's predictions now, in NumPy."""
+    dense = _dense_of(model)
+    pred = x @ dense.kernel.numpy() + dense.bias.numpy()
+    se, ae = (y - pred)[:, 0] ** 2, np.abs(y - pred)[:, 0]
+    if sw is None:
+        return se.mean(), ae.mean()
+    w = sw[:, 0]
+    return (w * se).mean(), (w * ae).sum() / w.sum()
+
+
+def test_customizing_fit_a_first_simple_example_keras_3():
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            # Unpack the data. Its structure depends on your model and
+            # on what you pass to `fit()`.
+            x, y = data
+
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)  # Forward pass
+                # Compute the loss value
+                # (the loss function is configured in `compile()`)
+                loss = self.compute_loss(y=y, y_pred=y_pred)
+
+            # Compute gradients
+            trainable_vars = self.trainable_variables
+            gradients = tape.gradient(loss, trainable_vars)
+
+            # Update weights
+            self.optimizer.apply(gradients, trainable_vars)
+
+            # Update metrics (includes the metric that tracks the loss)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(y, y_pred)
+
+            # Return a dict mapping metric names to current value
+            return {m.name: m.result() for m in self.metrics}
+
+    inputs = keras.Input(shape=(32,))
+    outputs = keras.layers.Dense(1)(inputs)
+    model = CustomModel(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    assert [m.name for m in model.metrics] == ["loss", "mae"]   # (before any batch)
+
+    x, y = _one_batch_data()
+    loss, mae = _first_epoch_numbers(model, x, y)
+    history = model.fit(x, y, epochs=3, batch_size=64, verbose=0)   # (one batch an epoch)
+    assert history.history["loss"][0] == pytest.approx(loss, rel=1e-5)
+    assert history.history["mae"][0] == pytest.approx(mae, rel=1e-5)
+    assert model.optimizer.iterations.numpy() == 3
+    last_loss, last_mae = _first_epoch_numbers(model, x, y)
+    assert last_loss < loss
+
+
+def test_customizing_fit_going_lower_level():
+    class CustomModel(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = keras.metrics.Mean(name="loss")
+            self.mae_metric = keras.metrics.MeanAbsoluteError(name="mae")
+            self.loss_fn = keras.losses.MeanSquaredError()
+
+        def train_step(self, data):
+            x, y = data
+
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)  # Forward pass
+                # Compute our own loss
+                loss = self.loss_fn(y, y_pred)
+
+            # Compute gradients
+            trainable_vars = self.trainable_variables
+            gradients = tape.gradient(loss, trainable_vars)
+
+            # Update weights
+            self.optimizer.apply(gradients, trainable_vars)
+
+            # Compute our own metrics
+            self.loss_tracker.update_state(loss)
+            self.mae_metric.update_state(y, y_pred)
+            return {
+                "loss": self.loss_tracker.result(),
+                "mae": self.mae_metric.result(),
+            }
+
+        @property
+        def metrics(self):
+            # We list our `Metric` objects here so that `reset_states()` can be
+            # called automatically at the start of each epoch
+            # or at the start of `evaluate()`.
+            return [self.loss_tracker, self.mae_metric]
+
+    inputs = keras.Input(shape=(32,))
+    outputs = keras.layers.Dense(1)(inputs)
+    model = CustomModel(inputs, outputs)
+    model.compile(optimizer="adam")   # We don't pass a loss or metrics here.
+    x, y = _one_batch_data()
+    model.fit(x, y, epochs=2, batch_size=64, verbose=0)
+    loss, mae = _first_epoch_numbers(model, x, y)
+    history = model.fit(x, y, epochs=1, batch_size=64, verbose=0)
+    # (reset before the epoch: the values of this epoch's one batch alone)
+    assert history.history["loss"] == [pytest.approx(loss, rel=1e-5)]
+    assert history.history["mae"] == [pytest.approx(mae, rel=1e-5)]
+
+
+def test_customizing_fit_supporting_sample_weight():
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            if len(data) == 3:
+                x, y, sample_weight = data
+            else:
+                sample_weight = None
+                x, y = data
+
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)  # Forward pass
+                loss = self.compute_loss(
+                    y=y,
+                    y_pred=y_pred,
+                    sample_weight=sample_weight,
+                )
+
+            trainable_vars = self.trainable_variables
+            gradients = tape.gradient(loss, trainable_vars)
+            self.optimizer.apply(gradients, trainable_vars)
+
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
+            return {m.name: m.result() for m in self.metrics}
+
+    inputs = keras.Input(shape=(32,))
+    outputs = keras.layers.Dense(1)(inputs)
+    model = CustomModel(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    x, y = _one_batch_data()
+    sw = RNG.random((64, 1))
+    loss, mae = _first_epoch_numbers(model, x, y, sw)
+    history = model.fit(x, y, sample_weight=sw, epochs=3, batch_size=64, verbose=0)
+    assert history.history["loss"][0] == pytest.approx(loss, rel=1e-5)
+    assert history.history["mae"][0] == pytest.approx(mae, rel=1e-5)
+
+
+def test_customizing_fit_providing_your_own_evaluation_step():
+    class CustomModel(keras.Model):
+        def test_step(self, data):
+            # Unpack the data
+            x, y = data
+            # Compute predictions
+            y_pred = self(x, training=False)
+            # Updates the metrics tracking the loss
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+            # Update the metrics.
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(y, y_pred)
+            # Return a dict mapping metric names to current value.
+            # Note that it will include the loss (tracked in self.metrics).
+            return {m.name: m.result() for m in self.metrics}
+
+    inputs = keras.Input(shape=(32,))
+    outputs = keras.layers.Dense(1)(inputs)
+    model = CustomModel(inputs, outputs)
+    model.compile(loss="mse", metrics=["mae"])
+    x, y = _one_batch_data(100)
+    loss, mae = _first_epoch_numbers(model, x, y)
+    assert model.evaluate(x, y, batch_size=100, verbose=0) == [pytest.approx(loss, rel=1e-5),
+                                                                pytest.approx(mae, rel=1e-5)]
+
+
+def test_customizing_fit_keras_2s_compiled_loss_and_compiled_metrics():
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            if len(data) == 3:
+                x, y, sample_weight = data
+            else:
+                x, y = data
+                sample_weight = None
+
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)  # Forward pass
+                loss = self.compiled_loss(
+                    y,
+                    y_pred,
+                    sample_weight=sample_weight,
+                    regularization_losses=self.losses,
+                )
+            trainable_vars = self.trainable_variables
+            gradients = tape.gradient(loss, trainable_vars)
+            self.optimizer.apply_gradients(zip(gradients, trainable_vars))
+            self.compiled_metrics.update_state(y, y_pred, sample_weight=sample_weight)
+            return {m.name: m.result() for m in self.metrics}
+
+        def test_step(self, data):
+            x, y = data
+            y_pred = self(x, training=False)
+            self.compiled_loss(y, y_pred, regularization_losses=self.losses)
+            self.compiled_metrics.update_state(y, y_pred)
+            return {m.name: m.result() for m in self.metrics}
+
+    inputs = keras.Input(shape=(32,))
+    outputs = keras.layers.Dense(1, kernel_regularizer=keras.regularizers.l2(1e-2))(inputs)
+    model = CustomModel(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    x, y = _one_batch_data()
+    sw = RNG.random((64, 1))
+    loss, mae = _first_epoch_numbers(model, x, y, sw)
+    loss += 1e-2 * np.sum(_dense_of(model).kernel.numpy() ** 2)
+    with pytest.warns(UserWarning, match=r"`model.compiled_(loss|metrics)\(\)` is deprecated"):
+        history = model.fit(x, y, sample_weight=sw, epochs=2, batch_size=64, verbose=0)
+    assert history.history["loss"][0] == pytest.approx(loss, rel=1e-5)
+    assert history.history["mae"][0] == pytest.approx(mae, rel=1e-5)
+
+    loss, mae = _first_epoch_numbers(model, x, y)
+    loss += 1e-2 * np.sum(_dense_of(model).kernel.numpy() ** 2)
+    with pytest.warns(UserWarning, match=r"`model.compiled_(loss|metrics)\(\)` is deprecated"):
+        result = model.evaluate(x, y, return_dict=True, verbose=0)
+    assert result == {"loss": pytest.approx(loss, rel=1e-5), "mae": pytest.approx(mae, rel=1e-5)}
+
+
+def test_compute_loss_refuses_the_older_two_argument_call():
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile(loss="mse")
+    y = tf.ones((2, 1))
+    with pytest.raises(TypeError, match=r"compute_loss\(y=y, y_pred=y_pred\)"):
+        model.compute_loss(y, model(y))
+    with pytest.raises(ValueError, match="No loss to compute"):
+        keras.Sequential([keras.layers.Dense(1)]).compute_loss(y=y, y_pred=y)
+
+
+def test_compiled_accuracy_takes_its_kind_from_the_first_batch_in_place():
+    model = keras.Sequential([keras.layers.Dense(3)])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True), metrics=["accuracy"])
+    (pending,) = model.compiled_metrics
+    assert pending.name == "accuracy" and float(pending.result()) == 0.0
+    x, labels = RNG.random((10, 4)), RNG.integers(0, 3, (10,))
+    for metric in model.metrics:    # (as a custom train_step walks them)
+        if metric.name != "loss":
+            metric.update_state(labels, model(x))
+    (metric,) = model.compiled_metrics
+    assert type(metric).__name__ == "SparseCategoricalAccuracy"
+    expected = np.mean(np.argmax(model(x).numpy(), axis=1) == labels)
+    assert float(metric.result()) == pytest.approx(expected)
+
+
+def _small_gan_networks(latent_dim):
+    # The guide's networks for 28x28 digits, made for 8x8 images (fewer filters).
+    discriminator = keras.Sequential(
+        [
+            keras.Input(shape=(8, 8, 1)),
+            layers.Conv2D(8, (3, 3), strides=(2, 2), padding="same"),
+            layers.LeakyReLU(negative_slope=0.2),
+            layers.Conv2D(16, (3, 3), strides=(2, 2), padding="same"),
+            layers.LeakyReLU(negative_slope=0.2),
+            layers.GlobalMaxPooling2D(),
+            layers.Dense(1),
+        ],
+        name="discriminator",
+    )
+    generator = keras.Sequential(
+        [
+            keras.Input(shape=(latent_dim,)),
+            # We want to generate 16 coefficients to reshape into a 2x2x16 map
+            layers.Dense(2 * 2 * 16),
+            layers.LeakyReLU(negative_slope=0.2),
+            layers.Reshape((2, 2, 16)),
+            layers.Conv2DTranspose(16, (4, 4), strides=(2, 2), padding="same"),
+            layers.LeakyReLU(negative_slope=0.2),
+            layers.Conv2DTranspose(16, (4, 4), strides=(2, 2), padding="same"),
+            layers.LeakyReLU(negative_slope=0.2),
+            layers.Conv2D(1, (7, 7), padding="same", activation="sigmoid"),
+        ],
+        name="generator",
+    )
+    return discriminator, generator
+
+
+def test_customizing_fit_the_end_to_end_gan():
+    latent_dim = 4
+    discriminator, generator = _small_gan_networks(latent_dim)
+
+    class GAN(keras.Model):
+        def __init__(self, discriminator, generator, latent_dim):
+            super().__init__()
+            self.discriminator = discriminator
+            self.generator = generator
+            self.latent_dim = latent_dim
+            self.d_loss_tracker = keras.metrics.Mean(name="d_loss")
+            self.g_loss_tracker = keras.metrics.Mean(name="g_loss")
+            self.seed_generator = keras.random.SeedGenerator(1337)
+
+        @property
+        def metrics(self):
+            return [self.d_loss_tracker, self.g_loss_tracker]
+
+        def compile(self, d_optimizer, g_optimizer, loss_fn):
+            super().compile()
+            self.d_optimizer = d_optimizer
+            self.g_optimizer = g_optimizer
+            self.loss_fn = loss_fn
+
+        def train_step(self, real_images):
+            if isinstance(real_images, tuple):
+                real_images = real_images[0]
+            # Sample random points in the latent space
+            batch_size = tf.shape(real_images)[0]
+            random_latent_vectors = keras.random.normal(
+                shape=(batch_size, self.latent_dim), seed=self.seed_generator
+            )
+
+            # Decode them to fake images
+            generated_images = self.generator(random_latent_vectors)
+
+            # Combine them with real images
+            combined_images = tf.concat([generated_images, real_images], axis=0)
+
+            # Assemble labels discriminating real from fake images
+            labels = tf.concat(
+                [tf.ones((batch_size, 1)), tf.zeros((batch_size, 1))], axis=0
+            )
+            # Add random noise to the labels - important trick!
+            labels += 0.05 * keras.random.uniform(
+                tf.shape(labels), seed=self.seed_generator
+            )
+
+            # Train the discriminator
+            with tf.GradientTape() as tape:
+                predictions = self.discriminator(combined_images)
+                d_loss = self.loss_fn(labels, predictions)
+            grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
+            self.d_optimizer.apply(grads, self.discriminator.trainable_weights)
+
+            # Sample random points in the latent space
+            random_latent_vectors = keras.random.normal(
+                shape=(batch_size, self.latent_dim), seed=self.seed_generator
+            )
+
+            # Assemble labels that say "all real images"
+            misleading_labels = tf.zeros((batch_size, 1))
+
+            # Train the generator (note that we should *not* update the weights
+            # of the discriminator)!
+            with tf.GradientTape() as tape:
+                predictions = self.discriminator(self.generator(random_latent_vectors))
+                g_loss = self.loss_fn(misleading_labels, predictions)
+            grads = tape.gradient(g_loss, self.generator.trainable_weights)
+            self.g_optimizer.apply(grads, self.generator.trainable_weights)
+
+            # Update metrics and return their value.
+            self.d_loss_tracker.update_state(d_loss)
+            self.g_loss_tracker.update_state(g_loss)
+            return {
+                "d_loss": self.d_loss_tracker.result(),
+                "g_loss": self.g_loss_tracker.result(),
+            }
+
+    batch_size = 16
+    all_digits = RNG.integers(0, 256, (48, 8, 8)).astype("float32") / 255.0
+    all_digits = np.reshape(all_digits, (-1, 8, 8, 1))
+    dataset = tf.data.Dataset.from_tensor_slices(all_digits)
+    dataset = dataset.shuffle(buffer_size=1024).batch(batch_size)
+
+    gan = GAN(discriminator=discriminator, generator=generator, latent_dim=latent_dim)
+    gan.compile(
+        d_optimizer=keras.optimizers.Adam(learning_rate=0.0003),
+        g_optimizer=keras.optimizers.Adam(learning_rate=0.0003),
+        loss_fn=keras.losses.BinaryCrossentropy(from_logits=True),
+    )
+    d_before = [w.numpy() for w in discriminator.weights]
+    history = gan.fit(dataset.take(2), epochs=1, verbose=0)
+    assert set(history.history) == {"d_loss", "g_loss"}
+    assert gan.d_optimizer.iterations.numpy() == 2 and gan.g_optimizer.iterations.numpy() == 2
+    assert all(not np.array_equal(a, w.numpy()) for a, w in zip(d_before, discriminator.weights))
+    assert generator(tf.zeros((3, latent_dim))).shape == (3, 8, 8, 1)
+    # (d_loss near log 2 for a discriminator that cannot tell yet)
+    assert 0.3 < history.history["d_loss"][0] < 1.2
+
