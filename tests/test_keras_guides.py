@@ -904,3 +904,229 @@ def test_customizing_fit_the_end_to_end_gan():
     # (d_loss near log 2 for a discriminator that cannot tell yet)
     assert 0.3 < history.history["d_loss"][0] < 1.2
 
+
+
+# -- Writing a training loop from scratch --------------------------------------------------------
+
+def get_model():
+    inputs = keras.Input(shape=(784,), name="digits")
+    x1 = keras.layers.Dense(64, activation="relu")(inputs)
+    x2 = keras.layers.Dense(64, activation="relu")(x1)
+    outputs = keras.layers.Dense(10, name="predictions")(x2)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    return model
+
+
+def _mnist_like(n):
+    # (keras.datasets.mnist.load_data() downloads: uint8 pixels and labels of that shape)
+    return (RNG.integers(0, 256, (n, 28, 28)).astype("uint8"),
+            RNG.integers(0, 10, (n,)).astype("uint8"))
+
+
+def test_training_loop_from_scratch_a_first_end_to_end_example(capsys):
+    model = get_model()
+    optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    batch_size = 32
+    x_train, y_train = _mnist_like(96)
+    x_train = np.reshape(x_train, (-1, 784))
+    x_val, y_val = x_train[-32:], y_train[-32:]
+    x_train, y_train = x_train[:-32], y_train[:-32]
+    train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+    train_dataset = train_dataset.shuffle(buffer_size=1024).batch(batch_size)
+    val_dataset = tf.data.Dataset.from_tensor_slices((x_val, y_val))
+    val_dataset = val_dataset.batch(batch_size)
+
+    epochs = 1
+    for epoch in range(epochs):
+        print(f"\nStart of epoch {epoch}")
+        for step, (x_batch_train, y_batch_train) in enumerate(train_dataset):
+            weights = [w.numpy() for w in model.trainable_weights]
+            with tf.GradientTape() as tape:
+                logits = model(x_batch_train, training=True)  # Logits for this minibatch
+                loss_value = loss_fn(y_batch_train, logits)
+            grads = tape.gradient(loss_value, model.trainable_weights)
+            optimizer.apply(grads, model.trainable_weights)
+            if step % 100 == 0:
+                print(
+                    f"Training loss (for 1 batch) at step {step}: {float(loss_value):.4f}"
+                )
+                print(f"Seen so far: {(step + 1) * batch_size} samples")
+            # (NumPy: the loss of this batch with the weights before the step)
+            h = np.asarray(x_batch_train, np.float64)
+            for k in range(0, 6, 2):
+                h = h @ weights[k] + weights[k + 1]
+                h = _relu(h) if k < 4 else h
+            assert float(loss_value) == pytest.approx(
+                _sparse_ce_from_logits(np.asarray(y_batch_train), h), rel=1e-4)
+    out = capsys.readouterr().out
+    assert out.startswith("\nStart of epoch 0\nTraining loss (for 1 batch) at step 0: ")
+    assert out.endswith("Seen so far: 32 samples\n") and optimizer.iterations.numpy() == 2
+
+    # -- Low-level handling of metrics
+    train_acc_metric = keras.metrics.SparseCategoricalAccuracy()
+    val_acc_metric = keras.metrics.SparseCategoricalAccuracy()
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss_value = loss_fn(y, logits)
+        grads = tape.gradient(loss_value, model.trainable_weights)
+        optimizer.apply(grads, model.trainable_weights)
+        train_acc_metric.update_state(y, logits)
+        return loss_value
+
+    @tf.function
+    def test_step(x, y):
+        val_logits = model(x, training=False)
+        val_acc_metric.update_state(y, val_logits)
+
+    hits = []
+    for step, (x_batch_train, y_batch_train) in enumerate(train_dataset):
+        logits = model(x_batch_train)   # (before the step: the metric sees these logits)
+        hits.extend(np.argmax(logits.numpy(), axis=1) == np.asarray(y_batch_train))
+        loss_value = train_step(x_batch_train, y_batch_train)
+    train_acc = train_acc_metric.result()
+    assert float(train_acc) == pytest.approx(np.mean(hits))
+    train_acc_metric.reset_state()
+    assert float(train_acc_metric.result()) == 0.0
+
+    for x_batch_val, y_batch_val in val_dataset:
+        test_step(x_batch_val, y_batch_val)
+    val_acc = val_acc_metric.result()
+    expected = np.mean(np.argmax(model.predict(x_val, verbose=0), axis=1) == y_val)
+    assert float(val_acc) == pytest.approx(expected)
+
+
+def test_training_loop_from_scratch_losses_tracked_by_the_model():
+    class ActivityRegularizationLayer(keras.layers.Layer):
+        def call(self, inputs):
+            self.add_loss(1e-2 * tf.reduce_sum(inputs))
+            return inputs
+
+    inputs = keras.Input(shape=(784,), name="digits")
+    x = keras.layers.Dense(64, activation="relu")(inputs)
+    # Insert activity regularization as a layer
+    x = ActivityRegularizationLayer()(x)
+    x = keras.layers.Dense(64, activation="relu")(x)
+    outputs = keras.layers.Dense(10, name="predictions")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss_value = loss_fn(y, logits)
+            # Add any extra losses created during the forward pass.
+            loss_value += sum(model.losses)
+        grads = tape.gradient(loss_value, model.trainable_weights)
+        optimizer.apply(grads, model.trainable_weights)
+        return loss_value
+
+    x_batch, y_batch = _mnist_like(8)
+    x_batch = x_batch.reshape(8, 784).astype("float32") / 255
+    first = model.layers[1]
+    h = _relu(x_batch @ first.kernel.numpy() + first.bias.numpy())
+    logits = model(x_batch)
+    expected = _sparse_ce_from_logits(y_batch, logits.numpy()) + 1e-2 * h.sum()
+    assert float(train_step(x_batch, y_batch)) == pytest.approx(expected, rel=1e-4)
+
+
+def test_training_loop_from_scratch_a_gan(capsys):
+    latent_dim = 4
+    discriminator, generator = _small_gan_networks(latent_dim)
+    discriminator.summary()
+    assert "Total params: 1,265" in capsys.readouterr().out   # (72+8 + 1152+16 + 16+1)
+
+    d_optimizer = keras.optimizers.Adam(learning_rate=0.0003)
+    g_optimizer = keras.optimizers.Adam(learning_rate=0.0004)
+    loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+    batch_size = 16
+
+    @tf.function
+    def train_step(real_images):
+        # Sample random points in the latent space
+        random_latent_vectors = tf.random.normal(shape=(batch_size, latent_dim))
+        # Decode them to fake images
+        generated_images = generator(random_latent_vectors)
+        # Combine them with real images
+        combined_images = tf.concat([generated_images, real_images], axis=0)
+
+        # Assemble labels discriminating real from fake images
+        labels = tf.concat(
+            [tf.ones((batch_size, 1)), tf.zeros((real_images.shape[0], 1))], axis=0
+        )
+        # Add random noise to the labels - important trick!
+        labels += 0.05 * tf.random.uniform(labels.shape)
+
+        # Train the discriminator
+        with tf.GradientTape() as tape:
+            predictions = discriminator(combined_images)
+            d_loss = loss_fn(labels, predictions)
+        grads = tape.gradient(d_loss, discriminator.trainable_weights)
+        d_optimizer.apply(grads, discriminator.trainable_weights)
+
+        # Sample random points in the latent space
+        random_latent_vectors = tf.random.normal(shape=(batch_size, latent_dim))
+        # Assemble labels that say "all real images"
+        misleading_labels = tf.zeros((batch_size, 1))
+
+        # Train the generator (note that we should *not* update the weights
+        # of the discriminator)!
+        with tf.GradientTape() as tape:
+            predictions = discriminator(generator(random_latent_vectors))
+            g_loss = loss_fn(misleading_labels, predictions)
+        grads = tape.gradient(g_loss, generator.trainable_weights)
+        g_optimizer.apply(grads, generator.trainable_weights)
+        return d_loss, g_loss, generated_images
+
+    all_digits = RNG.integers(0, 256, (32, 8, 8)).astype("float32") / 255.0
+    all_digits = np.reshape(all_digits, (-1, 8, 8, 1))
+    dataset = tf.data.Dataset.from_tensor_slices(all_digits)
+    dataset = dataset.shuffle(buffer_size=1024).batch(batch_size)
+
+    for step, real_images in enumerate(dataset):
+        d_loss, g_loss, generated_images = train_step(real_images)
+        if step % 100 == 0:
+            print(f"discriminator loss at step {step}: {d_loss:.2f}")
+            print(f"adversarial loss at step {step}: {g_loss:.2f}")
+    out = capsys.readouterr().out
+    assert out.startswith("discriminator loss at step 0: ") and "adversarial loss" in out
+    assert generated_images.shape == (16, 8, 8, 1)
+    assert d_optimizer.iterations.numpy() == 2 and g_optimizer.iterations.numpy() == 2
+
+
+def test_conv2d_transpose_is_the_adjoint_of_conv2d():
+    # <conv2d(a, w), b> = <a, conv2d_transpose(b, w)>, and Keras's output sizes.
+    a = RNG.standard_normal((2, 7, 6, 3))
+    w = RNG.standard_normal((4, 3, 3, 5))
+    for strides, padding in (((2, 2), "SAME"), ((2, 3), "VALID"), ((1, 1), "VALID")):
+        conv = tf.nn.conv2d(tf.constant(a), tf.constant(w), strides, padding).numpy()
+        b = RNG.standard_normal(conv.shape)
+        back = tf.nn.conv2d_transpose(tf.constant(b), tf.constant(w), a.shape, strides,
+                                      padding).numpy()
+        assert back.shape == a.shape
+        assert np.sum(conv * b) == pytest.approx(np.sum(a * back), rel=1e-10)
+    for padding, kernel, strides, expected in (("same", (4, 4), (2, 2), (14, 14)),
+                                               ("valid", (4, 4), (2, 2), (16, 16)),
+                                               ("valid", (1, 3), (3, 2), (21, 15))):
+        layer = layers.Conv2DTranspose(2, kernel, strides=strides, padding=padding)
+        y = layer(tf.zeros((1, 7, 7, 3)))
+        assert y.shape == (1,) + expected + (2,) and layer.kernel.shape == kernel + (2, 3)
+    x = tf.constant(RNG.standard_normal((1, 3, 3, 2)))
+    layer = layers.Conv2DTranspose(2, 2, strides=2, dtype="float64")
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(layer(x) ** 2)
+    grad = tape.gradient(y, layer.kernel)
+    k, eps = layer.kernel.numpy(), 1e-6   # central differences on one entry
+    for sign in (1, -1):
+        layer.kernel.assign(k + sign * eps * (np.arange(k.size).reshape(k.shape) == 5))
+        if sign == 1:
+            up = float(tf.reduce_sum(layer(x) ** 2))
+        else:
+            down = float(tf.reduce_sum(layer(x) ** 2))
+    assert grad.numpy().flat[5] == pytest.approx((up - down) / (2 * eps), rel=1e-6)
