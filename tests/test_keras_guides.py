@@ -17,7 +17,6 @@ values that do not depend on randomness, else against a NumPy recomputation:
 from __future__ import annotations
 
 import collections
-import warnings
 
 import numpy as np
 import pytest
@@ -58,8 +57,8 @@ def test_subclassing_a_layer_with_add_weight():
     y = linear_layer(x)
     assert linear_layer.weights == [linear_layer.w, linear_layer.b]
     expected = np.ones((2, 2)) @ linear_layer.w.numpy() + linear_layer.b.numpy()
-    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
-    assert abs(linear_layer.w.numpy().std() - 0.05) < 0.05   # random_normal: stddev 0.05
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6, atol=1e-7)
+    assert 0 < linear_layer.w.numpy().std() < 0.15   # random_normal: stddev 0.05
 
     class Linear(keras.layers.Layer):   # (the Keras 2 text: tf.Variable and initializers)
         def __init__(self, units=32, input_dim=32):
@@ -80,7 +79,8 @@ def test_subclassing_a_layer_with_add_weight():
     linear_layer = Linear(4, 2)
     y = linear_layer(x)
     assert linear_layer.weights == [linear_layer.w, linear_layer.b]
-    np.testing.assert_allclose(y.numpy(), np.ones((2, 2)) @ linear_layer.w.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(y.numpy(), np.ones((2, 2)) @ linear_layer.w.numpy(), rtol=1e-6,
+                               atol=1e-7)
 
 
 def test_layers_can_have_non_trainable_weights(capsys):
@@ -1130,3 +1130,507 @@ def test_conv2d_transpose_is_the_adjoint_of_conv2d():
         else:
             down = float(tf.reduce_sum(layer(x) ** 2))
     assert grad.numpy().flat[5] == pytest.approx((up - down) / (2 * eps), rel=1e-6)
+
+
+# -- TensorFlow: Introduction to modules, layers, and models --------------------------------------
+
+class SimpleModule(tf.Module):
+    def __init__(self, name=None):
+        super().__init__(name=name)
+        self.a_variable = tf.Variable(5.0, name="train_me")
+        self.non_trainable_variable = tf.Variable(5.0, trainable=False, name="do_not_train_me")
+
+    def __call__(self, x):
+        return self.a_variable * x + self.non_trainable_variable
+
+
+class Dense(tf.Module):
+    def __init__(self, in_features, out_features, name=None):
+        super().__init__(name=name)
+        self.w = tf.Variable(
+            tf.random.normal([in_features, out_features]), name='w')
+        self.b = tf.Variable(tf.zeros([out_features]), name='b')
+
+    def __call__(self, x):
+        y = tf.matmul(x, self.w) + self.b
+        return tf.nn.relu(y)
+
+
+class SequentialModule(tf.Module):
+    def __init__(self, name=None):
+        super().__init__(name=name)
+
+        self.dense_1 = Dense(in_features=3, out_features=3)
+        self.dense_2 = Dense(in_features=3, out_features=2)
+
+    def __call__(self, x):
+        x = self.dense_1(x)
+        return self.dense_2(x)
+
+
+class FlexibleDenseModule(tf.Module):
+    # Note: No need for `in_features`
+    def __init__(self, out_features, name=None):
+        super().__init__(name=name)
+        self.is_built = False
+        self.out_features = out_features
+
+    def __call__(self, x):
+        # Create variables on first call.
+        if not self.is_built:
+            self.w = tf.Variable(
+                tf.random.normal([x.shape[-1], self.out_features]), name='w')
+            self.b = tf.Variable(tf.zeros([self.out_features]), name='b')
+            self.is_built = True
+
+        y = tf.matmul(x, self.w) + self.b
+        return tf.nn.relu(y)
+
+
+class MySequentialModule(tf.Module):
+    def __init__(self, name=None):
+        super().__init__(name=name)
+
+        self.dense_1 = FlexibleDenseModule(out_features=3)
+        self.dense_2 = FlexibleDenseModule(out_features=2)
+
+    def __call__(self, x):
+        x = self.dense_1(x)
+        return self.dense_2(x)
+
+
+class MySequentialModuleWithFunction(tf.Module):
+    def __init__(self, name=None):
+        super().__init__(name=name)
+
+        self.dense_1 = Dense(in_features=3, out_features=3)
+        self.dense_2 = Dense(in_features=3, out_features=2)
+
+    @tf.function
+    def __call__(self, x):
+        x = self.dense_1(x)
+        return self.dense_2(x)
+
+
+def _two_relu_layers(x, model):
+    h = _relu(np.asarray(x) @ model.dense_1.w.numpy() + model.dense_1.b.numpy())
+    return _relu(h @ model.dense_2.w.numpy() + model.dense_2.b.numpy())
+
+
+def test_modules_defining_models_and_layers(capsys):
+    simple_module = SimpleModule(name="simple")
+    assert float(simple_module(tf.constant(5.0))) == 30.0   # (the guide's 30.0)
+    assert [v.name for v in simple_module.trainable_variables] == ["train_me"]
+    assert [v.name for v in simple_module.variables] == ["train_me", "do_not_train_me"]
+
+    my_model = SequentialModule(name="the_model")
+    x = tf.constant([[2.0, 2.0, 2.0]])
+    np.testing.assert_allclose(my_model(x).numpy(), _two_relu_layers(x, my_model), rtol=1e-6)
+    assert my_model.submodules == (my_model.dense_1, my_model.dense_2)
+    assert len(my_model.variables) == 4
+
+    # Waiting to create variables: the layers build on their first call.
+    my_model = MySequentialModule(name="the_model")
+    assert my_model.variables == ()
+    result = my_model(tf.constant([[2.0, 2.0, 2.0]]))
+    assert my_model.dense_1.w.shape == (3, 3) and my_model.dense_2.w.shape == (3, 2)
+    np.testing.assert_allclose(result.numpy(), _two_relu_layers(x, my_model), rtol=1e-6)
+
+
+def test_modules_saving_weights_with_a_checkpoint_and_delayed_restoration(tmp_path):
+    tf.random.set_seed(3)
+    my_model = MySequentialModule(name="the_model")
+    x = tf.constant([[2.0, -1.0, 0.5]])
+    expected = my_model(x)
+
+    chkp_path = str(tmp_path / "my_checkpoint")
+    checkpoint = tf.train.Checkpoint(model=my_model)
+    checkpoint.write(chkp_path)
+    names = {name: shape for name, shape in tf.train.list_variables(chkp_path)}
+    assert names["model/dense_1/w"] == [3, 3] and names["model/dense_2/b"] == [2]
+
+    # The new model has no Variables yet: its layers make them on the first call, and
+    # take the checkpoint's values then (TensorFlow's delayed restoration).
+    new_model = MySequentialModule()
+    new_checkpoint = tf.train.Checkpoint(model=new_model)
+    new_checkpoint.restore(chkp_path)
+    assert new_model.variables == ()
+
+    # Should be the same result as above
+    np.testing.assert_array_equal(new_model(x).numpy(), expected.numpy())
+    for a, b in zip(new_model.variables, my_model.variables):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert "_deferred_restore" not in vars(new_model.dense_1)
+
+    # A Keras layer that builds later takes its values the same way:
+    class FlexibleDense(tf.keras.layers.Layer):
+        def __init__(self, out_features, **kwargs):
+            super().__init__(**kwargs)
+            self.out_features = out_features
+
+        def build(self, input_shape):
+            self.w = tf.Variable(
+                tf.random.normal([input_shape[-1], self.out_features]), name='w')
+            self.b = tf.Variable(tf.zeros([self.out_features]), name='b')
+
+        def call(self, inputs):
+            return tf.matmul(inputs, self.w) + self.b
+
+    layer = FlexibleDense(4)
+    layer(x)
+    tf.train.Checkpoint(layer=layer).write(str(tmp_path / "layer"))
+    again = FlexibleDense(4)
+    tf.train.Checkpoint(layer=again).restore(str(tmp_path / "layer"))
+    np.testing.assert_array_equal(again(x).numpy(), layer(x).numpy())
+
+    wrong = FlexibleDense(5)   # (a Variable of another shape than the saved value)
+    tf.train.Checkpoint(layer=wrong).restore(str(tmp_path / "layer"))
+    with pytest.raises(ValueError, match=r"'layer/w' has shape \(3, 4\).*\(3, 5\)"):
+        wrong(x)
+
+
+def test_modules_saving_functions_and_keras_models(tmp_path, capsys):
+    my_model = MySequentialModuleWithFunction(name="the_model")
+    print(my_model([[2.0, 2.0, 2.0]]))
+    print(my_model([[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]]))
+    assert my_model([[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]]).shape == (1, 2, 2)
+
+    tf.saved_model.save(my_model, str(tmp_path / "the_saved_model"))
+    new_model = tf.saved_model.load(str(tmp_path / "the_saved_model"))
+    assert not isinstance(new_model, SequentialModule)   # (as the guide says: False)
+    np.testing.assert_array_equal(new_model([[2.0, 2.0, 2.0]]).numpy(),
+                                  my_model([[2.0, 2.0, 2.0]]).numpy())
+
+    class MyDense(tf.keras.layers.Layer):
+        # Adding **kwargs to support base Keras layer arguments
+        def __init__(self, in_features, out_features, **kwargs):
+            super().__init__(**kwargs)
+
+            # This will soon move to the build step; see below
+            self.w = tf.Variable(
+                tf.random.normal([in_features, out_features]), name='w')
+            self.b = tf.Variable(tf.zeros([out_features]), name='b')
+
+        def call(self, x):
+            y = tf.matmul(x, self.w) + self.b
+            return tf.nn.relu(y)
+
+    simple_layer = MyDense(name="simple", in_features=3, out_features=3)
+    y = simple_layer([[2.0, 2.0, 2.0]])
+    np.testing.assert_allclose(y.numpy(), _relu(np.full((1, 3), 2.0) @ simple_layer.w.numpy()),
+                               rtol=1e-6)
+
+    @keras.saving.register_keras_serializable()
+    class FlexibleDense(tf.keras.layers.Layer):
+        # Note the added `**kwargs`, as Keras supports many arguments
+        def __init__(self, out_features, **kwargs):
+            super().__init__(**kwargs)
+            self.out_features = out_features
+
+        def build(self, input_shape):  # Create the state of the layer (weights)
+            self.w = tf.Variable(
+                tf.random.normal([input_shape[-1], self.out_features]), name='w')
+            self.b = tf.Variable(tf.zeros([self.out_features]), name='b')
+
+        def call(self, inputs):  # Defines the computation from inputs to outputs
+            return tf.matmul(inputs, self.w) + self.b
+
+    flexible_dense = FlexibleDense(out_features=3)
+    assert flexible_dense.variables == ()
+    flexible_dense(tf.constant([[2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]))
+    assert len(flexible_dense.variables) == 2
+    try:
+        print("Model results:", flexible_dense(tf.constant([[2.0, 2.0, 2.0, 2.0]])))
+    except tf.errors.InvalidArgumentError as e:
+        print("Failed:", e)
+    assert "Failed:" in capsys.readouterr().out
+
+    @keras.saving.register_keras_serializable()
+    class MySequentialModel(tf.keras.Model):
+        def __init__(self, name=None, **kwargs):
+            super().__init__(**kwargs)
+
+            self.dense_1 = FlexibleDense(out_features=3)
+            self.dense_2 = FlexibleDense(out_features=2)
+
+        def call(self, x):
+            x = self.dense_1(x)
+            return self.dense_2(x)
+
+    my_sequential_model = MySequentialModel(name="the_model")
+    result = my_sequential_model(tf.constant([[2.0, 2.0, 2.0]]))
+    assert len(my_sequential_model.variables) == 4
+    assert my_sequential_model.submodules[:2] == (my_sequential_model.dense_1,
+                                                  my_sequential_model.dense_2)
+
+    inputs = tf.keras.Input(shape=[3,])
+    x = FlexibleDense(3)(inputs)
+    x = FlexibleDense(2)(x)
+    my_functional_model = tf.keras.Model(inputs=inputs, outputs=x)
+    my_functional_model.summary()
+    assert "Total params: 20" in capsys.readouterr().out   # (3*3+3 + 3*2+2)
+    assert my_functional_model(tf.constant([[2.0, 2.0, 2.0]])).shape == (1, 2)
+
+    path = str(tmp_path / "exname_of_file.keras")
+    my_sequential_model.save(path)
+    reconstructed_model = tf.keras.models.load_model(path)
+    np.testing.assert_array_equal(reconstructed_model(tf.constant([[2.0, 2.0, 2.0]])).numpy(),
+                                  result.numpy())
+
+
+# -- TensorFlow: Basic training loops ----------------------------------------------------------
+
+class MyModel(tf.Module):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        # Initialize the weights to `5.0` and the bias to `0.0`
+        # In practice, these should be randomly initialized
+        self.w = tf.Variable(5.0)
+        self.b = tf.Variable(0.0)
+
+    def __call__(self, x):
+        return self.w * x + self.b
+
+
+class MyModelKeras(tf.keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.w = tf.Variable(5.0)
+        self.b = tf.Variable(0.0)
+
+    def call(self, x):
+        return self.w * x + self.b
+
+
+def _descent(x, y, epochs=10, learning_rate=0.1):
+    """Gradient descent on the mean squared error of ``w * x + b``, from (5, 0), in NumPy."""
+    w, b, path = 5.0, 0.0, []
+    for _ in range(epochs):
+        r = y - (w * x + b)
+        w, b = w + learning_rate * 2 * np.mean(r * x), b + learning_rate * 2 * np.mean(r)
+        path.append((w, b))
+    return path
+
+
+def test_basic_training_loops_by_hand_and_with_keras(tmp_path, capsys):
+    TRUE_W = 3.0
+    TRUE_B = 2.0
+    NUM_EXAMPLES = 201
+    x = tf.linspace(-2, 2, NUM_EXAMPLES)
+    x = tf.cast(x, tf.float32)
+
+    def f(x):
+        return x * TRUE_W + TRUE_B
+
+    noise = tf.random.normal(shape=[NUM_EXAMPLES])
+    y = f(x) + noise
+
+    model = MyModel()
+    print("Variables:", model.variables)
+    assert model(3.0).numpy() == 15.0
+
+    def loss(target_y, predicted_y):
+        return tf.reduce_mean(tf.square(target_y - predicted_y))
+
+    def train(model, x, y, learning_rate):
+        with tf.GradientTape() as t:
+            # Trainable variables are automatically tracked by GradientTape
+            current_loss = loss(y, model(x))
+        # Use GradientTape to calculate the gradients with respect to W and b
+        dw, db = t.gradient(current_loss, [model.w, model.b])
+        # Subtract the gradient scaled by the learning rate
+        model.w.assign_sub(learning_rate * dw)
+        model.b.assign_sub(learning_rate * db)
+
+    weights = []
+    biases = []
+    epochs = range(10)
+
+    def report(model, loss):
+        return f"W = {model.w.numpy():1.2f}, b = {model.b.numpy():1.2f}, loss={loss:2.5f}"
+
+    def training_loop(model, x, y):
+        for epoch in epochs:
+            # Update the model with the single giant batch
+            train(model, x, y, learning_rate=0.1)
+            # Track this before I update
+            weights.append(model.w.numpy())
+            biases.append(model.b.numpy())
+            current_loss = loss(y, model(x))
+            print(f"Epoch {epoch:2d}:")
+            print("    ", report(model, current_loss))
+
+    training_loop(model, x, y)
+    expected = _descent(x.numpy().astype(np.float64), y.numpy().astype(np.float64))
+    np.testing.assert_allclose(weights, [w for w, _ in expected], rtol=1e-5)
+    np.testing.assert_allclose(biases, [b for _, b in expected], rtol=1e-5)
+    out = capsys.readouterr().out
+    assert out.startswith("Variables: (<mt.Variable 'Variable' shape=() dtype=float32, "
+                          "numpy=5.0>, <mt.Variable 'Variable' shape=() dtype=float32, "
+                          "numpy=0.0>)\nEpoch  0:\n     W = ")
+    assert f"Epoch  9:\n     W = {expected[-1][0]:1.2f}, b = {expected[-1][1]:1.2f}, loss=" in out
+
+    keras_model = MyModelKeras()
+    training_loop(keras_model, x, y)
+    keras_model.save_weights(str(tmp_path / "my_checkpoint"))
+    assert float(keras_model.w) == pytest.approx(expected[-1][0], rel=1e-5)
+
+    keras_model = MyModelKeras()
+    keras_model.compile(
+        run_eagerly=False,
+        optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
+        loss=tf.keras.losses.mean_squared_error,
+    )
+    print(x.shape[0])
+    history = keras_model.fit(x, y, epochs=10, batch_size=1000, verbose=0)
+    assert capsys.readouterr().out.endswith("201\n")
+    # fit's one batch an epoch is the loop above: the same weights after 10 epochs
+    assert float(keras_model.w) == pytest.approx(expected[-1][0], rel=1e-5)
+    assert float(keras_model.b) == pytest.approx(expected[-1][1], rel=1e-5)
+    w0, b0 = expected[0]
+    first = np.mean((y.numpy() - (5.0 * x.numpy())) ** 2)   # (logged before the first step)
+    assert history.history["loss"][0] == pytest.approx(first, rel=1e-5)
+    assert history.history["loss"][1] == pytest.approx(
+        np.mean((y.numpy() - (w0 * x.numpy() + b0)) ** 2), rel=1e-5)
+
+
+# -- TensorFlow: Custom training walkthrough -----------------------------------------------------
+
+def _penguins(n):
+    """Made-up data in the shape of the walkthrough's ``penguins/processed``: four scaled
+    measurements per penguin and a species 0, 1 or 2, the species shifting the measurements."""
+    labels = RNG.integers(0, 3, n)
+    centers = np.array([[0.2, 0.3, 0.6, 0.5], [0.4, 0.7, 0.3, 0.4], [0.8, 0.5, 0.5, 0.7]])
+    features = centers[labels] + 0.05 * RNG.standard_normal((n, 4))
+    return features.astype("float32"), labels.astype("int64")
+
+
+def test_custom_training_walkthrough(capsys):
+    # In place of tfds.load("penguins/processed", split=..., as_supervised=True):
+    ds_test = tf.data.Dataset.from_tensor_slices(_penguins(30))
+    ds_train = tf.data.Dataset.from_tensor_slices(_penguins(120))
+    assert isinstance(ds_test, tf.data.Dataset)
+    ds_train_batch = ds_train.batch(32)
+
+    features, labels = next(iter(ds_train_batch))
+    assert features.shape == (32, 4) and labels.dtype == tf.int64
+
+    model = tf.keras.Sequential([
+        tf.keras.layers.Dense(10, activation=tf.nn.relu, input_shape=(4,)),  # input shape required
+        tf.keras.layers.Dense(10, activation=tf.nn.relu),
+        tf.keras.layers.Dense(3)
+    ])
+    predictions = model(features)
+    np.testing.assert_allclose(tf.nn.softmax(predictions[:5]).numpy().sum(axis=1), np.ones(5),
+                               rtol=1e-6)
+    print("Prediction: {}".format(tf.math.argmax(predictions, axis=1)))
+    print("    Labels: {}".format(labels))
+
+    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def loss(model, x, y, training):
+        # training=training is needed only if there are layers with different
+        # behavior during training versus inference (e.g. Dropout).
+        y_ = model(x, training=training)
+
+        return loss_object(y_true=y, y_pred=y_)
+
+    l = loss(model, features, labels, training=False)  # noqa: E741 (the guide's name)
+    print("Loss test: {}".format(l))
+    assert float(l) == pytest.approx(_sparse_ce_from_logits(labels.numpy(), predictions.numpy()),
+                                     rel=1e-5)
+
+    def grad(model, inputs, targets):
+        with tf.GradientTape() as tape:
+            loss_value = loss(model, inputs, targets, training=True)
+        return loss_value, tape.gradient(loss_value, model.trainable_variables)
+
+    optimizer = tf.keras.optimizers.SGD(learning_rate=0.01)
+    loss_value, grads = grad(model, features, labels)
+    print("Step: {}, Initial Loss: {}".format(optimizer.iterations.numpy(),
+                                              loss_value.numpy()))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    print("Step: {},         Loss: {}".format(optimizer.iterations.numpy(),
+                                              loss(model, features, labels, training=True).numpy()))
+    out = capsys.readouterr().out
+    assert "Step: 0, Initial Loss: " in out and "Step: 1,         Loss: " in out
+
+    ## Note: Rerunning this cell uses the same model parameters
+    # Keep results for plotting
+    train_loss_results = []
+    train_accuracy_results = []
+    num_epochs = 61
+    optimizer = tf.keras.optimizers.SGD(learning_rate=0.3)
+
+    for epoch in range(num_epochs):
+        epoch_loss_avg = tf.keras.metrics.Mean()
+        epoch_accuracy = tf.keras.metrics.SparseCategoricalAccuracy()
+        seen_losses, hits = [], []
+
+        # Training loop - using batches of 32
+        for x, y in ds_train_batch:
+            # Optimize the model
+            loss_value, grads = grad(model, x, y)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            # Track progress
+            epoch_loss_avg.update_state(loss_value)  # Add current batch loss
+            # Compare predicted label to actual label
+            # training=True is needed only if there are layers with different
+            # behavior during training versus inference (e.g. Dropout).
+            epoch_accuracy.update_state(y, model(x, training=True))
+            seen_losses.append(float(loss_value))
+            hits.extend(np.argmax(model(x).numpy(), axis=1) == y.numpy())
+
+        # End epoch
+        train_loss_results.append(epoch_loss_avg.result())
+        train_accuracy_results.append(epoch_accuracy.result())
+
+        if epoch % 50 == 0:
+            print("Epoch {:03d}: Loss: {:.3f}, Accuracy: {:.3%}".format(epoch,
+                                                                        epoch_loss_avg.result(),
+                                                                        epoch_accuracy.result()))
+    # (Mean weighs each batch's loss once: the last batch of 24 counts as much as one of 32)
+    assert float(epoch_loss_avg.result()) == pytest.approx(np.mean(seen_losses), rel=1e-5)
+    assert float(epoch_accuracy.result()) == pytest.approx(np.mean(hits))
+    assert capsys.readouterr().out.startswith("Epoch 000: Loss: ")
+    assert float(train_loss_results[-1]) < float(train_loss_results[0])
+
+    test_accuracy = tf.keras.metrics.Accuracy()
+    ds_test_batch = ds_test.batch(10)
+
+    for (x, y) in ds_test_batch:
+        # training=False is needed only if there are layers with different
+        # behavior during training versus inference (e.g. Dropout).
+        logits = model(x, training=False)
+        prediction = tf.math.argmax(logits, axis=1, output_type=tf.int64)
+        test_accuracy(prediction, y)
+
+    print("Test set accuracy: {:.3%}".format(test_accuracy.result()))
+    test_x, test_y = [np.concatenate(part) for part in zip(*[(a.numpy(), b.numpy())
+                                                             for a, b in ds_test_batch])]
+    expected = np.mean(np.argmax(model(test_x).numpy(), axis=1) == test_y)
+    assert float(test_accuracy.result()) == pytest.approx(expected)
+    assert expected > 0.8   # (three well-separated species)
+    assert tf.stack([y, prediction], axis=1).shape == (10, 2)
+
+
+def test_custom_training_walkthrough_iris_version_with_a_csv_like_dataset():
+    # The walkthrough's older text read iris_training.csv with
+    # tf.data.experimental.make_csv_dataset, which yields (an OrderedDict of columns, labels)
+    # batches; the same batches, made here from columns, go through its map:
+    column_names = ['sepal_length', 'sepal_width', 'petal_length', 'petal_width', 'species']
+    feature_names = column_names[:-1]
+    features, labels = _penguins(40)
+    columns = collections.OrderedDict(zip(feature_names, features.T))
+    train_dataset = tf.data.Dataset.from_tensor_slices((columns, labels)).batch(32)
+
+    def pack_features_vector(features, labels):
+        """Pack the features into a single array."""
+        features = tf.stack(list(features.values()), axis=1)
+        return features, labels
+
+    train_dataset = train_dataset.map(pack_features_vector)
+    features_batch, labels_batch = next(iter(train_dataset))
+    np.testing.assert_array_equal(features_batch.numpy(), features[:32])
+    np.testing.assert_array_equal(labels_batch.numpy(), labels[:32])
