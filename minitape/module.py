@@ -134,7 +134,7 @@ class Module:
 
     # Attributes that hold no state of this Module (subclasses extend it: a Keras model's
     # optimizer, for one, is not part of the model's variables).
-    _walk_skip: tuple = ("name", "_deferred_restore")
+    _walk_skip: tuple = ("name",)
     # Attributes walked after all the others (a Keras layer's list of add_weight Variables).
     _walk_last: tuple = ()
     # Both, gathered over the class and its bases when the class is made (``_walk_rules``,
