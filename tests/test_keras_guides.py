@@ -1634,3 +1634,27 @@ def test_custom_training_walkthrough_iris_version_with_a_csv_like_dataset():
     features_batch, labels_batch = next(iter(train_dataset))
     np.testing.assert_array_equal(features_batch.numpy(), features[:32])
     np.testing.assert_array_equal(labels_batch.numpy(), labels[:32])
+
+
+def test_fit_on_a_dataset_of_tensors_gives_train_step_each_tensor_as_keras():
+    seen = []
+
+    class Recorder(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(1)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, data):
+            seen.append(data)
+            return {}
+
+    dataset = tf.data.Dataset.from_tensor_slices(np.ones((6, 2), "float32")).batch(4)
+    model = Recorder()
+    model.compile(optimizer="sgd")
+    model.fit(dataset, verbose=0)
+    assert [type(d).__name__ for d in seen] == ["Tensor", "Tensor"]
+    assert [d.shape for d in seen] == [(4, 2), (2, 2)]
+    assert model.predict(dataset, verbose=0).shape == (6, 1)

@@ -727,7 +727,7 @@ class Model(Layer):
         batches = _Batches(x, None, batch_size, False, "predict")
         outputs = []
         for data in batches.epoch():
-            y = self(data[0], training=False)
+            y = self(_unpack(data)[0], training=False)
             for leaf in _leaves_of(y):
                 if tensor.on_leaving is not None and recording.tapes_recording:
                     tensor.on_leaving(leaf, sys._getframe(1))   # (explain names this line)
@@ -1016,11 +1016,8 @@ class _Batches:
 
     def epoch(self):
         if self.dataset is not None:
-            for item in self.dataset:
-                if isinstance(item, (tuple, list)) and len(item) in (2, 3):
-                    yield tuple(item)
-                else:
-                    yield item, None
+            for item in self.dataset:   # (as Keras: what the Dataset yields, a Tensor too)
+                yield tuple(item) if isinstance(item, (tuple, list)) else item
             return
         order = np.arange(self.n)
         if self.shuffle:
