@@ -1658,3 +1658,94 @@ def test_fit_on_a_dataset_of_tensors_gives_train_step_each_tensor_as_keras():
     assert [type(d).__name__ for d in seen] == ["Tensor", "Tensor"]
     assert [d.shape for d in seen] == [(4, 2), (2, 2)]
     assert model.predict(dataset, verbose=0).shape == (6, 1)
+
+
+def test_subclassing_keras_3s_text_with_keras_ops(capsys):
+    # keras.io's text since Keras 3 writes its layers with keras.ops and keras.random.
+    from minitape.keras import ops
+
+    class Linear(keras.layers.Layer):
+        def __init__(self, units=32, input_dim=32):
+            super().__init__()
+            self.w = self.add_weight(
+                shape=(input_dim, units),
+                initializer="random_normal",
+                trainable=True,
+            )
+            self.b = self.add_weight(shape=(units,), initializer="zeros", trainable=True)
+
+        def call(self, inputs):
+            return ops.matmul(inputs, self.w) + self.b
+
+    x = ops.ones((2, 2))
+    linear_layer = Linear(4, 2)
+    y = linear_layer(x)
+    np.testing.assert_allclose(y.numpy(), np.ones((2, 2)) @ linear_layer.w.numpy(), rtol=1e-6,
+                               atol=1e-7)
+
+    class ComputeSum(keras.layers.Layer):
+        def __init__(self, input_dim):
+            super().__init__()
+            self.total = self.add_weight(
+                initializer="zeros", shape=(input_dim,), trainable=False
+            )
+
+        def call(self, inputs):
+            self.total.assign_add(ops.sum(inputs, axis=0))
+            return self.total
+
+    my_sum = ComputeSum(2)
+    my_sum(x)
+    print(my_sum(x).numpy())
+    assert capsys.readouterr().out == "[4. 4.]\n"
+
+    class ActivityRegularizationLayer(keras.layers.Layer):
+        def __init__(self, rate=1e-2):
+            super().__init__()
+            self.rate = rate
+
+        def call(self, inputs):
+            self.add_loss(self.rate * ops.mean(inputs))
+            return inputs
+
+    layer = ActivityRegularizationLayer()
+    _ = layer(ops.ones((1, 1)) * 2.0)
+    assert len(layer.losses) == 1 and float(layer.losses[0]) == pytest.approx(0.02)
+
+    class CustomDropout(keras.layers.Layer):
+        def __init__(self, rate, **kwargs):
+            super().__init__(**kwargs)
+            self.rate = rate
+
+        def call(self, inputs, training=None):
+            if training:
+                return keras.random.dropout(inputs, rate=self.rate)
+            return inputs
+
+    dropped = CustomDropout(0.25)(ops.ones((4, 400)), training=True).numpy()
+    assert set(np.unique(dropped)) == {0.0, np.float32(1 / 0.75)}
+    assert abs(np.mean(dropped == 0) - 0.25) < 0.05
+
+    class Sampling(layers.Layer):
+        """Uses (z_mean, z_log_var) to sample z, the vector encoding a digit."""
+
+        def call(self, inputs):
+            z_mean, z_log_var = inputs
+            batch = ops.shape(z_mean)[0]
+            dim = ops.shape(z_mean)[1]
+            epsilon = keras.random.normal(shape=(batch, dim))
+            return z_mean + ops.exp(0.5 * z_log_var) * epsilon
+
+    z_mean, z_log_var = ops.zeros((3, 2)), ops.ones((3, 2)) * 2 * np.log(3.0)
+    with tf.GradientTape() as tape:
+        tape.watch(z_mean)
+        z = Sampling()((z_mean, z_log_var))
+    assert z.shape == (3, 2)
+    np.testing.assert_allclose(tape.gradient(z, z_mean).numpy(), np.ones((3, 2)))
+    kl = -0.5 * ops.mean(z_log_var - ops.square(z_mean) - ops.exp(z_log_var) + 1)
+    assert float(kl) == pytest.approx(-0.5 * (2 * np.log(3.0) - 9.0 + 1), rel=1e-6)
+
+    assert ops.argmax(ops.convert_to_tensor([[1.0, 3.0], [4.0, 0.0]]), axis=1).numpy().tolist() \
+        == [1, 0]
+    with pytest.raises(AttributeError, match="keras.ops has only the functions"):
+        ops.logsumexp

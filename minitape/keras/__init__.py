@@ -40,9 +40,9 @@ from . import constraints  # noqa: E402
 __all__ += ["backend", "initializers", "constraints"]
 # -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
-from . import random  # noqa: E402  (keras.random.normal, SeedGenerator: Keras 3's guides)
+from . import ops, random  # noqa: E402  (keras.ops.matmul, keras.random: Keras 3's guides)
 
-__all__ += ["random"]
+__all__ += ["ops", "random"]
 
 
 def __getattr__(name):

@@ -22,7 +22,7 @@ from ..engine.tensor import Tensor
 from ..ops import random_ops
 from ..ops.array_ops import as_dims
 
-__all__ = ["SeedGenerator", "normal", "uniform"]
+__all__ = ["SeedGenerator", "dropout", "normal", "uniform"]
 
 
 class SeedGenerator:
@@ -116,6 +116,29 @@ def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
         raise ValueError(f"{what}: minval must be below maxval, got minval={low}, maxval={high}")
     value = _generator(seed, what).uniform(low, high, as_dims(shape, what))
     return Tensor(np.asarray(value).astype(dtype))
+
+
+def dropout(inputs, rate, noise_shape=None, seed=None):
+    """Zero each entry with probability ``rate`` and scale the others by ``1 / (1 - rate)``,
+    as ``keras.random.dropout`` (Keras 3's subclassing guide's ``CustomDropout``).
+
+    The kept entries are ``inputs * mask / (1 - rate)``, a product that the tapes record,
+    so gradients flow to them. ``noise_shape`` (broadcast against the input's shape) drops
+    whole rows or channels; ``seed`` as ``normal``.
+
+    Raises:
+        ValueError: ``rate`` outside ``[0, 1)``.
+    """
+    what = "keras.random.dropout"
+    rate = random_ops._finite(rate, what, "rate")
+    if not 0 <= rate < 1:
+        raise ValueError(f"{what}: rate must be in [0, 1), got rate={rate}")
+    from ..engine.tensor import convert_to_tensor
+    x = convert_to_tensor(inputs)
+    shape = tuple(x.shape) if noise_shape is None else as_dims(noise_shape, what)
+    keep = _generator(seed, what).random(shape) >= rate
+    mask = Tensor((keep / (1.0 - rate)).astype(x.dtype))
+    return x * mask
 
 
 def __getattr__(name):
