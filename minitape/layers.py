@@ -5,7 +5,9 @@ pooling, ``Embedding``, ``LayerNormalization``) and the merging layers (``Add``,
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import threading
 
 import numpy as np
 
@@ -46,6 +48,38 @@ def _positive_int(value, what, arg):
 
 
 _KERNEL_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
+
+
+# -- Keras's call context: the training mode of the enclosing call --------------------------
+
+class _CallContext(threading.local):
+    def __init__(self):
+        self.training = []   # the modes of the layer calls open now, innermost last
+
+
+_call_context = _CallContext()
+
+
+def training_mode(training):
+    """``training`` as given; if None, the mode of the enclosing layer or model call that was
+    given one (Keras's call context: ``model(x, training=True)`` reaches a ``Dropout`` inside
+    the model's ``call`` even when ``call`` does not pass it on); else False."""
+    if training is None:
+        return _call_context.training[-1] if _call_context.training else False
+    return training
+
+
+@contextlib.contextmanager
+def training_scope(training):
+    """Inside: ``training_mode(None)`` is ``training`` (nothing changes when it is None)."""
+    if training is None:
+        yield
+        return
+    _call_context.training.append(bool(training))
+    try:
+        yield
+    finally:
+        _call_context.training.pop()
 
 
 # -- Keras's layer options: losses, regularizers, input_shape ---------------------------------
@@ -542,7 +576,8 @@ class BatchNormalization(LayerMixin, Module):
     Variables: trainable ``gamma`` (ones) and ``beta`` (zeros), non-trainable ``moving_mean``
     (zeros) and ``moving_variance`` (ones), over the last axis. ``training=True`` uses the
     batch mean and biased variance (``epsilon`` inside the square root) and updates the
-    moving averages with ``assign``; ``training=False`` (the default) uses the moving averages.
+    moving averages with ``assign``; ``training=False`` (the default, unless the enclosing
+    layer or model call says otherwise: Keras's call context) uses the moving averages.
     """
 
     def __init__(self, momentum=0.99, epsilon=1e-3, name=None, **kwargs):
@@ -570,11 +605,11 @@ class BatchNormalization(LayerMixin, Module):
         self.moving_mean = var(0.0, "moving_mean", False)
         self.moving_variance = var(1.0, "moving_variance", False)
 
-    def __call__(self, inputs, training=False):
+    def __call__(self, inputs, training=None):
         x = math_ops.floating(inputs, f"BatchNormalization '{self.name}'")
         if self.gamma is None:
             self.build(x.shape[-1], x.dtype)
-        if training:
+        if training_mode(training):
             axes = list(range(x.ndim - 1))
             mean = reduction_ops.reduce_mean(x, axis=axes)
             variance = reduction_ops.reduce_mean(math_ops.square(x - mean), axis=axes)
@@ -847,7 +882,8 @@ class Dropout(LayerMixin, Module):
     """Inverted dropout while training, as ``tf.keras.layers.Dropout``.
 
     ``layer(x, training=True)`` zeroes each element with probability ``rate`` and scales the
-    rest by ``1 / (1 - rate)`` (``mt.nn.dropout``); ``training=False`` (the default) returns
+    rest by ``1 / (1 - rate)`` (``mt.nn.dropout``); ``training=False`` (the default, unless the
+    enclosing layer or model call says otherwise: Keras's call context) returns
     ``x`` unchanged. ``seed`` makes the sequence of masks repeatable (each call draws a new
     mask). No Variables.
 
@@ -866,9 +902,9 @@ class Dropout(LayerMixin, Module):
         self.noise_shape = noise_shape
         self._seeds = None if seed is None else np.random.default_rng(seed)
 
-    def __call__(self, inputs, training=False):
+    def __call__(self, inputs, training=None):
         x = math_ops.floating(inputs, f"Dropout '{self.name}'")
-        if not training or self.rate == 0.0:
+        if not training_mode(training) or self.rate == 0.0:
             return x
         seed = None if self._seeds is None else int(self._seeds.integers(2**31))
         return nn_ops.dropout(x, self.rate, noise_shape=self.noise_shape, seed=seed)
@@ -886,9 +922,9 @@ class _Noise(LayerMixin, Module):
     def _seed(self):
         return None if self._seeds is None else int(self._seeds.integers(2**31))
 
-    def __call__(self, inputs, training=False):
+    def __call__(self, inputs, training=None):
         x = math_ops.floating(inputs, f"{type(self).__name__} '{self.name}'")
-        return self._noisy(x) if training else x
+        return self._noisy(x) if training_mode(training) else x
 
 
 class GaussianNoise(_Noise):

@@ -365,6 +365,44 @@ def test_the_privileged_training_argument():
     model = keras.Sequential([CustomDropout(0.5)])
     np.testing.assert_array_equal(model.predict(np.ones((3, 5)), verbose=0), np.ones((3, 5)))
 
+    # "you enable the built-in training and evaluation loops (e.g. fit()) to correctly use
+    # the layer": Keras's call context gives the mode of the outer call to the layers that
+    # the model's call uses without passing it on.
+    seen = []
+
+    class Recording(CustomDropout):
+        def call(self, inputs, training=None):
+            seen.append(training)
+            return super().call(inputs, training=training)
+
+    class Model(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(1)
+            self.dropout = Recording(0.5)
+            self.keras_dropout = layers.Dropout(0.5)
+
+        def call(self, x):
+            return self.dense(self.keras_dropout(self.dropout(x)))
+
+    model = Model()
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((4, 200)), np.ones((4, 1)), batch_size=4, verbose=0)
+    model.evaluate(np.ones((4, 200)), np.ones((4, 1)), verbose=0)
+    model(np.ones((4, 200)))
+    assert seen == [True, False, None]
+    class Both(keras.layers.Layer):
+        def call(self, x):
+            return model.keras_dropout(model.dropout(x))
+
+    with tf.GradientTape() as tape:
+        x = tf.ones((2, 4000))
+        tape.watch(x)
+        y = Both()(x, training=True)   # (both layers drop: 1/4 kept, scaled by 4)
+    kept = tape.gradient(y, x).numpy()
+    assert set(np.unique(kept)) == {0.0, 4.0} and abs(np.mean(kept == 0) - 0.75) < 0.03
+    np.testing.assert_array_equal(model.keras_dropout(x).numpy(), x.numpy())
+
 
 class Sampling(layers.Layer):
     """Uses (z_mean, z_log_var) to sample z, the vector encoding a digit."""
