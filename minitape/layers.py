@@ -299,17 +299,24 @@ class LayerMixin:
         which reset it at each epoch. A model's compiled metrics and loss trackers are its
         own (``Model.metrics``), not those of a model used as a layer inside another.
         """
-        from .keras.metrics import Metric
-        out = []
-        for module in (self,) + tuple(self.submodules):
+        from .keras import metrics
+        metric = metrics.Metric
+        held = (metric, Module, list, tuple, dict)   # (what can hold a metric)
+        out, queue, seen = [], [self], {id(self)}
+        for module in queue:   # (breadth first: this layer's own metrics, then its layers')
+            skip = type(module)._walk_rules[0]
             for key, value in vars(module).items():
-                if key in _TRAINER_METRICS:
+                if not isinstance(value, held) or key in _TRAINER_METRICS or key in skip:
                     continue
                 items = (value.values() if isinstance(value, dict) else value
                          if isinstance(value, (list, tuple)) else (value,))
                 for item in items:
-                    if isinstance(item, Metric) and not any(item is m for m in out):
-                        out.append(item)
+                    if isinstance(item, metric):
+                        if not any(item is m for m in out):
+                            out.append(item)
+                    elif isinstance(item, Module) and id(item) not in seen:
+                        seen.add(id(item))
+                        queue.append(item)
         return out
 
     def add_metric(self, *args, **kwargs):
