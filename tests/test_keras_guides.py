@@ -1787,3 +1787,36 @@ def test_subclassing_keras_3s_text_with_keras_ops(capsys):
         == [1, 0]
     with pytest.raises(AttributeError, match="keras.ops has only the functions"):
         ops.logsumexp
+
+
+def test_a_train_step_written_as_keras_default_with_compute_metrics():
+    # Keras's own train_step, as its docs print it for overriding: compute_loss with
+    # (x, y, y_pred, sample_weight), then compute_metrics for the logs.
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(x, y, y_pred, sample_weight)
+            gradients = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+            self._loss_tracker.update_state(loss)   # (Keras 3's train_step does this too)
+            return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    inputs = keras.Input(shape=(32,))
+    outputs = keras.layers.Dense(1)(inputs)
+    model = CustomModel(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse", metrics=["mae", "accuracy"])
+    x, y = _one_batch_data()
+    y = np.round(y)
+    loss, mae = _first_epoch_numbers(model, x, y)
+    dense = _dense_of(model)
+    pred = x @ dense.kernel.numpy() + dense.bias.numpy()
+    history = model.fit(x, y, epochs=1, batch_size=64, verbose=0)
+    assert history.history == {"loss": [pytest.approx(loss, rel=1e-5)],
+                               "mae": [pytest.approx(mae, rel=1e-5)],
+                               "accuracy": [pytest.approx(np.mean((pred > 0.5) == y))]}
+    assert type(model.compiled_metrics[1]).__name__ == "BinaryAccuracy"
+    assert keras.utils.unpack_x_y_sample_weight((x,)) == (x, None, None)
+    with pytest.raises(ValueError, match="found a tuple of 4"):
+        keras.utils.unpack_x_y_sample_weight((1, 2, 3, 4))
