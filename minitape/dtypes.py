@@ -31,14 +31,35 @@ DEFAULT_INT = int32
 DEFAULT_COMPLEX = complex128
 
 
+# TensorFlow's ``DataType`` enum numbers (``types.proto``): ``tf.as_dtype(1)`` is tf.float32,
+# so ``tf.zeros(1, 1)`` (the dtype given as a second positional 1, as in a Keras guide) is a
+# float32 Tensor of shape (1,). Only the numbers of the dtypes minitape has.
+_TF_ENUM = {1: float32, 2: float64, 3: int32, 4: uint8, 5: int16, 6: int8, 8: complex64,
+            9: int64, 10: bool_, 17: uint16, 18: complex128, 19: float16, 22: uint32,
+            23: uint64}
+
+
 def as_dtype(dtype):
-    """Turn ``dtype`` (an ``np.dtype``, a NumPy scalar type or a name) into an ``np.dtype``.
+    """Turn ``dtype`` into an ``np.dtype``, as ``tf.as_dtype``.
+
+    ``dtype``: an ``np.dtype``, a NumPy scalar type, a name (``"float32"``), or one of
+    TensorFlow's ``DataType`` enum numbers (``1`` is float32, ``2`` float64, ``3`` int32,
+    ``9`` int64, ``10`` bool, ...), which ``tf.as_dtype`` accepts too.
+
+    >>> as_dtype(1)
+    dtype('float32')
 
     Raises:
         TypeError: if ``dtype`` does not name a dtype.
     """
     if dtype is None or isinstance(dtype, np.dtype):
         return dtype
+    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, (bool, np.bool_)):
+        if int(dtype) in _TF_ENUM:
+            return _TF_ENUM[int(dtype)]
+        raise TypeError(f"expected a dtype such as mt.float32, got the int {dtype!r}: not one "
+                        "of TensorFlow's DataType numbers that minitape has (1 float32, "
+                        "2 float64, 3 int32, 9 int64, 10 bool, ...)")
     try:
         return np.dtype(dtype)
     except TypeError:

@@ -5,7 +5,9 @@ pooling, ``Embedding``, ``LayerNormalization``) and the merging layers (``Add``,
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import threading
 
 import numpy as np
 
@@ -46,6 +48,38 @@ def _positive_int(value, what, arg):
 
 
 _KERNEL_INITIALIZERS = ("glorot_uniform", "zeros", "ones")
+
+
+# -- Keras's call context: the training mode of the enclosing call --------------------------
+
+class _CallContext(threading.local):
+    def __init__(self):
+        self.training = []   # the modes of the layer calls open now, innermost last
+
+
+_call_context = _CallContext()
+
+
+def training_mode(training):
+    """``training`` as given; if None, the mode of the enclosing layer or model call that was
+    given one (Keras's call context: ``model(x, training=True)`` reaches a ``Dropout`` inside
+    the model's ``call`` even when ``call`` does not pass it on); else False."""
+    if training is None:
+        return _call_context.training[-1] if _call_context.training else False
+    return training
+
+
+@contextlib.contextmanager
+def training_scope(training):
+    """Inside: ``training_mode(None)`` is ``training`` (nothing changes when it is None)."""
+    if training is None:
+        yield
+        return
+    _call_context.training.append(bool(training))
+    try:
+        yield
+    finally:
+        _call_context.training.pop()
 
 
 # -- Keras's layer options: losses, regularizers, input_shape ---------------------------------
@@ -254,6 +288,54 @@ class LayerMixin:
             out += [penalties[id(v)](v) for v in self.trainable_variables if id(v) in penalties]
         return out
 
+    @property
+    def metrics(self):
+        """The ``mt.keras.metrics.Metric`` objects that this layer and the layers inside it
+        hold in attributes (directly, or in a list, tuple or dict), as Keras 3's
+        ``Layer.metrics``.
+
+        A layer that updates one in ``call`` (Keras's "endpoint layer":
+        ``self.accuracy_metric.update_state(targets, logits)``) shows it in ``fit``'s logs,
+        which reset it at each epoch. A model's compiled metrics and loss trackers are its
+        own (``Model.metrics``), not those of a model used as a layer inside another.
+        """
+        from .keras import metrics
+        metric = metrics.Metric
+        held = (metric, Module, list, tuple, dict)   # (what can hold a metric)
+        out, queue, seen = [], [self], {id(self)}
+        for module in queue:   # (breadth first: this layer's own metrics, then its layers')
+            skip = type(module)._walk_rules[0]
+            for key, value in vars(module).items():
+                if not isinstance(value, held) or key in _TRAINER_METRICS or key in skip:
+                    continue
+                items = (value.values() if isinstance(value, dict) else value
+                         if isinstance(value, (list, tuple)) else (value,))
+                for item in items:
+                    if isinstance(item, metric):
+                        if not any(item is m for m in out):
+                            out.append(item)
+                    elif isinstance(item, Module) and id(item) not in seen:
+                        seen.add(id(item))
+                        queue.append(item)
+        return out
+
+    def add_metric(self, *args, **kwargs):
+        """Keras 2's ``Layer.add_metric(value, name=...)``, which Keras 3 (TensorFlow 2.16
+        and later) removed: it raises ``NotImplementedError``, as Keras 3 does.
+
+        What to write instead: keep a metric in an attribute and update it in ``call``
+        (``self.accuracy_metric = mt.keras.metrics.BinaryAccuracy(name="accuracy")`` in
+        ``__init__``, ``self.accuracy_metric.update_state(targets, logits)`` in ``call``):
+        ``layer.metrics`` lists it and ``fit`` reports it by its name; or give the metric to
+        ``model.compile(metrics=[...])``.
+        """
+        raise NotImplementedError(
+            "Layer `add_metric()` method is deprecated (removed in Keras 3); add your metric "
+            "in `Model.compile(metrics=[...])`, or keep a metric in an attribute and update it "
+            "in call(): self.accuracy_metric = keras.metrics.BinaryAccuracy(name='accuracy') "
+            "in __init__, self.accuracy_metric.update_state(targets, logits) in call (fit "
+            "then reports it)")
+
     def _activity_loss(self, outputs):
         """Add ``activity_regularizer(outputs) / batch_size`` (Keras 3), if there is one."""
         regularizer = vars(self).get("activity_regularizer")
@@ -263,6 +345,11 @@ class LayerMixin:
                 loss = loss / math_ops.cast(outputs.shape[0], loss.dtype)
             self.add_loss(loss)
         return outputs
+
+
+# A model's own metrics (Model.metrics lists them first), not a layer's: a model used as a
+# layer inside another does not add its loss tracker to the outer model's metrics (Keras 3).
+_TRAINER_METRICS = ("_loss_tracker", "_output_loss_trackers", "compiled_metrics")
 
 
 def _layer_options(layer, kwargs, what, weights=()):
@@ -496,7 +583,8 @@ class BatchNormalization(LayerMixin, Module):
     Variables: trainable ``gamma`` (ones) and ``beta`` (zeros), non-trainable ``moving_mean``
     (zeros) and ``moving_variance`` (ones), over the last axis. ``training=True`` uses the
     batch mean and biased variance (``epsilon`` inside the square root) and updates the
-    moving averages with ``assign``; ``training=False`` (the default) uses the moving averages.
+    moving averages with ``assign``; ``training=False`` (the default, unless the enclosing
+    layer or model call says otherwise: Keras's call context) uses the moving averages.
     """
 
     def __init__(self, momentum=0.99, epsilon=1e-3, name=None, **kwargs):
@@ -524,11 +612,11 @@ class BatchNormalization(LayerMixin, Module):
         self.moving_mean = var(0.0, "moving_mean", False)
         self.moving_variance = var(1.0, "moving_variance", False)
 
-    def __call__(self, inputs, training=False):
+    def __call__(self, inputs, training=None):
         x = math_ops.floating(inputs, f"BatchNormalization '{self.name}'")
         if self.gamma is None:
             self.build(x.shape[-1], x.dtype)
-        if training:
+        if training_mode(training):
             axes = list(range(x.ndim - 1))
             mean = reduction_ops.reduce_mean(x, axis=axes)
             variance = reduction_ops.reduce_mean(math_ops.square(x - mean), axis=axes)
@@ -692,6 +780,72 @@ class Conv2D(LayerMixin, Module):
         return self._activity_loss(y) if self.activity_regularizer is not None else y
 
 
+class Conv2DTranspose(Conv2D):
+    """``activation(conv2d_transpose(x, kernel) + bias)``, as ``tf.keras.layers.Conv2DTranspose``
+    (the "deconvolution" that a GAN's generator uses to grow images).
+
+    The same arguments as ``Conv2D``. Builds on the first call: ``kernel`` ``(kh, kw,
+    filters, in_channels)`` (Keras's order; Glorot-uniform with its fans), ``bias``
+    ``(filters,)``. An input ``(batch, h, w, c)`` gives ``(batch, h * sh, w * sw, filters)``
+    with ``padding="same"``, and ``h * sh + max(kh - sh, 0)`` rows with ``"valid"`` (Keras's
+    ``deconv_output_length``). Computed with ``mt.nn.conv2d_transpose``.
+
+    >>> import minitape as mt
+    >>> up = mt.keras.layers.Conv2DTranspose(3, (4, 4), strides=(2, 2), padding="same")
+    >>> up(mt.zeros([2, 7, 7, 5])).shape, up.kernel.shape
+    ((2, 14, 14, 3), (4, 4, 3, 5))
+    """
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None,
+                 use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 dtype=None, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer,
+                         bias_initializer=bias_initializer, dtype=dtype,
+                         name=name if name is not None else _default_name("conv2d_transpose"),
+                         **kwargs)
+
+    def build(self, in_channels):
+        """Make ``kernel`` ``(kh, kw, filters, in_channels)`` and ``bias`` (or take an input
+        shape ``(None, h, w, channels)``, as Keras)."""
+        in_channels = _last_dim(in_channels, "Conv2DTranspose")
+        kh, kw = self.kernel_size
+        shape = (kh, kw, self.filters, in_channels)
+        init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
+                               np.sqrt(6.0 / (kh * kw * (in_channels + self.filters))),
+                               f"Conv2DTranspose '{self.name}'")
+        self.kernel = _constrain(self, "kernel", Variable(init, name="kernel"))
+        self.kernel.path = f"{self.name}/kernel"
+        if self.use_bias:
+            self.bias = Variable(_initial_kernel(self.bias_initializer, (self.filters,),
+                                                 self.dtype, None,
+                                                 f"Conv2DTranspose '{self.name}'",
+                                                 "bias_initializer"), name="bias")
+            self.bias.path = f"{self.name}/bias"
+            _constrain(self, "bias", self.bias)
+
+    def __call__(self, inputs):
+        x = _images(inputs, self.dtype, f"Conv2DTranspose '{self.name}'")
+        if self.kernel is None:
+            self.build(x.shape[3])
+        elif x.shape[3] != self.kernel.shape[3]:
+            raise ValueError(f"Conv2DTranspose '{self.name}' was built for "
+                             f"{self.kernel.shape[3]} input channels, got inputs of shape "
+                             f"{x.shape}")
+        (kh, kw), (sh, sw) = self.kernel_size, self.strides
+        grow = (lambda n, k, s: n * s) if self.padding == "SAME" else \
+            (lambda n, k, s: n * s + max(k - s, 0))
+        out_shape = (x.shape[0], grow(x.shape[1], kh, sh), grow(x.shape[2], kw, sw),
+                     self.filters)
+        from .ops import conv_ops
+        y = conv_ops.conv2d_transpose(x, self.kernel, out_shape, self.strides, self.padding)
+        if self.use_bias:
+            y = y + self.bias
+        y = self.activation(y) if self.activation is not None else y
+        return self._activity_loss(y) if self.activity_regularizer is not None else y
+
+
 class MaxPooling2D(LayerMixin, Module):
     """The maximum of each ``pool_size`` window, as ``tf.keras.layers.MaxPooling2D``.
 
@@ -735,7 +889,8 @@ class Dropout(LayerMixin, Module):
     """Inverted dropout while training, as ``tf.keras.layers.Dropout``.
 
     ``layer(x, training=True)`` zeroes each element with probability ``rate`` and scales the
-    rest by ``1 / (1 - rate)`` (``mt.nn.dropout``); ``training=False`` (the default) returns
+    rest by ``1 / (1 - rate)`` (``mt.nn.dropout``); ``training=False`` (the default, unless the
+    enclosing layer or model call says otherwise: Keras's call context) returns
     ``x`` unchanged. ``seed`` makes the sequence of masks repeatable (each call draws a new
     mask). No Variables.
 
@@ -754,9 +909,9 @@ class Dropout(LayerMixin, Module):
         self.noise_shape = noise_shape
         self._seeds = None if seed is None else np.random.default_rng(seed)
 
-    def __call__(self, inputs, training=False):
+    def __call__(self, inputs, training=None):
         x = math_ops.floating(inputs, f"Dropout '{self.name}'")
-        if not training or self.rate == 0.0:
+        if not training_mode(training) or self.rate == 0.0:
             return x
         seed = None if self._seeds is None else int(self._seeds.integers(2**31))
         return nn_ops.dropout(x, self.rate, noise_shape=self.noise_shape, seed=seed)
@@ -774,9 +929,9 @@ class _Noise(LayerMixin, Module):
     def _seed(self):
         return None if self._seeds is None else int(self._seeds.integers(2**31))
 
-    def __call__(self, inputs, training=False):
+    def __call__(self, inputs, training=None):
         x = math_ops.floating(inputs, f"{type(self).__name__} '{self.name}'")
-        return self._noisy(x) if training else x
+        return self._noisy(x) if training_mode(training) else x
 
 
 class GaussianNoise(_Noise):

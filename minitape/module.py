@@ -158,6 +158,14 @@ class Module:
         if call is not None and not getattr(call, "_in_module_scope", False):
             cls.__call__ = _in_module_scope(call)
 
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if "_deferred_restore" in self.__dict__:
+            # A checkpoint restored before this Variable (or sub-Module) existed left its
+            # value here: TensorFlow's delayed restoration (``minitape/train.py``).
+            from .train import restore_deferred
+            restore_deferred(self, name, value)
+
     def _walk(self):
         """``[(path, item), ...]`` for every Variable and Module below, in attribute order.
 
@@ -418,13 +426,16 @@ def _header(zf, info, target, what):
     return tuple(shape), dtype
 
 
-def load_variables(path, items, what="load_weights"):
-    """Check a weights file against ``(path, Variable)`` pairs (or a dict), then assign all."""
+def load_variables(path, items, what="load_weights", ignore=()):
+    """Check a weights file against ``(path, Variable)`` pairs (or a dict), then assign all.
+
+    ``ignore``: keys of the file that are not for these Variables (a checkpoint's delayed
+    restoration keeps them for Variables made later); they are not counted as extra."""
     variables = items if isinstance(items, dict) else keyed_variables(items, what)
     target = weights_path(path)
     headers = read_headers(path, what)
     missing = [k for k in variables if k not in headers]
-    extra = [k for k in headers if k not in variables]
+    extra = [k for k in headers if k not in variables and k not in ignore]
     problems = []
     if missing:
         entries = "entry" if len(missing) == 1 else "entries"

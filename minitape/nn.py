@@ -4,7 +4,7 @@ from .ops.math_ops import sigmoid, softplus, tanh, l2_normalize  # noqa: F401
 from .ops.nn_ops import relu, elu, leaky_relu, softmax, log_softmax  # noqa: F401
 from .ops.nn_ops import softmax_cross_entropy_with_logits  # noqa: F401
 from .ops.nn_ops import sparse_softmax_cross_entropy_with_logits, dropout  # noqa: F401
-from .ops.conv_ops import conv2d, max_pool2d  # noqa: F401
+from .ops.conv_ops import conv2d, conv2d_transpose, max_pool2d  # noqa: F401
 
 
 def __getattr__(name):

@@ -146,6 +146,34 @@ class Optimizer(Module):
                             "(a float or a scalar Tensor)") from None
 
     # -- one step --------------------------------------------------------------------------
+    def apply(self, grads, trainable_variables=None):
+        """``apply_gradients(zip(grads, trainable_variables))``, as Keras 3's
+        ``optimizer.apply(grads, trainable_variables)`` (its guides' ``train_step`` writes
+        ``self.optimizer.apply(gradients, trainable_vars)``).
+
+        Args:
+            grads: a list of gradients (Tensors, or None), one per Variable.
+            trainable_variables: the Variables, in the same order.
+
+        Returns:
+            ``iterations`` (after the increment).
+
+        Raises:
+            ValueError: ``trainable_variables`` not given (minitape's optimizers are not
+                built ahead with a list of Variables), or a list of another length than
+                ``grads``; and the errors of ``apply_gradients``.
+        """
+        if trainable_variables is None:
+            raise ValueError(f"{type(self).__name__}.apply(grads): give the Variables too, "
+                             "optimizer.apply(grads, model.trainable_variables), or call "
+                             "optimizer.apply_gradients(zip(grads, variables))")
+        grads, trainable_variables = list(grads), list(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(f"{type(self).__name__}.apply: got {len(grads)} gradients for "
+                             f"{len(trainable_variables)} Variables; give one per Variable, "
+                             "in the same order (tape.gradient(loss, variables) does)")
+        return self.apply_gradients(zip(grads, trainable_variables))
+
     def apply_gradients(self, grads_and_vars):
         """Update each Variable from its gradient, then add one to ``iterations``.
 

@@ -102,6 +102,29 @@ def _function_ref(fn, where):
             "input_signature": None if signature is None else [s.to_json() for s in signature]}
 
 
+def _plain_call(cls):
+    """The reference of a sub-object's own ``__call__`` that is not an ``mt.function`` (the
+    guide's ``Dense`` module inside a model whose ``__call__`` is one): TensorFlow's traced
+    graph holds that computation; minitape's saved function calls the sub-object, so its
+    method is saved by reference too. None for minitape's own classes (a Keras layer's
+    ``__call__`` needs more than the saved attributes) and for what cannot be found by name."""
+    for c in cls.__mro__:
+        if "__call__" in vars(c):
+            value = vars(c)["__call__"]
+            if isinstance(value, Function) or isinstance(getattr(value, "__wrapped__", None),
+                                                         Function):
+                return None
+            python = getattr(value, "__wrapped__", value)
+            module = getattr(python, "__module__", None) or ""
+            qualname = getattr(python, "__qualname__", "")
+            if (module.split(".")[0] == "minitape" or "<locals>" in qualname
+                    or not callable(python)):
+                return None
+            return {"module": module, "qualname": qualname, "input_signature": None,
+                    "method": True}
+    return None
+
+
 def _describe(obj, path, state):
     """The manifest entry of one value (Variable, Module, container); None if nothing to save."""
     if isinstance(obj, Variable):
@@ -124,6 +147,10 @@ def _describe(obj, path, state):
                 if isinstance(value, Function) and name not in entry["functions"]:
                     entry["functions"][name] = {**_function_ref(value, f"{type(obj).__name__}."
                                                                 f"{name}"), "method": True}
+        if path and "__call__" not in entry["functions"]:
+            plain = _plain_call(type(obj))
+            if plain is not None:
+                entry["functions"]["__call__"] = plain
         for name, value in vars(obj).items():
             if name in skip or name.startswith("__"):
                 continue

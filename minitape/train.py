@@ -7,10 +7,18 @@ file of ``mt.Module.save_weights`` (a ``.npz`` of ``.npy`` arrays, no pickle), s
 all or nothing: every key, shape and dtype is checked first, and a missing, extra or
 mis-shaped entry is an error that lists them, with nothing assigned.
 
+*Delayed restoration*, as TensorFlow's: restoring into a model whose layers make their
+Variables on their first call (``tf.Module`` with ``if not self.is_built: self.w =
+tf.Variable(...)``, a Keras layer's ``build``) restores the Variables that exist, and keeps
+the other values on the Module that will hold them; a Variable assigned to that attribute
+later takes its value at once (``Module.__setattr__``), so the first call already computes
+with the restored weights. Only values reached through attribute names are delayed (a
+Variable in a list, such as an optimizer's slots, must exist: build first, by applying one
+optimizer step, then restore); a delayed value of another shape than its Variable raises
+``ValueError`` when the Variable is assigned.
+
 Differences from TensorFlow: the checkpoint is one file ``<prefix>.npz`` (TensorFlow writes
-``<prefix>.index`` and ``<prefix>.data-00000-of-00001``); TensorFlow's *delayed restoration*
-(values kept until a layer builds its Variables) does not exist: build first (call the model
-once, apply one optimizer step), then restore.
+``<prefix>.index`` and ``<prefix>.data-00000-of-00001``).
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ import re
 import numpy as np
 
 from . import errors
-from .module import Module, read_headers, weights_path
+from urllib.parse import unquote
+
+from .module import Module, keyed_variables, load_variables, read_headers, weights_path
 from .engine.tensor import Variable
 
 __all__ = ["Checkpoint", "CheckpointLoadStatus", "CheckpointManager", "list_variables",
@@ -113,7 +123,20 @@ class Checkpoint(Module):
                 None, None, f"Checkpoint: no checkpoint at {os.fspath(save_path)!r} (looked for "
                 f"{weights_path(save_path)!r}); pass the path that save() or write() returned, "
                 "or mt.train.latest_checkpoint(directory)")
-        self.load_weights(save_path)
+        present = keyed_variables(self._variables_with_paths(), "restore")
+        later = {}   # key -> (the Module that will hold it, the attribute path below it)
+        for key in read_headers(save_path, "restore"):
+            if key not in present:
+                place = _place_for(self, key)
+                if place is None:   # (not reachable by attribute names: the usual error)
+                    later = {}
+                    break
+                later[key] = place
+        load_variables(save_path, present, "restore", ignore=later)
+        if later:
+            values = _read_arrays(save_path, later)
+            for key, (module, path) in later.items():
+                _give(module, path, values[key], key)
         return CheckpointLoadStatus(save_path)
 
     def restore(self, save_path, options=None):
@@ -123,6 +146,74 @@ class Checkpoint(Module):
     def __repr__(self):
         names = [k for k in vars(self) if k not in ("name", "save_counter")]
         return f"<mt.train.Checkpoint {names}>"
+
+
+def _place_for(root, key):
+    """``(module, path)`` for a checkpoint key that ``root`` has no Variable for: the deepest
+    Module on the key's path that exists, and the attribute names below it; None when a
+    name on the way is not an attribute name or leads to something other than a Module."""
+    names = [unquote(segment) for segment in key.split("/")]
+    if not all(name.isidentifier() for name in names):
+        return None
+    module = root
+    for i, name in enumerate(names):
+        skip, _ = type(module)._walk_rules
+        if name in skip:
+            return None
+        child = vars(module).get(name)
+        if child is None:
+            return module, tuple(names[i:])
+        if not isinstance(child, Module):
+            return None
+        module = child
+    return None
+
+
+def _read_arrays(path, keys):
+    import zipfile
+    with zipfile.ZipFile(weights_path(path)) as zf:
+        out = {}
+        for key in keys:
+            with zf.open(key + ".npy") as f:
+                out[key] = np.lib.format.read_array(f, allow_pickle=False)
+    return out
+
+
+def _give(module, path, value, key):
+    """Put a checkpoint value where ``path`` (attribute names below ``module``) leads: into
+    the Variable there, down into the sub-Module there, or, if nothing is there yet, into
+    ``module``'s delayed values."""
+    item = vars(module).get(path[0])
+    if item is None:
+        module.__dict__.setdefault("_deferred_restore", {})[path] = (value, key)
+    elif isinstance(item, Variable) and len(path) == 1:
+        if tuple(item.shape) != value.shape or item.dtype != value.dtype:
+            raise ValueError(
+                f"restore: the checkpoint's value {key!r} has shape {value.shape} and dtype "
+                f"{value.dtype.name}, but the Variable made for it at {module.name}.{path[0]} "
+                f"has shape {tuple(item.shape)} and dtype {item.dtype.name}")
+        item.assign(value)
+    elif isinstance(item, Module) and len(path) > 1:
+        _give(item, path[1:], value, key)
+    else:
+        raise ValueError(f"restore: the checkpoint's value {key!r} was kept for "
+                         f"{module.name}.{'.'.join(path)}, but {path[0]} became a "
+                         f"{type(item).__name__}, not a Variable or Module")
+
+
+def restore_deferred(module, name, value):
+    """Called by ``Module.__setattr__`` when ``module`` holds delayed checkpoint values: the
+    ones for attribute ``name`` go to ``value`` (a Variable takes its value now)."""
+    pending = module.__dict__["_deferred_restore"]
+    mine = {path: item for path, item in pending.items() if path[0] == name}
+    if not mine:
+        return
+    for path in mine:
+        del pending[path]
+    if not pending:
+        del module.__dict__["_deferred_restore"]
+    for path, (array, key) in mine.items():
+        _give(module, path, array, key)
 
 
 class CheckpointManager:

@@ -24,6 +24,7 @@ import types
 
 import numpy as np
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
 
 import d2l_minitape as d2l
 import minitape as tf
@@ -37,8 +38,13 @@ def _no_rendering(monkeypatch):
     (IPython rendering an SVG at every point, half a second each) is left out."""
     monkeypatch.setattr(d2l, "display", types.SimpleNamespace(
         display=lambda *args, **kwargs: None, clear_output=lambda *args, **kwargs: None))
+    # (``d2l.use_svg_display`` makes IPython's shell, a process-wide singleton: later tests
+    # would believe they run in a notebook, e.g. ``keras.utils.plot_model`` returns a picture.)
+    had_shell = InteractiveShell.initialized()
     yield
     plt.close("all")
+    if not had_shell and InteractiveShell.initialized():
+        InteractiveShell.clear_instance()
 
 
 # -- helpers: synthetic Fashion-MNIST in Keras's cache, and replaying training in NumPy ------

@@ -15,7 +15,9 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
   ``LearningRateScheduler``, ``ReduceLROnPlateau``, ... for ``fit(..., callbacks=[...])``);
 - ``mt.keras.metrics``, ``mt.keras.regularizers``, ``mt.keras.utils.set_random_seed``;
 - ``mt.keras.Input`` and ``mt.keras.Model(inputs, outputs)`` (the functional style);
-- ``model.save(path)`` / ``mt.keras.models.load_model(path, custom_objects=...)``.
+- ``model.save(path)`` / ``mt.keras.models.load_model(path, custom_objects=...)``;
+- ``mt.keras.random`` (``normal``, ``uniform``, ``dropout``, ``SeedGenerator``) and the part
+  of ``mt.keras.ops`` that Keras 3's guides use (``ops.matmul``, ``ops.sum``, ...).
 """
 
 from .. import optimizers
@@ -45,6 +47,9 @@ from . import datasets  # noqa: E402  (fashion_mnist.load_data, from Keras's cac
 
 __all__ += ["datasets"]
 # -- end of d2lqa ------------------------------------------------------------------------------
+from . import ops, random  # noqa: E402  (keras.ops.matmul, keras.random: Keras 3's guides)
+
+__all__ += ["ops", "random"]
 
 
 def __getattr__(name):

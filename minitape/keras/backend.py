@@ -16,7 +16,7 @@ global_state.py``.
 from __future__ import annotations
 
 __all__ = ["floatx", "set_floatx", "epsilon", "set_epsilon", "clear_session", "image_data_format",
-           "get_value", "set_value"]
+           "get_value", "set_value", "random_normal", "random_uniform"]
 
 _FLOATX = "float32"
 _EPSILON = 1e-7
@@ -124,6 +124,26 @@ def set_value(x, value):
                         "an optimizer created with a learning rate schedule has no learning "
                         "rate to set")
     x.assign(value)
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """Samples of a normal distribution, as Keras 2's ``tf.keras.backend.random_normal``
+    (Keras's subclassing guide draws the VAE's ``epsilon`` with it): ``mt.keras.random.normal``
+    under its older name; ``seed`` an int (the same numbers each call) or None.
+
+    >>> import minitape as mt
+    >>> mt.keras.backend.random_normal(shape=(2, 3)).shape
+    (2, 3)
+    """
+    from . import random
+    return random.normal(shape, mean=mean, stddev=stddev, dtype=dtype, seed=seed)
+
+
+def random_uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
+    """Samples of ``[minval, maxval)``, as Keras 2's ``tf.keras.backend.random_uniform``
+    (``mt.keras.random.uniform`` under its older name)."""
+    from . import random
+    return random.uniform(shape, minval=minval, maxval=maxval, dtype=dtype, seed=seed)
 
 
 def __getattr__(name):

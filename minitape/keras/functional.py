@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes, module
-from ..engine.tensor import Tensor
+from ..engine.tensor import Tensor, register_tensor_conversion_function
 from ..ops.constant_op import constant
 from .layers import Layer, accepts
 from .models import Model, unrecorded
@@ -65,6 +65,19 @@ class KerasTensor:
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
     __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __neg__ = _refuse
     __getitem__ = __array__ = __bool__ = _refuse
+
+
+def _refuse_conversion(value, dtype=None, name=None, what="convert_to_tensor"):
+    # (an op given a KerasTensor, as in Keras 2 code: kl = tf.reduce_mean(tf.square(z_mean)))
+    raise TypeError(
+        f"{what} was given a KerasTensor ({value.name}, shape {value.shape}): the output of "
+        "mt.keras.Input or of a layer called on one has a shape but no values yet, so an op "
+        "cannot compute on it (Keras 3 refuses it too; Keras 2 recorded it). Do the "
+        "computation inside a layer's call, e.g. a Layer subclass whose call does "
+        "self.add_loss(...) and returns its input, or mt.keras.layers.Lambda(fn)(x)")
+
+
+register_tensor_conversion_function(KerasTensor, _refuse_conversion)
 
 
 class _Node:

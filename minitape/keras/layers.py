@@ -77,8 +77,11 @@ class Layer(_mt_layers.LayerMixin, Module):
     - ``call(inputs, ...)``: the computation, with minitape ops.
 
     ``layer(x)`` builds if needed, then returns ``call(x)``. ``training=`` is passed on only
-    when ``call`` accepts it. Setting ``layer.trainable = False`` freezes every weight of the
-    layer (``trainable_variables`` is then empty), as Keras.
+    when ``call`` accepts it; as Keras's call context, a mode given to a layer or model call
+    reaches the layers called inside it that are not given one (``model(x, training=True)``
+    turns on a ``Dropout`` that ``call`` calls as ``self.dropout(x)``). Setting
+    ``layer.trainable = False`` freezes every weight of the layer (``trainable_variables`` is
+    then empty), as Keras.
 
     >>> import minitape as mt
     >>> class Scale(mt.keras.layers.Layer):
@@ -137,9 +140,15 @@ class Layer(_mt_layers.LayerMixin, Module):
             if not getattr(type(self).build, "_by_calling", False):
                 self.build(shape)
             self.built = True
-        if "training" in kwargs and not accepts(self.call, "training"):
-            kwargs.pop("training")
-        outputs = self.call(inputs, *args, **kwargs)
+        # Keras's call context: a training mode given here reaches the layers called inside,
+        # and a layer called without one takes the enclosing call's.
+        training = kwargs.pop("training", None)
+        if training is None and _mt_layers._call_context.training:
+            training = _mt_layers._call_context.training[-1]
+        if training is not None and accepts(self.call, "training"):
+            kwargs["training"] = training
+        with _mt_layers.training_scope(training):
+            outputs = self.call(inputs, *args, **kwargs)
         if vars(self).get("activity_regularizer") is not None:
             self._activity_loss(outputs)
         return outputs

@@ -19,7 +19,9 @@ As Keras 3 (``keras/src/trainers/trainer.py``), without graphs: ``run_eagerly`` 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
+import warnings
 
 import numpy as np
 
@@ -173,7 +175,7 @@ class Model(Layer):
                 "mt.keras.Model(inputs, outputs) itself, or compute in call()")
         super().__init__(**kwargs)
         self.optimizer = None
-        self.compiled_metrics = []
+        self.compiled_metrics = _CompiledMetrics(self)
         self.history = None
         self._loss_tracker = _metrics.Mean(name="loss")
         self._metric_specs = []
@@ -327,24 +329,61 @@ class Model(Layer):
             if isinstance(m, str) and m.lower() not in ("accuracy", "acc"):
                 _metrics.get(m)   # an unknown name fails here, not at the first batch
         self._metric_specs = list(metrics or [])
-        self.compiled_metrics = []   # Metric objects, made from the first batch's shapes
+        # The Metric objects, made now (so that a train_step that walks self.metrics finds
+        # them, as in Keras 3's guides), "accuracy" becoming its kind at the first batch; for
+        # a model with several outputs, made from the first batch (one per output).
+        vars(self).pop("_metric_outputs", None)
+        outputs = getattr(self, "_outputs", None)
+        several = isinstance(outputs, (list, tuple)) and len(outputs) > 1
+        nested = isinstance(self._metric_structure, dict) or any(
+            isinstance(m, (list, tuple)) for m in self._metric_structure or [])
+        self.compiled_metrics = _CompiledMetrics(self)
+        if not several and not nested:
+            self.compiled_metrics.extend(_compiled_metric(m, self.compiled_metrics)
+                                         for m in self._metric_specs)
         self.run_eagerly = bool(run_eagerly)
         self.jit_compile = jit_compile
 
-    def compute_loss(self, y, y_pred, sample_weight=None):
-        """The loss that ``fit`` differentiates, one scalar Tensor, as Keras 3.
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The loss that ``fit`` differentiates, one scalar Tensor, as Keras 3's
+        ``Model.compute_loss(x, y, y_pred, sample_weight, training)``.
 
         The compiled loss (the mean of the loss function over the batch) plus the sum of
         ``self.losses``: the weight regularization penalties (``kernel_regularizer=``...)
-        and the losses that layers added with ``add_loss`` in this call.
+        and the losses that layers added with ``add_loss`` in this call. A model compiled
+        without a loss trains on ``self.losses`` alone (Keras's VAE: its ``add_loss``).
 
-        With ``sample_weight`` (one weight per sample, shape ``(batch,)``), each sample's
-        loss is multiplied by its weight before the mean, which still divides by the number
-        of values (Keras's ``"sum_over_batch_size"`` reduction, not a weighted average).
+        Args:
+            x: the inputs (not used; a subclass that overrides this may use them).
+            y, y_pred: the targets and the model's outputs (a list or dict of them for a
+                model with several outputs).
+            sample_weight: one weight per sample, shape ``(batch,)``: each sample's loss is
+                multiplied by its weight before the mean, which still divides by the number
+                of values (Keras's ``"sum_over_batch_size"`` reduction).
+            training: accepted (Keras 3.3's argument); not used.
+
+        Raises:
+            ValueError: no loss at all: none compiled and no ``self.losses`` (Keras's "No
+                loss to compute").
+            TypeError: called as ``compute_loss(y, y_pred)``: with Keras 3's order that
+                reads ``x=y, y=y_pred``; write ``compute_loss(y=y, y_pred=y_pred)``.
         """
-        if self.loss is None:
-            raise ValueError("no loss: call model.compile(optimizer=..., loss=...) before fit "
-                             "or evaluate")
+        if y_pred is None and x is not None and y is not None:
+            raise TypeError("compute_loss takes (x, y, y_pred, sample_weight) as Keras 3's, so "
+                            "compute_loss(y, y_pred) gave no y_pred; write "
+                            "self.compute_loss(y=y, y_pred=y_pred) (or (x, y, y_pred))")
+        value = None if self.loss is None else self._compiled_loss_value(y, y_pred,
+                                                                         sample_weight)
+        for extra in self.losses:
+            value = extra if value is None else value + extra
+        if value is None:
+            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()` "
+                             "(model.compile(optimizer=..., loss=...)), or add losses in the "
+                             "model's call with self.add_loss")
+        return value
+
+    def _compiled_loss_value(self, y, y_pred, sample_weight):
+        """The loss compiled with ``compile(loss=...)``, without ``self.losses``."""
         y, y_pred = _one_output(y, y_pred)
         if isinstance(y_pred, (list, tuple, dict)):
             return self._several_outputs_loss(y, y_pred, sample_weight)
@@ -354,9 +393,34 @@ class Model(Layer):
         if isinstance(loss, (list, dict)):
             raise ValueError(f"compile: a list or dict of losses is for a model with several "
                              f"outputs; {self.name} has one: give one loss")
-        value = self._reduced_loss(loss, y, y_pred, sample_weight)
-        for extra in self.losses:
-            value = value + extra
+        return self._reduced_loss(loss, y, y_pred, sample_weight)
+
+    def compiled_loss(self, y, y_pred, sample_weight=None, regularization_losses=None):
+        """The compiled loss of a batch, as Keras 2's ``model.compiled_loss`` (Keras 2's
+        guides' ``train_step``: ``self.compiled_loss(y, y_pred,
+        regularization_losses=self.losses)``).
+
+        As Keras 2: the compiled loss plus the sum of ``regularization_losses`` (only those
+        given), and the loss tracker (``loss`` in ``self.metrics``) takes the value in.
+        Keras 3 keeps it with a warning, which minitape repeats: ``compute_loss`` is the
+        newer name.
+
+        Returns:
+            A scalar Tensor, recorded by the tapes that are open.
+
+        Raises:
+            ValueError: ``compile`` was given no loss and no ``regularization_losses``.
+        """
+        warnings.warn("`model.compiled_loss()` is deprecated (Keras 3). Instead, use "
+                      "`model.compute_loss(x, y, y_pred, sample_weight)`.", stacklevel=2)
+        value = None if self.loss is None else self._compiled_loss_value(y, y_pred,
+                                                                         sample_weight)
+        for extra in regularization_losses or ():
+            value = extra if value is None else value + extra
+        if value is None:
+            raise ValueError("compiled_loss: no loss to compute; give compile a loss "
+                             "(model.compile(optimizer=..., loss=...))")
+        self._loss_tracker.update_state(value, sample_weight=_length(y_pred))
         return value
 
     def _reduced_loss(self, loss, y, y_pred, sample_weight):
@@ -435,21 +499,26 @@ class Model(Layer):
         if total is None:
             raise ValueError(f"{self.name}: no output has a loss; give compile a loss for at "
                              "least one output")
-        for extra in self.losses:
-            total = total + extra
         return total
 
     # -- metrics ---------------------------------------------------------------------------
     @property
     def metrics(self):
-        """The loss tracker (a ``Mean`` named ``loss``), then the compiled metrics, as Keras.
+        """The loss tracker (a ``Mean`` named ``loss``), then the compiled metrics, then the
+        Metric objects that the model and its layers hold in attributes, as Keras 3.
 
         Those that ``fit`` and ``evaluate`` reset at the start of each epoch or evaluation
-        (``reset_metrics``). The compiled metrics exist once a batch went through ``fit`` or
-        ``evaluate``. A model that overrides ``train_step`` lists its own here.
+        (``reset_metrics``), and whose results the default ``train_step`` returns. The
+        compiled metrics exist from ``compile`` (for a model with several outputs, from its
+        first batch). A model that overrides ``train_step`` may list its own here, as Keras's
+        guides do (``return [self.loss_tracker, self.mae_metric]``).
         """
-        return ([self._loss_tracker] + list(vars(self).get("_output_loss_trackers", {}).values())
-                + list(self.compiled_metrics))
+        out = ([self._loss_tracker] + list(vars(self).get("_output_loss_trackers", {}).values())
+               + list(self.compiled_metrics))
+        for m in super().metrics:   # (held in attributes: Keras's "endpoint layer")
+            if not any(m is seen for seen in out):
+                out.append(m)
+        return out
 
     @property
     def metrics_names(self):
@@ -468,8 +537,9 @@ class Model(Layer):
             names = self._output_names(y_pred)
             preds = list(y_pred.values()) if isinstance(y_pred, dict) else list(y_pred)
             targets = self._per_output(y, names, "y")
-            if not self.compiled_metrics and self._metric_specs:
+            if "_metric_outputs" not in vars(self) and self._metric_specs:
                 specs = self._per_output(self._metric_structure, names, "metrics")
+                self.compiled_metrics = _CompiledMetrics(self)
                 self._metric_outputs = []
                 for k, (name, spec) in enumerate(zip(names, specs)):
                     for m in ([] if spec is None else spec if isinstance(spec, (list, tuple))
@@ -481,16 +551,21 @@ class Model(Layer):
             for k, m in zip(vars(self).get("_metric_outputs", ()), self.compiled_metrics):
                 m.update_state(targets[k], preds[k], sample_weight=sample_weight)
             return self.get_metrics_result()
-        if len(self.compiled_metrics) < len(self._metric_specs):
-            self.compiled_metrics = [_metrics.compile_metric(m, y, y_pred)
-                                     for m in self._metric_specs]
-        for m in self.compiled_metrics:
+        for m in list(self.compiled_metrics):   # (a copy: "accuracy" replaces itself)
             m.update_state(y, y_pred, sample_weight=sample_weight)
         return self.get_metrics_result()
 
     def get_metrics_result(self):
-        """``{name: result()}`` of every metric in ``metrics`` (Tensors), as Keras."""
-        return {m.name: m.result() for m in self.metrics}
+        """``{name: result()}`` of every metric in ``metrics`` (Tensors), as Keras; a metric
+        whose result is a dict gives its entries instead."""
+        out = {}
+        for m in self.metrics:
+            result = m.result()
+            if isinstance(result, dict):
+                out.update(result)
+            else:
+                out[m.name] = result
+        return out
 
     # -- one step of each kind: the loops below call these -----------------------------------
     def train_step(self, data):
@@ -504,15 +579,27 @@ class Model(Layer):
         x, y, sample_weight = _unpack(data)
         with GradientTape() as tape:
             y_pred = self(x, training=True)
-            loss = self._loss_of(y, y_pred, sample_weight)
-        grads = tape.gradient(loss, self.trainable_variables)
-        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+            loss = self._loss_of(x, y, y_pred, sample_weight)
+        if self.trainable_variables:
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        else:   # (as Keras 3: a model of add_loss layers only, as in Keras's guide)
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         self._loss_tracker.update_state(loss, sample_weight=_length(x))
         self.last_train_step = (tape, loss)   # for callbacks that show the step's tape
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
-    def _loss_of(self, y, y_pred, sample_weight):
-        # (a compute_loss overridden with the older signature (y, y_pred) keeps working)
+    def _loss_of(self, x, y, y_pred, sample_weight, training=True):
+        # compute_loss as it is written: Keras 3's (x, y, y_pred, sample_weight[, training]),
+        # or an override with minitape's older signature (y, y_pred[, sample_weight]).
+        try:
+            params = inspect.signature(self.compute_loss).parameters
+        except (TypeError, ValueError):
+            params = {}
+        if "y_pred" in params and "x" in params:
+            kwargs = {"training": training} if accepts(self.compute_loss, "training") else {}
+            return self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                     **kwargs)
         if sample_weight is None:
             return self.compute_loss(y, y_pred)
         return self.compute_loss(y, y_pred, sample_weight=sample_weight)
@@ -521,7 +608,7 @@ class Model(Layer):
         """The loss and metrics on a batch ``(x, y)``, without training (as ``train_step``)."""
         x, y, sample_weight = _unpack(data)
         y_pred = self(x, training=False)
-        self._loss_tracker.update_state(self._loss_of(y, y_pred, sample_weight),
+        self._loss_tracker.update_state(self._loss_of(x, y, y_pred, sample_weight, False),
                                         sample_weight=_length(x))
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
@@ -682,7 +769,7 @@ class Model(Layer):
         batches = _Batches(x, None, batch_size, False, "predict")
         outputs = []
         for data in batches.epoch():
-            y = self(data[0], training=False)
+            y = self(_unpack(data)[0], training=False)
             for leaf in _leaves_of(y):
                 if tensor.on_leaving is not None and recording.tapes_recording:
                     tensor.on_leaving(leaf, sys._getframe(1))   # (explain names this line)
@@ -866,6 +953,69 @@ class Sequential(Model):
         return x
 
 
+class _CompiledMetrics(list):
+    """``model.compiled_metrics``: the Metric objects of ``compile(metrics=[...])``, in order.
+
+    A list, with Keras 2's ``update_state(y_true, y_pred, sample_weight=None)`` (Keras 2's
+    guides' ``train_step`` calls ``self.compiled_metrics.update_state(y, y_pred)``): every
+    compiled metric takes the batch in, as ``compute_metrics`` does. Keras 3 keeps it with a
+    warning, which minitape repeats (``for metric in self.metrics: ...`` is the newer way).
+    """
+
+    def __init__(self, model, metrics=()):
+        super().__init__(metrics)
+        self._model = model
+
+    @property
+    def metrics(self):
+        """The compiled Metric objects (Keras 2's ``MetricsContainer.metrics``)."""
+        return list(self)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        """Update every compiled metric with a batch (see the class)."""
+        warnings.warn("`model.compiled_metrics()` is deprecated (Keras 3). Instead, use e.g.:\n"
+                      "for metric in self.metrics:\n    metric.update_state(y, y_pred)",
+                      stacklevel=2)
+        self._model.compute_metrics(None, y_true, y_pred, sample_weight=sample_weight)
+
+    def reset_state(self):
+        """``reset_state()`` of every compiled metric."""
+        for m in self:
+            m.reset_state()
+
+
+class _PendingMetric(_metrics.Metric):
+    """A metric of ``compile(metrics=[...])`` whose kind the data decides: ``"accuracy"``
+    becomes binary, sparse categorical or categorical accuracy from its first batch's
+    shapes (``mt.keras.metrics.compile_metric``, as Keras), and takes that metric's place in
+    ``model.compiled_metrics`` at its first ``update_state``. Before, its result is 0."""
+
+    def __init__(self, spec, owner):
+        super().__init__(name=spec)
+        self._spec = spec
+        self._owner = owner
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        metric = _metrics.compile_metric(self._spec, y_true, y_pred)
+        for i, m in enumerate(self._owner):
+            if m is self:
+                self._owner[i] = metric
+        metric.update_state(y_true, y_pred, sample_weight=sample_weight)
+
+    def result(self):
+        return constant(np.float32(0.0))
+
+    def reset_state(self):
+        pass
+
+
+def _compiled_metric(spec, owner):
+    """The Metric of ``compile(metrics=[..., spec, ...])`` for a model with one output."""
+    if isinstance(spec, str) and spec.lower() in ("accuracy", "acc"):
+        return _PendingMetric(spec, owner)
+    return _metrics.compile_metric(spec, None, None)
+
+
 class _Batches:
     """Cuts ``(x, y)`` into batches, reshuffled each epoch; or passes a Dataset through."""
 
@@ -908,11 +1058,8 @@ class _Batches:
 
     def epoch(self):
         if self.dataset is not None:
-            for item in self.dataset:
-                if isinstance(item, (tuple, list)) and len(item) in (2, 3):
-                    yield tuple(item)
-                else:
-                    yield item, None
+            for item in self.dataset:   # (as Keras: what the Dataset yields, a Tensor too)
+                yield tuple(item) if isinstance(item, (tuple, list)) else item
             return
         order = np.arange(self.n)
         if self.shuffle:
@@ -948,6 +1095,9 @@ def _float_logs(logs, what):
                         f"{type(logs).__name__}")
     out = {}
     for k, v in logs.items():
+        if isinstance(v, dict):   # (a metric whose result is a dict: its entries, as Keras 3)
+            out.update(_float_logs(v, what))
+            continue
         array = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
         out[k] = float(array) if array.ndim == 0 else array.tolist()
     return out

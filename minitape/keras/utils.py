@@ -10,7 +10,8 @@ import numpy as np
 from ..ops import random_ops
 from ..engine.tensor import Tensor
 
-__all__ = ["set_random_seed", "to_categorical", "plot_model", "model_to_dot"]
+__all__ = ["set_random_seed", "to_categorical", "plot_model", "model_to_dot",
+           "unpack_x_y_sample_weight", "pack_x_y_sample_weight"]
 
 
 def set_random_seed(seed):
@@ -179,6 +180,38 @@ def plot_model(model, to_file="model.png", show_shapes=False, show_dtype=False,
     if get_ipython() is None:
         return None
     return SVG(data=data) if fmt == "svg" else Image(filename=os.fspath(to_file))
+
+
+def unpack_x_y_sample_weight(data):
+    """``(x, y, sample_weight)`` from what ``fit`` gives ``train_step``, as
+    ``keras.utils.unpack_x_y_sample_weight``: a tuple ``(x,)``, ``(x, y)`` or ``(x, y,
+    sample_weight)`` (the missing ones None), or ``x`` itself.
+
+    >>> import minitape as mt
+    >>> mt.keras.utils.unpack_x_y_sample_weight((1, 2))
+    (1, 2, None)
+
+    Raises:
+        ValueError: a tuple of more than three entries.
+    """
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None
+    if len(data) > 3:
+        raise ValueError("Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
+                         f"`(x, y, sample_weight)`, found a tuple of {len(data)} entries")
+    return tuple(data) + (None,) * (3 - len(data))
+
+
+def pack_x_y_sample_weight(x, y=None, sample_weight=None):
+    """The reverse of ``unpack_x_y_sample_weight``, as ``keras.utils.pack_x_y_sample_weight``:
+    ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``."""
+    if y is None:
+        return (x,)
+    if sample_weight is None:
+        return (x, y)
+    return (x, y, sample_weight)
 
 
 def __getattr__(name):

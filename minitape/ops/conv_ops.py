@@ -294,6 +294,48 @@ def _conv2d_backprop_input_grad(op, g):
     return dw, d_dy
 
 
+def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",  # noqa: A002
+                     data_format="NHWC", dilations=None, name=None):
+    """The transposed convolution, as ``tf.nn.conv2d_transpose``: the gradient of a
+    ``conv2d`` with respect to its input, applied to ``input``. TensorFlow computes it with
+    that gradient's op, and so does minitape: ``conv2d_backprop_input(output_shape, filters,
+    input, ...)`` (op ``Conv2DBackpropInput``, whose own gradients exist).
+
+    Args:
+        input: ``(batch, h, w, in_channels)`` floating Tensor (NHWC).
+        filters: ``(kh, kw, out_channels, in_channels)``: note the order, that of the
+            ``conv2d`` this transposes.
+        output_shape: ``(batch, H, W, out_channels)``: the input shape of that ``conv2d``
+            (with ``"SAME"``, ``H = h * sh``; with ``"VALID"``, ``H = (h - 1) * sh + kh``
+            or up to ``sh - 1`` more).
+        strides, padding: those of that ``conv2d``.
+        data_format, dilations: only ``"NHWC"`` and 1.
+
+    Raises:
+        ValueError: shapes that do not fit: a ``conv2d`` of ``output_shape`` with these
+            filters, strides and padding must give ``input``'s shape.
+
+    >>> import minitape as mt
+    >>> x = mt.ones([1, 2, 2, 1])
+    >>> y = mt.nn.conv2d_transpose(x, mt.ones([2, 2, 1, 1]), [1, 4, 4, 1], strides=2)
+    >>> mt.reshape(y, [4, 4]).numpy()[0]
+    array([1., 1., 1., 1.], dtype=float32)
+    """
+    what = "conv2d_transpose"
+    _check_format(data_format, dilations, what)
+    x = floating(input, what)
+    w = floating(filters, what)
+    _rank4(x, what, "input", "(batch, height, width, channels)")
+    _rank4(w, what, "filters", "(height, width, out_channels, in_channels)")
+    shape = array_ops.as_shape(output_shape, what)
+    if len(shape) != 4 or x.shape[3] != w.shape[3] or shape[3] != w.shape[2]:
+        raise ValueError(f"{what}: input {x.shape}, filters {w.shape} (height, width, "
+                         f"out_channels, in_channels) and output_shape {tuple(shape)} do not fit "
+                         "together: the filters' last axis is the input's channels, their third "
+                         "the output's")
+    return conv2d_backprop_input(shape, w, x, strides, padding, name=name)
+
+
 def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
                            name=None):
     """The gradient of ``conv2d`` with respect to its filters (op ``Conv2DBackpropFilter``),
