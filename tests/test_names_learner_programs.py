@@ -239,8 +239,56 @@ def test_each_run_of_a_comprehension_is_its_own_value():
         parts = [x * float(k) for k in range(3)]
         total = parts[0] + parts[1] + parts[2]
     g = tape_graph(tape)
-    assert [g.label(p) for p in parts] == ["x * float(k)"] * 3
+    assert [g.label(p) for p in parts] == ["parts[0]", "parts[1]", "parts[2]"]
     assert g.label(total) == "total"
+
+
+def test_each_element_of_a_comprehension_bound_to_a_name_is_that_name_indexed():
+    # Every element was drawn ``w * x`` (or ``mul #1``, ``mul #2`` and ``w * x``): the
+    # learner reads ``ys[1]`` as the code would. Lists written out and lists of Variables
+    # made by a comprehension are indexed the same way.
+    w = mt.Variable(2.0)
+    xs = [mt.constant(1.0), mt.constant(2.0), mt.constant(3.0)]
+    vs = [mt.Variable(float(k)) for k in range(2)]
+    with mt.GradientTape(persistent=True) as tape:
+        ys = [w * x for x in xs]
+        parts = [mt.square(v) for v in vs]
+        probs = list(mt.nn.softmax(mt.stack([w, x])) for x in xs[:2])
+        loss = mt.add_n(ys) + mt.add_n(parts)
+    g = tape_graph(tape)
+    assert [g.label(t) for t in xs + vs] == ["xs[0]", "xs[1]", "xs[2]", "vs[0]", "vs[1]"]
+    assert [g.label(t) for t in ys + parts + probs] == [
+        "ys[0]", "ys[1]", "ys[2]", "parts[0]", "parts[1]", "probs[0]", "probs[1]"]
+    texts = [s.text for s in TapePlayer(tape, loss, [w] + vs).steps]
+    assert "forward through Mul (#2): ys[1] = w * xs[1] = 4.0" in texts, texts
+    assert "forward through Square (#5): parts[1] = Square(vs[1]) = 1.0" in texts, texts
+    assert any(t.startswith("backward through Square (#5): dloss/dvs[1] = ") for t in texts)
+    explanation = str(mt.viz.explain(tape, ys[1], vs))
+    assert "the target ys[1] does not depend on the source vs[0]" in explanation, explanation
+
+
+def test_an_unbound_comprehension_calls_each_element_by_its_op_and_number():
+    w = mt.Variable(2.0)
+    xs = [mt.constant(1.0), mt.constant(2.0)]
+    with mt.GradientTape() as tape:
+        total = mt.add_n([a * b for a, b in zip(xs, [w, w])])
+        s = sum(w * x for x in xs)
+        d = {k: w * x for k, x in zip("ab", xs)}
+    assert op_labels(tape) == [("Mul", "mul #1"), ("Mul", "mul #2"), ("AddN", "total"),
+                               ("Mul", "mul #4"), ("AddV2", "s₁"), ("Mul", "mul #6"),
+                               ("AddV2", "s"), ("Mul", "mul #8"), ("Mul", "mul #9")]
+    assert d["a"] is not None
+
+
+def test_a_comprehension_run_again_in_a_loop_counts_its_elements_from_zero():
+    w = mt.Variable(2.0)
+    xs = [mt.constant(1.0), mt.constant(2.0)]
+    with mt.GradientTape() as tape:
+        for _ in range(2):
+            qs = [w * x for x in xs]
+            total = mt.add_n(qs)
+    assert [label for _, label in op_labels(tape)] == [
+        "qs[0]₁", "qs[1]₁", "total₁", "qs[0]", "qs[1]", "total"]
 
 
 def test_a_backward_pass_recorded_by_an_outer_tape_is_one_run_named_by_its_call():

@@ -161,6 +161,16 @@ def _bindings(tree, line_shift, col_shift):
                     bind(element, part)   # (a, b = x * 2, x * 3; (a, b), c = f(x), y)
         else:
             names = [ast.unparse(target)]
+            if isinstance(value, (ast.Tuple, ast.List)):   # xs = [mt.constant(1.0), ...]
+                for k, element in enumerate(value.elts):
+                    if not isinstance(element, ast.Starred):
+                        by_span.setdefault(span(element), ("names", [f"{names[0]}[{k}]"]))
+            elif isinstance(value, (ast.ListComp, ast.GeneratorExp)) or \
+                    isinstance(value, ast.Call) and _is_list_of(value):
+                # ys = [w * x for x in xs]: each element is ys[0], ys[1], ...
+                by_span.setdefault(span(value.args[0].elt if isinstance(value, ast.Call)
+                                        else value.elt),
+                                   ("element", names[0], span(value)))
         meaning = ("names", names)
         by_span[key or span(value)] = meaning
         if isinstance(value, ast.IfExp):  # y = a if c else b: the branch taken is y
@@ -170,6 +180,9 @@ def _bindings(tree, line_shift, col_shift):
 
     for node in ast.walk(tree):
         meaning = None
+        if isinstance(node, _COMPREHENSIONS):   # (one bound to a name is bound above)
+            element = node.value if isinstance(node, ast.DictComp) else node.elt
+            by_span.setdefault(span(element), ("element", None, span(node)))
         operands = _operands(node)
         if operands is not None:
             by_span.setdefault(("operands",) + span(node), operands)
@@ -193,6 +206,17 @@ def _bindings(tree, line_shift, col_shift):
             line = node.lineno + line_shift
             by_line[line] = None if line in by_line else meaning   # (one statement a line)
     return by_span, by_line
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _is_list_of(call):
+    """Is ``call`` ``list(<generator>)`` or ``tuple(<generator>)`` (a list of elements in
+    order, as a list comprehension makes)?"""
+    return isinstance(call.func, ast.Name) and call.func.id in ("list", "tuple") \
+        and len(call.args) == 1 and not call.keywords \
+        and isinstance(call.args[0], ast.GeneratorExp)
 
 
 def _operands(node):
@@ -369,6 +393,45 @@ def _names_from_code(frames, n_outputs, lines):
     return None
 
 
+def _element_of(frames, lines):
+    """``(key, owner, scope)`` when the innermost of ``frames`` computed an element of a
+    comprehension (``[w * x for x in xs]``), directly or through functions that return it
+    (``[f(x) for x in xs]``), else None. ``key`` is the element's instruction, ``owner`` the
+    name the comprehension is bound to (``ys`` in ``ys = [...]``) or None, ``scope``
+    ``(codes, filename, span)``: the code objects that run the comprehension's statement
+    and the comprehension's place, so that a later op of that statement outside it ends
+    the count of its elements."""
+    for k, origin in enumerate(frames):
+        meaning = _meaning(origin, lines)
+        if meaning is not None and meaning[0] == "element":
+            code = origin[0]
+            codes = {code}
+            if k + 1 < len(frames) and code.co_name in _COMPREHENSION_CODES:
+                codes.add(frames[k + 1][0])        # (Python 3.11: the comprehension's caller)
+            return origin, meaning[1], (codes, code.co_filename, meaning[2])
+        returned, element = _returned(origin, lines)
+        if not returned or element is not None:
+            return None
+    return None
+
+
+_COMPREHENSION_CODES = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
+def _outside(frames, scope, lines):
+    """Did the innermost of ``frames`` run the statement of comprehension ``scope`` (see
+    ``_element_of``) outside the comprehension (its element count ends there)?"""
+    codes, filename, (line, end_line, col, end_col) = scope
+    code, lasti = frames[0]
+    if code not in codes:
+        return False            # (a helper the element calls: still inside)
+    positions = _positions(code, lasti)
+    if positions is None or None in positions:
+        return True
+    start, end = (positions[0], positions[2]), (positions[1], positions[3])
+    return not ((line, col) <= start and end <= (end_line, end_col))
+
+
 def _expression_text(origin, lines):
     """The exact source text of the instruction at ``origin`` when it is short (``x * x``),
     else None."""
@@ -426,9 +489,29 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             produced.setdefault(i, (op.type, number, None if len(op.output_ids) == 1 else k))
     assigned_ids = set()     # the tensors named by an assignment (versions are numbered)
     direct = set()           # ops that are one run of an instruction on their own
+    counts = {}              # a comprehension's element instruction -> (elements, scope)
     for group, frames in _instructions(ops):
         if len(group) == 1:
             direct.add(id(group[0]))
+        for key, (_, scope) in list(counts.items()):
+            if _outside(frames, scope, lines):
+                del counts[key]            # (the statement went on: a new count next time)
+        element = _element_of(frames, lines)
+        if element is not None:
+            # Each run is one element: ys[0], ys[1], ... when the comprehension is bound
+            # to ys, else the op and its number (never the element's text, the same for all).
+            # (Elements that read only older tensors, ``w * x`` over ``xs``, came as one
+            # group: the element's ops repeat, one period per element.)
+            key, owner, scope = element
+            period = _period([op.type for op in group])
+            for start in range(0, len(group), period):
+                k = counts[key][0] if key in counts else 0
+                counts[key] = (k + 1, scope)
+                outputs = group[start + period - 1].output_ids
+                if owner is not None and len(outputs) == 1 and outputs[0] not in from_code:
+                    from_code[outputs[0]] = f"{owner}[{k}]"
+                    assigned_ids.add(outputs[0])
+            continue
         outputs = [i for op in group for i in op.output_ids]
         # The statement names the group's last outputs (``a, b = mt.unstack(x)``: two ops,
         # one output each); each op's own sub-expression names the rest, when short.
@@ -452,11 +535,18 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         origin = created(i)
         if origin is not None:
             made[i] = origin
-    for i, origin in made.items():
+    made_elements = {}     # ws = [mt.Variable(0.0) for _ in range(3)]: ws[0], ws[1], ...
+    for i, origin in sorted(made.items()):
         if i not in from_code:
             assigned = _assigned_names(origin[0], 1, lines)
             if assigned is not None:
                 from_code[i] = assigned[0]
+                assigned_ids.add(i)
+                continue
+            element = _element_of(origin, lines)
+            if element is not None and element[1] is not None:
+                k = made_elements[element[0]] = made_elements.get(element[0], -1) + 1
+                from_code[i] = f"{element[1]}[{k}]"
                 assigned_ids.add(i)
     produced_ids = {i for op, _, _ in ops for i in op.output_ids}
     explicit_ids = {i for i, name in names.items() if isinstance(name, str)
@@ -574,6 +664,14 @@ def _is_list(group):
     first = group[0]
     return all(op.type == first.type and op.input_ids == first.input_ids
                and len(op.output_ids) == 1 for op in group)
+
+
+def _period(types):
+    """The shortest ``p`` such that ``types`` is its first ``p`` repeated."""
+    for p in range(1, len(types) // 2 + 1):
+        if len(types) % p == 0 and types == types[:p] * (len(types) // p):
+            return p
+    return len(types)
 
 
 def _repetition(group):
