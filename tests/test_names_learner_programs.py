@@ -277,7 +277,9 @@ def test_an_unbound_comprehension_calls_each_element_by_its_op_and_number():
     assert op_labels(tape) == [("Mul", "mul #1"), ("Mul", "mul #2"), ("AddN", "total"),
                                ("Mul", "mul #4"), ("AddV2", "s₁"), ("Mul", "mul #6"),
                                ("AddV2", "s"), ("Mul", "mul #8"), ("Mul", "mul #9")]
-    assert d["a"] is not None
+    g = tape_graph(tape)
+    assert [g.label(t) for t in (total, s, d["a"], d["b"])] == [
+        "total", "s", "mul #8", "mul #9"]
 
 
 def test_a_comprehension_run_again_in_a_loop_counts_its_elements_from_zero():
@@ -287,6 +289,7 @@ def test_a_comprehension_run_again_in_a_loop_counts_its_elements_from_zero():
         for _ in range(2):
             qs = [w * x for x in xs]
             total = mt.add_n(qs)
+    assert tape_graph(tape).label(total) == "total"
     assert [label for _, label in op_labels(tape)] == [
         "qs[0]₁", "qs[1]₁", "total₁", "qs[0]", "qs[1]", "total"]
 
