@@ -78,8 +78,85 @@ def test_a_model_of_like_layers_called_once_is_one_value():
     with mt.GradientTape() as tape:
         out = model(x)
     assert [label for _, label in op_labels(tape)] == [
-        "matmul #1", "add #2", "relu #3", "matmul #4", "add #5", "out"]
+        "matmul #1", "add #2", model.layers[0].name, "matmul #4", "add #5", "out"]
     assert tape_graph(tape).label(out) == "out"
+
+
+def test_what_a_keras_layer_returned_is_called_by_the_layers_name():
+    # The first layer's output was ``relu #3`` (and the loss of a training step was called
+    # by the learner's line, ``history`` or ``view.step(1)``): each layer's result takes
+    # the layer's name, as Keras names layers; the learner's own names still win.
+    keras = mt.keras
+    mt.random.set_seed(0)
+    x = mt.constant(np.ones((2, 2), np.float32))
+    model = keras.Sequential([keras.layers.Dense(3, activation="relu"),
+                              keras.layers.Dense(1, name="score")])
+    with mt.GradientTape(persistent=True) as tape:
+        y = model(x)
+        loss = mt.reduce_mean(y)
+    first = model.layers[0].name
+    assert re.fullmatch(r"dense(_\d+)?", first)
+    assert op_labels(tape) == [("MatMul", "matmul #1"), ("AddV2", "add #2"), ("Relu", first),
+                               ("MatMul", "matmul #4"), ("AddV2", "y"), ("Mean", "loss")]
+    texts = [s.text for s in TapePlayer(tape, loss, model.trainable_variables).steps]
+    assert any(t.startswith(f"forward through MatMul (#4): matmul #4 = {first} @ kernel")
+               for t in texts), texts
+    assert any(t.startswith(f"backward through Relu (#3): dloss/d(add #2) = dloss/d{first}")
+               for t in texts), texts
+    for group in ("module", False):
+        dot = draw_tape(tape, loss, model.trainable_variables, group=group,
+                        legend=False).source
+        assert f"label=<<B>{first}</B>" in dot, dot
+    with mt.GradientTape() as tape:                    # not named by the learner: ``score``
+        mt.reduce_mean(model(x + 1.0) * 2.0)
+    assert ("AddV2", "score") in op_labels(tape)
+
+    inputs = keras.Input((2,))                         # functional, with name=
+    hidden = keras.layers.Dense(3, activation="tanh", name="hidden")(inputs)
+    functional = keras.Model(inputs, keras.layers.Dense(1)(hidden))
+    with mt.GradientTape() as tape:
+        out = functional(x)
+    assert [label for _, label in op_labels(tape)][2:] == ["hidden", "matmul #4", "out"]
+
+    class TwoLayers(keras.Model):                      # subclassed: the code's names win
+        def __init__(self):
+            super().__init__()
+            self.d1 = keras.layers.Dense(3, activation="relu", name="first")
+            self.d2 = keras.layers.Dense(3, activation="relu", name="second")
+            self.d3 = keras.layers.Dense(1, name="third")
+
+        def call(self, v):
+            h = self.d1(v)
+            return self.d3(self.d2(h))
+
+    with mt.GradientTape() as tape:
+        out = TwoLayers()(x)
+    labels = [label for _, label in op_labels(tape)]
+    assert [labels[2], labels[5], labels[-1]] == ["h", "self.d2(h)", "out"]
+    assert tape_graph(tape).label(out) == "out"
+
+
+def test_a_training_steps_loss_is_not_named_by_the_line_that_ran_the_step():
+    keras = mt.keras
+    mt.random.set_seed(0)
+    model = keras.Sequential([keras.layers.Dense(3, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer=mt.optimizers.SGD(0.1), loss="mse")
+    X = np.ones((4, 2), np.float32)
+    history = model.fit(X, np.zeros((4, 1), np.float32), epochs=1, verbose=0)
+    tape, loss = model.last_train_step
+    labels = all_labels(tape, loss, model.trainable_variables)
+    assert "history" not in labels and history is not None, labels
+    assert [layer.name for layer in model.layers] == [
+        label for label in labels if label.startswith("dense")], labels
+
+    from minitape.viz import TrainingView
+    view = TrainingView(model, X, np.zeros((4, 1), np.float32), loss="mse",
+                        optimizer=mt.optimizers.SGD(0.1))
+    view.step(1)
+    labels = all_labels(view.last_tape)
+    assert not [label for label in labels if "view" in label], labels
+    assert model.layers[0].name in labels and model.layers[1].name in labels
 
 
 def test_augmented_assignment_names_the_new_value_not_its_right_hand_side():

@@ -490,6 +490,7 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
     assigned_ids = set()     # the tensors named by an assignment (versions are numbered)
     direct = set()           # ops that are one run of an instruction on their own
     counts = {}              # a comprehension's element instruction -> (elements, scope)
+    ops_notes = {id(op): note for op, note, _ in ops}
     for group, frames in _instructions(ops):
         if len(group) == 1:
             direct.add(id(group[0]))
@@ -512,6 +513,8 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
                     from_code[outputs[0]] = f"{owner}[{k}]"
                     assigned_ids.add(outputs[0])
             continue
+        if _ran_several_things(group, ops_notes):
+            continue     # (``model.fit(x, y)``: its last op, the loss, is not what it returns)
         outputs = [i for op in group for i in op.output_ids]
         # The statement names the group's last outputs (``a, b = mt.unstack(x)``: two ops,
         # one output each); each op's own sub-expression names the rest, when short.
@@ -548,6 +551,7 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
                 k = made_elements[element[0]] = made_elements.get(element[0], -1) + 1
                 from_code[i] = f"{element[1]}[{k}]"
                 assigned_ids.add(i)
+    layer_outputs = _layer_outputs(ops)
     produced_ids = {i for op, _, _ in ops for i in op.output_ids}
     explicit_ids = {i for i, name in names.items() if isinstance(name, str)
                     and name != "Variable"}
@@ -563,7 +567,8 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         explicit = names.get(i)
         if not isinstance(explicit, str) or explicit == "Variable":  # (the default name)
             explicit = None
-        label = explicit or from_code.get(i) or (constants or {}).get(i)
+        label = explicit or from_code.get(i) or layer_outputs.get(i) or \
+            (constants or {}).get(i)
         if label is None and i in produced:
             label = op_label(*produced[i])
         if label is None:
@@ -664,6 +669,34 @@ def _is_list(group):
     first = group[0]
     return all(op.type == first.type and op.input_ids == first.input_ids
                and len(op.output_ids) == 1 for op in group)
+
+
+def _ran_several_things(group, notes):
+    """Did one run of an instruction call a Module and also compute outside it (a training
+    step: ``model.fit(x, y)``, ``view.step(1)`` run the model, then the loss)? Its last op
+    is then no value the instruction returns, and takes no name from it."""
+    tops = {note.module_calls[0] if note is not None and note.module_calls else None
+            for note in (notes.get(id(op)) for op in group)}
+    return len(tops) > 1 and any(top is not None for top in tops)
+
+
+def _layer_outputs(ops):
+    """tensor id -> the name of the Module (a Keras layer: ``dense``, ``dense_1``, or its
+    ``name=``) whose call returned it: the output of the last op each call recorded; of
+    nested calls (a ``Sequential`` and its last layer), the innermost. For what the code
+    does not name (``model(x)`` runs every layer; only the model's result is assigned)."""
+    last = {}         # (module, stamp) of a call -> (depth, its last op)
+    for op, note, _ in ops:
+        if note is None or not note.module_calls or note.backward_of is not None:
+            continue
+        for depth, call in enumerate(note.module_calls):
+            last[(id(call[0]), call[1])] = (depth, op, call[0])
+    found = {}
+    for depth, op, module in sorted(last.values(), key=lambda entry: entry[0]):
+        name = getattr(module, "name", None)
+        if len(op.output_ids) == 1 and isinstance(name, str) and name:
+            found[op.output_ids[0]] = name            # (deeper calls come later: they win)
+    return found
 
 
 def _period(types):
