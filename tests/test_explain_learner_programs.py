@@ -548,3 +548,16 @@ def test_a_finite_jacobian_and_the_jacobian_given_as_the_target():
     assert "explain(tape, y, x) (after tape.jacobian(y, x) it checks each row" in text
     grad = tape.gradient(y, x)
     assert "explain(tape, y, x)" in flat(explain(tape, grad, x))
+
+
+def test_the_drawings_note_on_a_nan_gradient_does_not_ask_why_it_is_none():
+    from minitape.viz import draw_tape
+    x = mt.Variable([0.0, 1.0])
+    with mt.GradientTape() as tape:
+        y = mt.sqrt(x)
+    tape.gradient(y, x)
+    dot = draw_tape(tape, y, x).source
+    assert "why NaN or inf: the gradient of the source x" in dot and "why None" not in dot
+    with mt.GradientTape() as tape:
+        z = mt.constant(2.0) * 3.0
+    assert "why None: " in draw_tape(tape, z, x).source

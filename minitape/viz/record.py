@@ -346,7 +346,7 @@ class LastPass:
         return self._reached
 
 
-MAX_JACOBIAN_KEPT = 65_536
+MAX_JACOBIAN_KEPT = 4096
 """A vectorized Jacobian's step gradients with at most this many elements are kept (whole,
 every row), so that ``explain`` can say which row went NaN once the tape released them."""
 
