@@ -561,3 +561,24 @@ def test_the_drawings_note_on_a_nan_gradient_does_not_ask_why_it_is_none():
     with mt.GradientTape() as tape:
         z = mt.constant(2.0) * 3.0
     assert "why None: " in draw_tape(tape, z, x).source
+
+
+def test_a_loop_that_rebinds_the_target_names_the_earlier_value_that_depended():
+    # TensorFlow #25333: "GradientTape.gradient() only returns gradient for last variable":
+    # the loop kept only the last product in y.
+    x = mt.constant(2.0)
+    ws = [mt.Variable(1.0), mt.Variable(2.0), mt.Variable(3.0)]
+    with mt.GradientTape() as tape:
+        for w in ws:
+            y = w * x                                     # the loop's line
+    grads = tape.gradient(y, ws)
+    assert grads[0] is None and grads[1] is None and float(grads[2]) == 2.0
+    first, second, third = flat(explain(tape, y, ws)).split("\n")
+    assert first.startswith("the target y does not depend on the source ws[0] (a Variable): "
+                            "y₁, an earlier value of y (op #1 in iteration 1 of 3 of a loop"), \
+        first
+    assert f"{HERE}:{line_of('# the loop' + chr(39) + 's line')}: y = w * x), depends on it, " \
+        "but y was bound again after it" in first
+    assert "add them up (y = y + ..., starting from 0.0)" in first
+    assert second == "the source ws[1] (a Variable): the same as for ws[0]"
+    assert "is connected to the target y" in third

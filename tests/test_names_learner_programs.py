@@ -425,7 +425,7 @@ def test_a_program_with_no_source_names_its_loop_and_unpacked_values_from_the_by
     proc = subprocess.run([sys.executable, "-"], input=program, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == str(["x", "y₁", "y", "pack #3", "a", "b"])
+    assert proc.stdout.strip() == str(["x", "y₁", "y", "stack #3", "a", "b"])
 
 
 def test_a_keras_fit_steps_tape_names_the_batch_x_and_y():
@@ -481,3 +481,44 @@ def test_starred_nested_and_conditional_assignments_name_each_value():
     with mt.GradientTape() as tape:
         y = v * 2.0 if len(rest) == 2 else v
     assert all_labels(tape) == ["v", "2.0", "y"] and tape_graph(tape).label(y) == "y"
+
+
+# -- programs from TensorFlow issue threads (issue 30, item 4) ------------------------------------
+
+def test_a_loop_over_a_list_of_variables_numbers_each_value_it_binds():
+    # TensorFlow #25333 ("gradient only for the last variable"): each run reads other,
+    # older tensors (w, x), so the runs were taken for one call: ``mul #1``, ``mul #2``, y.
+    x = mt.constant(2.0)
+    ws = [mt.Variable(1.0), mt.Variable(2.0), mt.Variable(3.0)]
+    with mt.GradientTape() as tape:
+        for w in ws:
+            y = w * x
+    assert all_labels(tape, y, ws) == ["ws[0]", "x", "y₁", "ws[1]", "y₂", "ws[2]", "y"]
+
+
+def test_unnamed_results_are_called_by_the_function_the_learner_called():
+    # ``selectv2 #3``, ``stopgradient #2``, ``addn #4``: the op types, not mt.where,
+    # mt.stop_gradient, mt.add_n.
+    x = mt.Variable([1.0, 4.0])
+    with mt.GradientTape() as tape:
+        y = mt.reduce_sum(mt.where(x > 2.0, mt.sqrt(x), 0.0) + mt.stop_gradient(x * x))
+        z = mt.add_n([y, y]) * 2.0
+    labels = [label for _, label in op_labels(tape)]
+    assert labels[2] == "where #3" and labels[4] == "stop_gradient #5", labels
+    assert labels[-2] == "add_n #8" and labels[-1] == "z" == tape_graph(tape).label(z), labels
+
+
+def test_a_target_no_recorded_op_made_is_called_by_the_learners_variable():
+    # A non-trainable Variable is not watched, so ``y = x ** 2`` is not recorded: the
+    # target was drawn ``t1`` and the player said ``dt1/dx``.
+    x = mt.Variable(3.0, trainable=False)
+    with mt.GradientTape(persistent=True) as tape:
+        y = x ** 2
+    assert all_labels(tape, y, x) == ["y", "x"]
+    assert TapePlayer(tape, y, x).steps[-1].text == "done: dy/dx = None"
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(1)])
+    y_pred = model(np.ones((2, 3), np.float32))       # (called before the tape)
+    with mt.GradientTape() as tape:
+        loss = mt.reduce_mean(mt.square(y_pred - 1.0))
+    assert all_labels(tape, loss, model.trainable_variables) == ["loss", "kernel", "bias"]

@@ -290,10 +290,46 @@ def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> 
     when = _broken_by_pause(tape, ops, produced, upstream)
     if when:
         return when
+    rebound = _rebound_target(tape, ops, target, source)
+    if rebound:
+        return ("unconnected",
+                f"the target does not depend on {src}: {rebound}")
     return ("unconnected",
             f"the target does not depend on {src}: no recorded operation leads from it to the "
             "target; differentiate a target computed from the source, or pass "
             "unconnected_gradients=mt.UnconnectedGradients.ZERO to get zeros")
+
+
+def _rebound_target(tape, ops, target, source):
+    """When an earlier value of the target's name depends on the source (``for w in ws:
+    y = w * x`` leaves in ``y`` only the last product, ``y₁`` and ``y₂`` are gone): say so,
+    and how to keep every value. Else ``""``."""
+    from .graph import tape_graph
+    from .labels import is_fallback
+    try:
+        graph = tape_graph(tape, target, source)
+        name = graph.tensor(target).label
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if is_fallback(name) or not name.isidentifier():
+        return ""
+    down = {source.id}
+    for op in ops:
+        if any(i in down for i in op.input_ids):
+            down.update(op.output_ids)
+    for op in ops:
+        for i in op.output_ids:
+            if i not in down:
+                continue
+            label = graph.tensor(i).label
+            if re.fullmatch(re.escape(name) + "[₀-₉]+", label):
+                return (f"{label}, an earlier value of {name} ({_op_ref(tape, ops, op)}), "
+                        f"depends on it, but {name} was bound again after it (a loop's "
+                        f"{name} = ... keeps only the last value), and the target is its "
+                        f"last value; to differentiate them all, add them up ({name} = "
+                        f"{name} + ..., starting from 0.0) or collect them in a list and "
+                        "differentiate mt.add_n(the list)")
+    return ""
 
 
 def _code(name, fallback):

@@ -53,9 +53,14 @@ from .record import code_positions, created, source_span
 
 MAX_EXPRESSION = 12   # longer sub-expressions are not used as labels (``sin #3`` instead)
 
-# Short names of op types for unnamed results (``add #2``); others are lowercased.
+# Short names of op types for unnamed results (``add #2``), the name of the function a
+# learner called where it differs from the op's (``mt.where`` records SelectV2, ``mt.stack``
+# Pack); others are lowercased.
 _SHORT_OP = {"AddV2": "add", "RealDiv": "div", "BatchMatMulV2": "matmul", "MatMul": "matmul",
-             "Neg": "neg", "SquaredDifference": "sqdiff"}
+             "Neg": "neg", "SquaredDifference": "sqdiff", "SelectV2": "where",
+             "StopGradient": "stop_gradient", "Pack": "stack", "ConcatV2": "concat",
+             "StridedSlice": "slice", "GatherV2": "gather", "AddN": "add_n",
+             "LogSoftmax": "log_softmax", "ExpandDims": "expand_dims", "BiasAdd": "bias_add"}
 
 
 def is_fallback(label) -> bool:
@@ -463,7 +468,7 @@ def _call_text(frames, lines):
     return _expression_text(frames[0], lines)
 
 
-def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
+def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=None):
     """Decide every tensor's label for one drawing.
 
     Args:
@@ -477,6 +482,8 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             ``w = y + 1.0``), used when the code gives the tensor no name.
         origins: optional tensor id -> where the learner made a constant or Variable that
             an op read (``TapeRecord.origins``).
+        held: optional tensor id -> the name the learner's code holds a target or source
+            under, for one that nothing above names (no recorded op made it).
 
     Returns:
         dict tensor id -> label.
@@ -568,7 +575,7 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         if not isinstance(explicit, str) or explicit == "Variable":  # (the default name)
             explicit = None
         label = explicit or from_code.get(i) or layer_outputs.get(i) or \
-            (constants or {}).get(i)
+            (constants or {}).get(i) or (held or {}).get(i)
         if label is None and i in produced:
             label = op_label(*produced[i])
         if label is None:
@@ -724,12 +731,17 @@ def _runs_again(before, run):
     """Is ``run`` a new run of the code that made ``before`` (see ``_instructions``)? It is
     when it reads what ``before`` made (``y = y * x``), or a tensor made after ``before``
     that it did not make itself (``x * float(k)`` in a comprehension: a new constant each
-    time); one call's ops read what was there before the call (``mt.unstack``)."""
+    time), or when it reads other tensors than ``before`` did (``for w in ws: y = w * x``);
+    one call's ops read the same tensors, there before the call (``mt.unstack``)."""
     made_before = {i for op in before for i in op.output_ids}
     made_here = {i for op in run for i in op.output_ids}
     newest = max(made_before)
-    return any(i in made_before or (i > newest and i not in made_here)
-               for op in run for i in op.input_ids)
+    if any(i in made_before or (i > newest and i not in made_here)
+           for op in run for i in op.input_ids):
+        return True
+    # ``for w in ws: y = w * x``: each run reads other tensors, all older (one call reads
+    # the same ones each time: ``mt.unstack`` slices one input).
+    return [op.input_ids for op in run] != [op.input_ids for op in before]
 
 
 def _frames(entry):
