@@ -582,3 +582,20 @@ def test_a_loop_that_rebinds_the_target_names_the_earlier_value_that_depended():
     assert "add them up (y = y + ..., starting from 0.0)" in first
     assert second == "the source ws[1] (a Variable): the same as for ws[0]"
     assert "is connected to the target y" in third
+
+
+def test_an_empty_list_of_sources_says_where_the_weights_went():
+    # A layer made inside call() is not tracked: trainable_variables is empty, and explain
+    # said "the source is a tuple, not a minitape Tensor".
+    class MakesItsLayerInCall(mt.keras.Model):
+        def call(self, x):
+            return mt.keras.layers.Dense(1)(x)
+
+    model = MakesItsLayerInCall()
+    x = np.ones((2, 3), np.float32)
+    with mt.GradientTape() as tape:
+        out = mt.reduce_sum(model(x))
+    assert len(model.trainable_variables) == 0 and tape.gradient(out, []) == []
+    text = flat(explain(tape, out, model.trainable_variables))
+    assert text.startswith("the sources are an empty "), text
+    assert "create layers in __init__" in text

@@ -206,6 +206,12 @@ def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> 
                    for t in flatten(target)] or \
             [("unconnected", "the target is empty: there is nothing to differentiate")]
         return next((a for a in answers if a[0] == "connected"), answers[0])
+    if isinstance(source, (list, tuple, dict)) and not flatten(source):
+        return ("no_sources",
+                f"the sources are an empty {type(source).__name__}, so there is no gradient to "
+                "explain: a model's trainable_variables stays empty until the model is called "
+                "once (which builds its layers), and leaves out a layer made inside call() "
+                "(create layers in __init__, so that the model tracks their weights)")
     if not isinstance(source, Tensor):
         return ("source_not_tensor",
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "
