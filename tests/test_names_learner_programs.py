@@ -522,3 +522,21 @@ def test_a_target_no_recorded_op_made_is_called_by_the_learners_variable():
     with mt.GradientTape() as tape:
         loss = mt.reduce_mean(mt.square(y_pred - 1.0))
     assert all_labels(tape, loss, model.trainable_variables) == ["loss", "kernel", "bias"]
+
+
+def test_the_data_a_model_and_a_loss_read_is_called_by_the_callers_argument():
+    # The custom training loop of TensorFlow's guide: the NumPy batch becomes a tensor
+    # inside ``model(X)`` and ``loss_fn(Y, logits)``; it was drawn t1 and t2.
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(4, activation="relu"),
+                                 mt.keras.layers.Dense(1)])
+    loss_fn = mt.keras.losses.MeanSquaredError()
+    X = np.ones((3, 2), np.float32)
+    Y = np.zeros((3, 1), np.float32)
+    with mt.GradientTape() as tape:
+        logits = model(X, training=True)
+        loss_value = loss_fn(Y, logits)
+    labels = all_labels(tape)
+    assert labels[0] == "X" and "Y" in labels and "logits" in labels, labels
+    assert tape_graph(tape).label(loss_value) == "loss_value"
+    assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels

@@ -269,6 +269,37 @@ def _operand_names(ops, lines, named, direct):
     return found
 
 
+def _call_argument_names(runs, lines, known, from_code, direct):
+    """Labels for the data a call of a model or a loss read that nothing else names: in
+    ``logits = model(X)`` or ``loss = loss_fn(Y, logits)``, the NumPy array ``X`` or ``Y``
+    became a tensor inside the call, read by some op deep in it. When one run of the
+    learner's call read exactly one tensor nothing names, and exactly one positional
+    argument of the call is a plain name that names no other input, that is the name."""
+    found = {}
+    for group, frames in runs:
+        if len(group) == 1 and id(group[0]) in direct:
+            continue                  # (``_operand_names`` reads an op's own operands)
+        made = {i for op in group for i in op.output_ids}
+        unknown = list(dict.fromkeys(i for op in group for i in op.input_ids
+                                     if i not in known and i not in made
+                                     and i not in found))
+        if len(unknown) != 1:
+            continue
+        code, lasti = frames[0]
+        positions = _positions(code, lasti)
+        if positions is None or None in positions:
+            continue
+        by_span, _ = lines.bindings(code.co_filename, positions[0])
+        operands = by_span.get(("operands",) + tuple(positions))
+        if not operands:
+            continue
+        labels = {from_code.get(i) for op in group for i in op.input_ids}
+        names = [a.id for a in operands if isinstance(a, ast.Name) and a.id not in labels]
+        if len(names) == 1:
+            found[unknown[0]] = names[0]
+    return found
+
+
 def _is_number(node):
     if isinstance(node, ast.UnaryOp):
         node = node.operand
@@ -498,7 +529,9 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
     direct = set()           # ops that are one run of an instruction on their own
     counts = {}              # a comprehension's element instruction -> (elements, scope)
     ops_notes = {id(op): note for op, note, _ in ops}
+    runs = []                # (group, frames) of each run, for ``_call_argument_names``
     for group, frames in _instructions(ops):
+        runs.append((group, frames))
         if len(group) == 1:
             direct.add(id(group[0]))
         for key, (_, scope) in list(counts.items()):
@@ -569,6 +602,10 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
         from_code[i] = text
         if is_name:
             assigned_ids.add(i)
+    known = produced_ids | explicit_ids | set(from_code) | set(constants or {})
+    for i, name in _call_argument_names(runs, lines, known, from_code, direct).items():
+        from_code[i] = name
+        assigned_ids.add(i)
     labels, unnamed = {}, 0
     for i in tensors:
         explicit = names.get(i)
