@@ -540,3 +540,21 @@ def test_the_data_a_model_and_a_loss_read_is_called_by_the_callers_argument():
     assert labels[0] == "X" and "Y" in labels and "logits" in labels, labels
     assert tape_graph(tape).label(loss_value) == "loss_value"
     assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels
+
+
+def test_a_layer_called_twice_numbers_its_results():
+    # TensorFlow's DCGAN tutorial calls the discriminator on real and on generated data:
+    # its hidden layer's two results were both drawn with the layer's name.
+    keras = mt.keras
+    mt.random.set_seed(0)
+    discriminator = keras.Sequential([keras.layers.Dense(3, activation="relu"),
+                                      keras.layers.Dense(1)])
+    images, generated = mt.random.normal([5, 2]), mt.random.normal([5, 2])
+    with mt.GradientTape() as disc_tape:
+        real_output = discriminator(images, training=True)
+        fake_output = discriminator(generated, training=True)
+        disc_loss = mt.reduce_mean(real_output) - mt.reduce_mean(fake_output)
+    hidden = discriminator.layers[0].name
+    labels = all_labels(disc_tape, disc_loss, discriminator.trainable_variables)
+    assert labels.count(hidden + "₁") == 1 and labels.count(hidden) == 1, labels
+    assert labels.index(hidden + "₁") < labels.index("real_output") < labels.index(hidden)

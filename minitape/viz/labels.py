@@ -621,6 +621,10 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
         labels[i] = label
     _number_versions(labels, [i for i in tensors if i in assigned_ids and labels[i] ==
                               from_code[i]])
+    # A layer called twice (a GAN's discriminator on real and on generated data): its
+    # results are numbered as a rebound name's values are (``dense₁``, then ``dense``).
+    _number_versions(labels, [i for i in tensors if i in layer_outputs and i not in from_code
+                              and labels[i] == layer_outputs[i]])
     return labels
 
 
