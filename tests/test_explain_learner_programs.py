@@ -528,7 +528,7 @@ def test_a_batch_jacobian_names_the_position_and_the_example():
     assert text.startswith("the batch Jacobian of z with respect to the source xs "
                            "(a Variable) holds NaN for z[:, 0] (position 0 of every "
                            "example), whose gradient is [[1. , nan], [0.5, 0. ]] "
-                           "(row 1 too): "), text
+                           "(position 1 too): "), text
     assert "log at xs[0, 1] = 0.0 has derivative inf; the seed of z[:, 0] (1.0 there in " \
         "every example, 0.0 elsewhere) sends it 0.0; inf * 0.0 = nan" in text
 

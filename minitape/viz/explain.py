@@ -996,7 +996,8 @@ def _jacobian_story(tape, target, source, src, ops, frame, what, rows):
     others = [b[0] for b in bad[1:]]
     if others:
         more = ", ".join(map(str, others[:5])) + (", ..." if len(others) > 5 else "")
-        head += f" (row{'s' if len(others) > 1 else ''} {more} too)"
+        unit = "row" if what == "jacobian" else "position"
+        head += f" ({unit}{'s' if len(others) > 1 else ''} {more} too)"
     return _story(tape, target, source, src, ops, frame, final, steps, head + ": ",
                   seed_text, row_finite=_finite(row_value))
 
