@@ -10,7 +10,12 @@ they become a name, by these rules (the first that applies wins):
    ``a, b = mt.split(x, 2)`` labels the two outputs ``a`` and ``b``, ``y += x`` the new
    ``y`` (not ``x``), ``(p := x * x)`` ``p``, ``self.h = ...`` ``self.h``, a statement over
    several lines too (the whole file is parsed), and ``x = mt.Variable(3.0)`` or
-   ``x = mt.constant(3.0)`` (before the tape too) labels the tensor ``x``;
+   ``x = mt.constant(3.0)`` (before the tape too) labels the tensor ``x``; each element of a
+   list bound to a name is that name indexed: ``xs = [mt.constant(1.0), ...]`` and
+   ``ys = [w * x for x in xs]`` (or ``list(...)`` of a generator) give ``xs[0]``, ``ys[1]``;
+   the elements of a comprehension bound to no name (``mt.add_n([a * b for ...])``, a dict
+   or set comprehension, a generator) are called by their op and number, never all by the
+   element's text;
 3. what a function (or a lambda) returns takes the name its caller gives it: with
    ``return mt.reduce_mean(d)`` inside ``loss_fn``, ``loss = loss_fn(y, y_hat)`` labels the
    result ``loss`` (a helper, a training step, a Keras layer's ``call``); ``return a, b``
@@ -20,18 +25,30 @@ they become a name, by these rules (the first that applies wins):
    it when it is short (at most ``MAX_EXPRESSION`` characters): in ``z = mt.math.sin(x * x)``
    the ``Mul`` output is ``x * x`` (Python 3.11's ``co_positions`` gives the columns); what a
    helper returns into an expression is the call's text (``square(x)``);
-5. a tensor no recorded op made and nothing above names (``h = mt.zeros(...)`` or
+5. what a Keras layer (a ``Module``) returned, when the code does not name it (``model(x)``
+   runs every layer, and only the model's result is assigned): the layer's name, ``dense``,
+   ``dense_1`` or its ``name=``; the results of a layer called twice are numbered as a
+   rebound name's values;
+6. a tensor no recorded op made and nothing above names (``h = mt.zeros(...)`` or
    ``sequence[t]`` made by an op the tape did not record): the text of the operand of the
    first recorded op that read it (``h`` in ``h @ w_hh``), when it is a name or a short
-   expression that is not a number;
-6. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
-7. otherwise, the result of an op is called by the op and its number in the drawing
+   expression that is not a number; data a call turned into a tensor deep inside it
+   (``logits = model(X)``, ``loss_fn(Y, logits)``): the call's one argument that is a
+   plain name naming nothing else;
+7. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
+8. a target or source that nothing above names (no recorded op made it: ``y = x ** 2`` of a
+   Variable the tape did not watch): the name the code that asked for the drawing holds it
+   under (``held``);
+9. otherwise, the result of an op is called by the op and its number in the drawing
    (``sin #3``), and any other tensor ``t1``, ``t2``, ... counted per drawing.
 
 One line can run several ops (``mt.nn.softmax`` computes an ``exp``, a sum and a division;
 ``model(x)`` runs every layer): only the last op recorded from one run of that instruction
-made its value, so only it takes the assigned name or the sub-expression's text. A loop runs
-an instruction again (``for i in range(3): y = y * x``): each run is a value of its own.
+made its value, so only it takes the assigned name or the sub-expression's text; a line
+that ran a model and then computed outside it (``model.fit(x, y)``, ``view.step(1)``: a
+training step) returns none of them, and names none. A loop runs an instruction again
+(``for i in range(3): y = y * x``, ``for w in ws: y = w * x``): each run is a value of its
+own.
 
 A name bound to several values in turn (``u = x * 2.0`` then ``u = u * 2.0``, a loop's
 ``y = y * x``, ``y += x``) labels the last one, which the learner's variable holds; the
