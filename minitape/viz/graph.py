@@ -371,7 +371,9 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
                             in enumerate(merged, start=1)], list(node_of), live,
                            {n.tensor_id: n.name for n in graph.tensors}, constants,
                            {i: o for r in records for i, o in r.origins.items()},
-                           _held_names(live))
+                           # (a tape recorded without source lines is drawn without names)
+                           _held_names(live) if any(r.tape_number is not None
+                                                    for r in records) else {})
     for node in graph.tensors:
         node.label = labels[node.tensor_id]
     graph.target_ids = tuple(dict.fromkeys(node_of[t.id] for t in targets if t.id in node_of))
