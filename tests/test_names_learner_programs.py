@@ -558,3 +558,15 @@ def test_a_layer_called_twice_numbers_its_results():
     labels = all_labels(disc_tape, disc_loss, discriminator.trainable_variables)
     assert labels.count(hidden + "₁") == 1 and labels.count(hidden) == 1, labels
     assert labels.index(hidden + "₁") < labels.index("real_output") < labels.index(hidden)
+
+
+def test_a_comprehension_calling_a_layer_names_each_call_by_its_element():
+    mt.random.set_seed(0)
+    cell = mt.keras.layers.Dense(2, activation="tanh")
+    xs = [mt.constant(np.ones((1, 2), np.float32) * k) for k in range(3)]
+    with mt.GradientTape() as tape:
+        outputs = [cell(x_t) for x_t in xs]
+        total = mt.add_n(outputs)
+    g = tape_graph(tape)
+    assert [g.label(t) for t in xs + outputs + [total]] == [
+        "xs[0]", "xs[1]", "xs[2]", "outputs[0]", "outputs[1]", "outputs[2]", "total"]
