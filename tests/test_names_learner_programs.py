@@ -157,6 +157,10 @@ def test_a_training_steps_loss_is_not_named_by_the_line_that_ran_the_step():
     labels = all_labels(view.last_tape)
     assert not [label for label in labels if "view" in label], labels
     assert model.layers[0].name in labels and model.layers[1].name in labels
+    # The view's drawing calls the step's loss ``loss`` (the code inside the step that
+    # computed it is minitape's, not the learner's: it was ``mean #9``).
+    texts = re.findall(r">([^<>]+)</text>", view.frames[-1].tape_svg)
+    assert "loss" in texts and not [t for t in texts if "view" in t or "mean #9" in t], texts
 
 
 def test_augmented_assignment_names_the_new_value_not_its_right_hand_side():
