@@ -574,23 +574,3 @@ def test_a_comprehension_calling_a_layer_names_each_call_by_its_element():
     g = tape_graph(tape)
     assert [g.label(t) for t in xs + outputs + [total]] == [
         "xs[0]", "xs[1]", "xs[2]", "outputs[0]", "outputs[1]", "outputs[2]", "total"]
-
-
-def test_a_sub_expression_run_again_is_called_by_op_and_number_each_time():
-    # ``sin(y * x)`` in a loop, ``sin(w * x)`` in a comprehension: every product was drawn
-    # ``y * x``; the same text at two places of the code still names both.
-    x = mt.Variable(0.5)
-    xs = [mt.constant(1.0), mt.constant(2.0)]
-    with mt.GradientTape() as tape:
-        y = x
-        for _ in range(2):
-            y = mt.math.sin(y * x)
-        ys = [mt.math.sin(x * c) for c in xs]
-        a = mt.math.sin(x * 2.0)
-        b = mt.math.cos(x * 2.0)
-    assert op_labels(tape) == [
-        ("Mul", "mul #1"), ("Sin", "y₁"), ("Mul", "mul #3"), ("Sin", "y"),
-        ("Mul", "mul #5"), ("Sin", "ys[0]"), ("Mul", "mul #7"), ("Sin", "ys[1]"),
-        ("Mul", "x * 2.0"), ("Sin", "a"), ("Mul", "x * 2.0"), ("Cos", "b")]
-    g = tape_graph(tape)
-    assert [g.label(t) for t in [a, b] + ys] == ["a", "b", "ys[0]", "ys[1]"]

@@ -545,7 +545,6 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
     assigned_ids = set()     # the tensors named by an assignment (versions are numbered)
     direct = set()           # ops that are one run of an instruction on their own
     counts = {}              # a comprehension's element instruction -> (elements, scope)
-    expressions = []         # (tensor, instruction) labelled by its sub-expression's text
     ops_notes = {id(op): note for op, note, _ in ops}
     runs = []                # (group, frames) of each run, for ``_call_argument_names``
     for group, frames in _instructions(ops):
@@ -589,9 +588,8 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
         last = group[-1]
         if len(last.output_ids) == 1:
             expression = _call_text(frames, lines)
-            if expression is not None and last.output_ids[0] not in from_code:
-                from_code[last.output_ids[0]] = expression
-                expressions.append((last.output_ids[0], tuple(frames)))
+            if expression is not None:
+                from_code.setdefault(last.output_ids[0], expression)
     made = dict(origins or {})
     for i in live:                   # ``x = mt.Variable(3.0)``: the Variable is ``x``
         origin = created(i)
@@ -625,12 +623,6 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
     for i, name in _call_argument_names(runs, lines, known, from_code, direct).items():
         from_code[i] = name
         assigned_ids.add(i)
-    # A sub-expression run again (``sin(y * x)`` in a loop or a comprehension) made a value
-    # each time: its text would call them all ``y * x``; they are called by op and number.
-    runs_of = [where for _, where in expressions]
-    for i, where in expressions:
-        if runs_of.count(where) > 1 and i in produced:
-            del from_code[i]
     labels, unnamed = {}, 0
     for i in tensors:
         explicit = names.get(i)
