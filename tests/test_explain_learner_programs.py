@@ -250,6 +250,9 @@ def test_the_seed_of_a_target_is_named_in_plain_words():
         roots = mt.sqrt(x)
     jacobian = tape.jacobian(roots, x).numpy()
     np.testing.assert_array_equal(np.diag(jacobian), [0.25, np.inf, 0.5])
+    text = flat(explain(tape, roots, x))           # (the Jacobian's row: see below)
+    assert "the seed of roots[1] (1.0 there, 0.0 at the other elements of roots)" in text
+    tape.gradient(roots, x)                         # (the gradient of the sum: ones)
     text = flat(explain(tape, roots, x))
     assert "the seed of the target roots (ones) sends it 1.0; inf * 1.0 = inf" in text
     assert "roots's" not in text
@@ -360,7 +363,9 @@ def test_a_second_derivative_of_a_nan_first_derivative_says_so():
 
 
 def test_a_released_tape_says_it_could_not_check_the_value():
-    x = mt.Variable([4.0, 0.0, 1.0])
+    # (A small Jacobian's rows are kept by the record: see the Jacobian tests below; one
+    # of 300 x 300 is not.)
+    x = mt.Variable(np.r_[4.0, 0.0, np.ones(298)].astype(np.float32))
     with mt.GradientTape() as tape:
         roots = mt.sqrt(x)
     jacobian = tape.jacobian(roots, x).numpy()
@@ -469,3 +474,128 @@ def test_a_source_made_after_the_block_is_named_as_such_not_as_unwatched():
     assert "was made after the `with` block had ended" in said, said
     assert "tape.watch(x)" not in said                # (no invented name)
     assert "is connected to the target" in flat(explain(tape, y, x))
+
+
+# -- Jacobians: which row went NaN ----------------------------------------------------------------
+
+@pytest.mark.parametrize("persistent,pfor", [(False, True), (True, True), (True, False)])
+def test_a_jacobian_with_one_infinite_row_names_the_row_the_op_and_the_line(persistent, pfor):
+    # explain checked the gradient of sum(y) (``the seed of the target (ones)``) or, on a
+    # released tape, nothing at all; the Jacobian's rows are the gradients of y[0], y[1], ...
+    x = mt.Variable([0.0, 1.0, 4.0])
+    with mt.GradientTape(persistent=persistent) as tape:
+        y = mt.sqrt(x)                                    # the sqrt line
+    jac = tape.jacobian(y, x, experimental_use_pfor=pfor).numpy()
+    # d sqrt(x_i) / d x_j = [i == j] / (2 sqrt(x_i)): inf at x_0 = 0, 0 off the diagonal
+    # (TensorFlow's SqrtGrad gives 0 there, where the cotangent is 0).
+    np.testing.assert_array_equal(jac, np.diag([np.inf, 0.5, 0.25]).astype(np.float32))
+    text = flat(explain(tape, y, x))
+    assert text.startswith("row 0 of the Jacobian of y with respect to the source x "
+                           "(a Variable), the gradient of y[0], is [inf, 0., 0.]: "), text
+    assert f"sqrt (op #1, {HERE}:{line_of('# the sqrt line')}: y = mt.sqrt(x))" in text
+    assert "sqrt at x[0] = 0.0 has derivative inf" in text
+    assert "the seed of y[0] (1.0 there, 0.0 at the other elements of y) sends it 1.0" in text
+    assert "mt.sqrt(s + 1e-12)" in text
+
+
+def test_a_jacobian_whose_nan_is_off_the_diagonal_names_the_zero_times_inf():
+    v = mt.Variable([2.0, 0.0, 1.0])
+    with mt.GradientTape() as tape:
+        loss = mt.math.log(v) * 3.0                       # the log line
+    jac = tape.jacobian(loss, v).numpy()
+    # Row 0 is the gradient of loss[0] = 3 log(v_0): 3 / v_0 at column 0; at column 1 the
+    # cotangent 0 meets log's derivative 1 / 0 = inf: 0 * inf = nan, in TensorFlow too
+    # (LogGrad is grad * reciprocal(x)).
+    np.testing.assert_array_equal(np.isnan(jac), [[0, 1, 0], [0, 0, 0], [0, 1, 0]])
+    np.testing.assert_allclose(jac[0, [0, 2]], [1.5, 0.0])
+    text = flat(explain(tape, loss, v))
+    assert text.startswith("row 0 of the Jacobian of loss with respect to the source v "
+                           "(a Variable), the gradient of loss[0], is [1.5, nan, 0. ] "
+                           "(rows 1, 2 too): "), text
+    assert f"log (op #1, {HERE}:{line_of('# the log line')}: " in text
+    assert "log at v[1] = 0.0 has derivative inf; multiply (op #2) sends it 0.0; " \
+        "inf * 0.0 = nan" in text
+    assert "mt.math.log(p + 1e-7)" in text
+
+
+def test_a_batch_jacobian_names_the_position_and_the_example():
+    xs = mt.Variable([[1.0, 0.0], [2.0, 3.0]])
+    with mt.GradientTape() as tape:
+        z = mt.math.log(xs)
+    jac = tape.batch_jacobian(z, xs).numpy()
+    assert np.isnan(jac[0, 0, 1]) and np.isinf(jac[0, 1, 1])
+    text = flat(explain(tape, z, xs))
+    assert text.startswith("the batch Jacobian of z with respect to the source xs "
+                           "(a Variable) holds NaN for z[:, 0] (position 0 of every "
+                           "example), whose gradient is [[1. , nan], [0.5, 0. ]] "
+                           "(position 1 too): "), text
+    assert "log at xs[0, 1] = 0.0 has derivative inf; the seed of z[:, 0] (1.0 there in " \
+        "every example, 0.0 elsewhere) sends it 0.0; inf * 0.0 = nan" in text
+
+
+def test_a_finite_jacobian_and_the_jacobian_given_as_the_target():
+    x = mt.Variable([1.0, 4.0])
+    with mt.GradientTape(persistent=True) as tape:
+        y = mt.sqrt(x)
+    jac = tape.jacobian(y, x)
+    assert flat(explain(tape, y, x)) == ("the source x (a Variable) is connected to the "
+                                         "target y through the recorded operations, so its "
+                                         "gradient is not None")
+    # The Jacobian itself is no target: it was "computed after the with block".
+    text = flat(explain(tape, jac, x))
+    assert text.startswith("the target jac is what tape.jacobian returned, not a value the "
+                           "tape recorded"), text
+    assert "explain(tape, y, x) (after tape.jacobian(y, x) it checks each row" in text
+    grad = tape.gradient(y, x)
+    assert "explain(tape, y, x)" in flat(explain(tape, grad, x))
+
+
+def test_the_drawings_note_on_a_nan_gradient_does_not_ask_why_it_is_none():
+    from minitape.viz import draw_tape
+    x = mt.Variable([0.0, 1.0])
+    with mt.GradientTape() as tape:
+        y = mt.sqrt(x)
+    tape.gradient(y, x)
+    dot = draw_tape(tape, y, x).source
+    assert "why NaN or inf: the gradient of the source x" in dot and "why None" not in dot
+    with mt.GradientTape() as tape:
+        z = mt.constant(2.0) * 3.0
+    assert "why None: " in draw_tape(tape, z, x).source
+
+
+def test_a_loop_that_rebinds_the_target_names_the_earlier_value_that_depended():
+    # TensorFlow #25333: "GradientTape.gradient() only returns gradient for last variable":
+    # the loop kept only the last product in y.
+    x = mt.constant(2.0)
+    ws = [mt.Variable(1.0), mt.Variable(2.0), mt.Variable(3.0)]
+    with mt.GradientTape() as tape:
+        for w in ws:
+            y = w * x                                     # the loop's line
+    grads = tape.gradient(y, ws)
+    assert grads[0] is None and grads[1] is None and float(grads[2]) == 2.0
+    first, second, third = flat(explain(tape, y, ws)).split("\n")
+    assert first.startswith("the target y does not depend on the source ws[0] (a Variable): "
+                            "y₁, an earlier value of y (op #1 in iteration 1 of 3 of a loop"), \
+        first
+    assert f"{HERE}:{line_of('# the loop' + chr(39) + 's line')}: y = w * x), depends on it, " \
+        "but y was bound again after it" in first
+    assert "add them up (y = y + ..., starting from 0.0)" in first
+    assert second == "the source ws[1] (a Variable): the same as for ws[0]"
+    assert "is connected to the target y" in third
+
+
+def test_an_empty_list_of_sources_says_where_the_weights_went():
+    # A layer made inside call() is not tracked: trainable_variables is empty, and explain
+    # said "the source is a tuple, not a minitape Tensor".
+    class MakesItsLayerInCall(mt.keras.Model):
+        def call(self, x):
+            return mt.keras.layers.Dense(1)(x)
+
+    model = MakesItsLayerInCall()
+    x = np.ones((2, 3), np.float32)
+    with mt.GradientTape() as tape:
+        out = mt.reduce_sum(model(x))
+    assert len(model.trainable_variables) == 0 and tape.gradient(out, []) == []
+    text = flat(explain(tape, out, model.trainable_variables))
+    assert text.startswith("the sources are an empty "), text
+    assert "create layers in __init__" in text

@@ -78,8 +78,89 @@ def test_a_model_of_like_layers_called_once_is_one_value():
     with mt.GradientTape() as tape:
         out = model(x)
     assert [label for _, label in op_labels(tape)] == [
-        "matmul #1", "add #2", "relu #3", "matmul #4", "add #5", "out"]
+        "matmul #1", "add #2", model.layers[0].name, "matmul #4", "add #5", "out"]
     assert tape_graph(tape).label(out) == "out"
+
+
+def test_what_a_keras_layer_returned_is_called_by_the_layers_name():
+    # The first layer's output was ``relu #3`` (and the loss of a training step was called
+    # by the learner's line, ``history`` or ``view.step(1)``): each layer's result takes
+    # the layer's name, as Keras names layers; the learner's own names still win.
+    keras = mt.keras
+    mt.random.set_seed(0)
+    x = mt.constant(np.ones((2, 2), np.float32))
+    model = keras.Sequential([keras.layers.Dense(3, activation="relu"),
+                              keras.layers.Dense(1, name="score")])
+    with mt.GradientTape(persistent=True) as tape:
+        y = model(x)
+        loss = mt.reduce_mean(y)
+    first = model.layers[0].name
+    assert re.fullmatch(r"dense(_\d+)?", first)
+    assert op_labels(tape) == [("MatMul", "matmul #1"), ("AddV2", "add #2"), ("Relu", first),
+                               ("MatMul", "matmul #4"), ("AddV2", "y"), ("Mean", "loss")]
+    texts = [s.text for s in TapePlayer(tape, loss, model.trainable_variables).steps]
+    assert any(t.startswith(f"forward through MatMul (#4): matmul #4 = {first} @ kernel")
+               for t in texts), texts
+    assert any(t.startswith(f"backward through Relu (#3): dloss/d(add #2) = dloss/d{first}")
+               for t in texts), texts
+    for group in ("module", False):
+        dot = draw_tape(tape, loss, model.trainable_variables, group=group,
+                        legend=False).source
+        assert f"label=<<B>{first}</B>" in dot, dot
+    with mt.GradientTape() as tape:                    # not named by the learner: ``score``
+        mt.reduce_mean(model(x + 1.0) * 2.0)
+    assert ("AddV2", "score") in op_labels(tape)
+
+    inputs = keras.Input((2,))                         # functional, with name=
+    hidden = keras.layers.Dense(3, activation="tanh", name="hidden")(inputs)
+    functional = keras.Model(inputs, keras.layers.Dense(1)(hidden))
+    with mt.GradientTape() as tape:
+        out = functional(x)
+    assert [label for _, label in op_labels(tape)][2:] == ["hidden", "matmul #4", "out"]
+
+    class TwoLayers(keras.Model):                      # subclassed: the code's names win
+        def __init__(self):
+            super().__init__()
+            self.d1 = keras.layers.Dense(3, activation="relu", name="first")
+            self.d2 = keras.layers.Dense(3, activation="relu", name="second")
+            self.d3 = keras.layers.Dense(1, name="third")
+
+        def call(self, v):
+            h = self.d1(v)
+            return self.d3(self.d2(h))
+
+    with mt.GradientTape() as tape:
+        out = TwoLayers()(x)
+    labels = [label for _, label in op_labels(tape)]
+    assert [labels[2], labels[5], labels[-1]] == ["h", "self.d2(h)", "out"]
+    assert tape_graph(tape).label(out) == "out"
+
+
+def test_a_training_steps_loss_is_not_named_by_the_line_that_ran_the_step():
+    keras = mt.keras
+    mt.random.set_seed(0)
+    model = keras.Sequential([keras.layers.Dense(3, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer=mt.optimizers.SGD(0.1), loss="mse")
+    X = np.ones((4, 2), np.float32)
+    history = model.fit(X, np.zeros((4, 1), np.float32), epochs=1, verbose=0)
+    tape, loss = model.last_train_step
+    labels = all_labels(tape, loss, model.trainable_variables)
+    assert "history" not in labels and history is not None, labels
+    assert [layer.name for layer in model.layers] == [
+        label for label in labels if label.startswith("dense")], labels
+
+    from minitape.viz import TrainingView
+    view = TrainingView(model, X, np.zeros((4, 1), np.float32), loss="mse",
+                        optimizer=mt.optimizers.SGD(0.1))
+    view.step(1)
+    labels = all_labels(view.last_tape)
+    assert not [label for label in labels if "view" in label], labels
+    assert model.layers[0].name in labels and model.layers[1].name in labels
+    # The view's drawing calls the step's loss ``loss`` (the code inside the step that
+    # computed it is minitape's, not the learner's: it was ``mean #9``).
+    texts = re.findall(r">([^<>]+)</text>", view.frames[-1].tape_svg)
+    assert "loss" in texts and not [t for t in texts if "view" in t or "mean #9" in t], texts
 
 
 def test_augmented_assignment_names_the_new_value_not_its_right_hand_side():
@@ -239,8 +320,59 @@ def test_each_run_of_a_comprehension_is_its_own_value():
         parts = [x * float(k) for k in range(3)]
         total = parts[0] + parts[1] + parts[2]
     g = tape_graph(tape)
-    assert [g.label(p) for p in parts] == ["x * float(k)"] * 3
+    assert [g.label(p) for p in parts] == ["parts[0]", "parts[1]", "parts[2]"]
     assert g.label(total) == "total"
+
+
+def test_each_element_of_a_comprehension_bound_to_a_name_is_that_name_indexed():
+    # Every element was drawn ``w * x`` (or ``mul #1``, ``mul #2`` and ``w * x``): the
+    # learner reads ``ys[1]`` as the code would. Lists written out and lists of Variables
+    # made by a comprehension are indexed the same way.
+    w = mt.Variable(2.0)
+    xs = [mt.constant(1.0), mt.constant(2.0), mt.constant(3.0)]
+    vs = [mt.Variable(float(k)) for k in range(2)]
+    with mt.GradientTape(persistent=True) as tape:
+        ys = [w * x for x in xs]
+        parts = [mt.square(v) for v in vs]
+        probs = list(mt.nn.softmax(mt.stack([w, x])) for x in xs[:2])
+        loss = mt.add_n(ys) + mt.add_n(parts)
+    g = tape_graph(tape)
+    assert [g.label(t) for t in xs + vs] == ["xs[0]", "xs[1]", "xs[2]", "vs[0]", "vs[1]"]
+    assert [g.label(t) for t in ys + parts + probs] == [
+        "ys[0]", "ys[1]", "ys[2]", "parts[0]", "parts[1]", "probs[0]", "probs[1]"]
+    texts = [s.text for s in TapePlayer(tape, loss, [w] + vs).steps]
+    assert "forward through Mul (#2): ys[1] = w * xs[1] = 4.0" in texts, texts
+    assert "forward through Square (#5): parts[1] = Square(vs[1]) = 1.0" in texts, texts
+    assert any(t.startswith("backward through Square (#5): dloss/dvs[1] = ") for t in texts)
+    explanation = str(mt.viz.explain(tape, ys[1], vs))
+    assert "the target ys[1] does not depend on the source vs[0]" in explanation, explanation
+
+
+def test_an_unbound_comprehension_calls_each_element_by_its_op_and_number():
+    w = mt.Variable(2.0)
+    xs = [mt.constant(1.0), mt.constant(2.0)]
+    with mt.GradientTape() as tape:
+        total = mt.add_n([a * b for a, b in zip(xs, [w, w])])
+        s = sum(w * x for x in xs)
+        d = {k: w * x for k, x in zip("ab", xs)}
+    assert op_labels(tape) == [("Mul", "mul #1"), ("Mul", "mul #2"), ("AddN", "total"),
+                               ("Mul", "mul #4"), ("AddV2", "s₁"), ("Mul", "mul #6"),
+                               ("AddV2", "s"), ("Mul", "mul #8"), ("Mul", "mul #9")]
+    g = tape_graph(tape)
+    assert [g.label(t) for t in (total, s, d["a"], d["b"])] == [
+        "total", "s", "mul #8", "mul #9"]
+
+
+def test_a_comprehension_run_again_in_a_loop_counts_its_elements_from_zero():
+    w = mt.Variable(2.0)
+    xs = [mt.constant(1.0), mt.constant(2.0)]
+    with mt.GradientTape() as tape:
+        for _ in range(2):
+            qs = [w * x for x in xs]
+            total = mt.add_n(qs)
+    assert tape_graph(tape).label(total) == "total"
+    assert [label for _, label in op_labels(tape)] == [
+        "qs[0]₁", "qs[1]₁", "total₁", "qs[0]", "qs[1]", "total"]
 
 
 def test_a_backward_pass_recorded_by_an_outer_tape_is_one_run_named_by_its_call():
@@ -297,7 +429,7 @@ def test_a_program_with_no_source_names_its_loop_and_unpacked_values_from_the_by
     proc = subprocess.run([sys.executable, "-"], input=program, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == str(["x", "y₁", "y", "pack #3", "a", "b"])
+    assert proc.stdout.strip() == str(["x", "y₁", "y", "stack #3", "a", "b"])
 
 
 def test_a_keras_fit_steps_tape_names_the_batch_x_and_y():
@@ -353,3 +485,92 @@ def test_starred_nested_and_conditional_assignments_name_each_value():
     with mt.GradientTape() as tape:
         y = v * 2.0 if len(rest) == 2 else v
     assert all_labels(tape) == ["v", "2.0", "y"] and tape_graph(tape).label(y) == "y"
+
+
+# -- programs from TensorFlow issue threads (issue 30, item 4) ------------------------------------
+
+def test_a_loop_over_a_list_of_variables_numbers_each_value_it_binds():
+    # TensorFlow #25333 ("gradient only for the last variable"): each run reads other,
+    # older tensors (w, x), so the runs were taken for one call: ``mul #1``, ``mul #2``, y.
+    x = mt.constant(2.0)
+    ws = [mt.Variable(1.0), mt.Variable(2.0), mt.Variable(3.0)]
+    with mt.GradientTape() as tape:
+        for w in ws:
+            y = w * x
+    assert all_labels(tape, y, ws) == ["ws[0]", "x", "y₁", "ws[1]", "y₂", "ws[2]", "y"]
+
+
+def test_unnamed_results_are_called_by_the_function_the_learner_called():
+    # ``selectv2 #3``, ``stopgradient #2``, ``addn #4``: the op types, not mt.where,
+    # mt.stop_gradient, mt.add_n.
+    x = mt.Variable([1.0, 4.0])
+    with mt.GradientTape() as tape:
+        y = mt.reduce_sum(mt.where(x > 2.0, mt.sqrt(x), 0.0) + mt.stop_gradient(x * x))
+        z = mt.add_n([y, y]) * 2.0
+    labels = [label for _, label in op_labels(tape)]
+    assert labels[2] == "where #3" and labels[4] == "stop_gradient #5", labels
+    assert labels[-2] == "add_n #8" and labels[-1] == "z" == tape_graph(tape).label(z), labels
+
+
+def test_a_target_no_recorded_op_made_is_called_by_the_learners_variable():
+    # A non-trainable Variable is not watched, so ``y = x ** 2`` is not recorded: the
+    # target was drawn ``t1`` and the player said ``dt1/dx``.
+    x = mt.Variable(3.0, trainable=False)
+    with mt.GradientTape(persistent=True) as tape:
+        y = x ** 2
+    assert all_labels(tape, y, x) == ["y", "x"]
+    assert TapePlayer(tape, y, x).steps[-1].text == "done: dy/dx = None"
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(1)])
+    y_pred = model(np.ones((2, 3), np.float32))       # (called before the tape)
+    with mt.GradientTape() as tape:
+        loss = mt.reduce_mean(mt.square(y_pred - 1.0))
+    assert all_labels(tape, loss, model.trainable_variables) == ["loss", "kernel", "bias"]
+
+
+def test_the_data_a_model_and_a_loss_read_is_called_by_the_callers_argument():
+    # The custom training loop of TensorFlow's guide: the NumPy batch becomes a tensor
+    # inside ``model(X)`` and ``loss_fn(Y, logits)``; it was drawn t1 and t2.
+    mt.random.set_seed(0)
+    model = mt.keras.Sequential([mt.keras.layers.Dense(4, activation="relu"),
+                                 mt.keras.layers.Dense(1)])
+    loss_fn = mt.keras.losses.MeanSquaredError()
+    X = np.ones((3, 2), np.float32)
+    Y = np.zeros((3, 1), np.float32)
+    with mt.GradientTape() as tape:
+        logits = model(X, training=True)
+        loss_value = loss_fn(Y, logits)
+    labels = all_labels(tape)
+    assert labels[0] == "X" and "Y" in labels and "logits" in labels, labels
+    assert tape_graph(tape).label(loss_value) == "loss_value"
+    assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels
+
+
+def test_a_layer_called_twice_numbers_its_results():
+    # TensorFlow's DCGAN tutorial calls the discriminator on real and on generated data:
+    # its hidden layer's two results were both drawn with the layer's name.
+    keras = mt.keras
+    mt.random.set_seed(0)
+    discriminator = keras.Sequential([keras.layers.Dense(3, activation="relu"),
+                                      keras.layers.Dense(1)])
+    images, generated = mt.random.normal([5, 2]), mt.random.normal([5, 2])
+    with mt.GradientTape() as disc_tape:
+        real_output = discriminator(images, training=True)
+        fake_output = discriminator(generated, training=True)
+        disc_loss = mt.reduce_mean(real_output) - mt.reduce_mean(fake_output)
+    hidden = discriminator.layers[0].name
+    labels = all_labels(disc_tape, disc_loss, discriminator.trainable_variables)
+    assert labels.count(hidden + "₁") == 1 and labels.count(hidden) == 1, labels
+    assert labels.index(hidden + "₁") < labels.index("real_output") < labels.index(hidden)
+
+
+def test_a_comprehension_calling_a_layer_names_each_call_by_its_element():
+    mt.random.set_seed(0)
+    cell = mt.keras.layers.Dense(2, activation="tanh")
+    xs = [mt.constant(np.ones((1, 2), np.float32) * k) for k in range(3)]
+    with mt.GradientTape() as tape:
+        outputs = [cell(x_t) for x_t in xs]
+        total = mt.add_n(outputs)
+    g = tape_graph(tape)
+    assert [g.label(t) for t in xs + outputs + [total]] == [
+        "xs[0]", "xs[1]", "xs[2]", "outputs[0]", "outputs[1]", "outputs[2]", "total"]

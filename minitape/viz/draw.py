@@ -880,7 +880,8 @@ def _draw_events(dot, graph, view, run_of):
 
 
 def _draw_why(dot, tape, graph, target, sources, visible):
-    """A note next to each source whose gradient is None, saying why (``explain``)."""
+    """A note next to each source whose gradient is None, or NaN or inf, saying why
+    (``explain``)."""
     from ..nest import flatten
     from .explain import diagnose
     if sources is None:
@@ -896,7 +897,8 @@ def _draw_why(dot, tape, graph, target, sources, visible):
         if node not in visible:       # (drawn inside a module's box, or cut by depth)
             continue
         note = f"why_{node}"
-        dot.node(note, printable("why None: " + textwrap.fill(sentence, 48)), shape="note",
+        asked = "why NaN or inf: " if code == "non_finite" else "why None: "
+        dot.node(note, printable(asked + textwrap.fill(sentence, 48)), shape="note",
                  style="filled", fillcolor="#fdecea", color=GRADIENT_COLOUR, fontsize="10")
         dot.edge(note, node, style="dotted", arrowhead="none", color=GRADIENT_COLOUR)
 

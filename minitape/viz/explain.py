@@ -41,6 +41,15 @@ infinite:
   a diverged training loop), and the usual fix (the double ``mt.where``, an epsilon,
   ``mt.math.divide_no_nan``, a smaller learning rate).
 
+After ``tape.jacobian(y, x)`` or ``tape.batch_jacobian(y, x)``, ``explain(tape, y, x)``
+checks the Jacobian rather than the gradient of ``y``'s sum: each row (the gradient of
+``y[i]``; for ``batch_jacobian``, of one position of every example), and names the first
+that holds NaN or inf (``row 0 of the Jacobian of y ..., the gradient of y[0]``) with the op,
+the line and the fix as above; the seed that reached the op is that row's (1 at ``y[0]``, 0
+elsewhere: a zero there times an infinite derivative is NaN off the diagonal). A released
+tape's rows are read from what its record kept of the vectorized pass. Passing what the tape
+returned as the target (``explain(tape, J, x)``) gets the call to write instead.
+
 A finite gradient of a target that is itself NaN (``log`` of a negative ``sigma``) is said
 to be finite, with where the target went NaN.
 
@@ -110,7 +119,9 @@ def explain(tape, target, source) -> str:
 
     Returns:
         An ``Explanation`` (a ``str``): the reason and what to do about it, naming tensors
-        as the drawings label them (the learner's variable names).
+        as the drawings label them (the learner's variable names). When the tape's last
+        call was ``tape.jacobian(target, source)`` (or ``batch_jacobian``), it is about
+        the Jacobian: the first row holding NaN or inf, the op, the line and the fix.
     """
     frame = learner_frame_of(sys._getframe(1))
     if isinstance(source, (list, tuple, dict)) and source and all(
@@ -195,6 +206,12 @@ def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> 
                    for t in flatten(target)] or \
             [("unconnected", "the target is empty: there is nothing to differentiate")]
         return next((a for a in answers if a[0] == "connected"), answers[0])
+    if isinstance(source, (list, tuple, dict)) and not flatten(source):
+        return ("no_sources",
+                f"the sources are an empty {type(source).__name__}, so there is no gradient to "
+                "explain: a model's trainable_variables stays empty until the model is called "
+                "once (which builds its layers), and leaves out a layer made inside call() "
+                "(create layers in __init__, so that the model tracks their weights)")
     if not isinstance(source, Tensor):
         return ("source_not_tensor",
                 f"the source is a {type(source).__name__}, not a minitape Tensor or Variable, "
@@ -237,6 +254,9 @@ def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> 
     if not tracked:
         return _not_watched(tape, target, source, src, ops, produced, name)
     if target.id not in produced and target.id not in watched:
+        answer = _a_result_of_the_tape(tape, target, source, ops)
+        if answer is not None:
+            return answer
         return _target_not_recorded(tape, target, source, src, ops, produced, name)
 
     upstream = _upstream(ops, target.id)           # everything the target depends on
@@ -276,10 +296,46 @@ def diagnose(tape, target, source, source_name=None, frame=None, label=None) -> 
     when = _broken_by_pause(tape, ops, produced, upstream)
     if when:
         return when
+    rebound = _rebound_target(tape, ops, target, source)
+    if rebound:
+        return ("unconnected",
+                f"the target does not depend on {src}: {rebound}")
     return ("unconnected",
             f"the target does not depend on {src}: no recorded operation leads from it to the "
             "target; differentiate a target computed from the source, or pass "
             "unconnected_gradients=mt.UnconnectedGradients.ZERO to get zeros")
+
+
+def _rebound_target(tape, ops, target, source):
+    """When an earlier value of the target's name depends on the source (``for w in ws:
+    y = w * x`` leaves in ``y`` only the last product, ``y₁`` and ``y₂`` are gone): say so,
+    and how to keep every value. Else ``""``."""
+    from .graph import tape_graph
+    from .labels import is_fallback
+    try:
+        graph = tape_graph(tape, target, source)
+        name = graph.tensor(target).label
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if is_fallback(name) or not name.isidentifier():
+        return ""
+    down = {source.id}
+    for op in ops:
+        if any(i in down for i in op.input_ids):
+            down.update(op.output_ids)
+    for op in ops:
+        for i in op.output_ids:
+            if i not in down:
+                continue
+            label = graph.tensor(i).label
+            if re.fullmatch(re.escape(name) + "[₀-₉]+", label):
+                return (f"{label}, an earlier value of {name} ({_op_ref(tape, ops, op)}), "
+                        f"depends on it, but {name} was bound again after it (a loop's "
+                        f"{name} = ... keeps only the last value), and the target is its "
+                        f"last value; to differentiate them all, add them up ({name} = "
+                        f"{name} + ..., starting from 0.0) or collect them in a list and "
+                        "differentiate mt.add_n(the list)")
+    return ""
 
 
 def _code(name, fallback):
@@ -710,13 +766,28 @@ _UNKNOWN = object()   # a gradient the record of a released tape did not keep
 def _non_finite(tape, target, source, src, ops, frame=None):
     """The source is connected; is its gradient NaN or infinite? If so, say why (None
     otherwise): a NaN or inf already in the forward pass (in the data, or made by an op: the
-    first op that made one), or else the first step of the backward walk that made one."""
+    first op that made one), or else the first step of the backward walk that made one.
+    After ``tape.jacobian`` or ``tape.batch_jacobian`` of this target, each row of the
+    Jacobian is checked instead (``_jacobian_story``)."""
+    asked = _jacobian_asked(tape, target, source)
+    if asked is not None:
+        return _jacobian_story(tape, target, source, src, ops, frame, *asked)
     walk = _walk(tape, target, source, ops)
     if walk is None:
         return "unchecked" if tape.released else None
     final, steps = walk
     if final is None or _finite(final):
         return None
+    return _story(tape, target, source, src, ops, frame, final, steps,
+                  f"the gradient of {src} is {_value_text(final)}: ")
+
+
+def _story(tape, target, source, src, ops, frame, final, steps, head, seed_text=None,
+           row_finite=False):
+    """``("non_finite", sentence)`` for a gradient ``final`` that holds a NaN or inf,
+    from the ``steps`` of the walk that made it; ``head`` opens the sentence, ``seed_text``
+    names what seeded the walk (a Jacobian's row), ``row_finite``: that row's element of the
+    target is finite (its NaN comes from the backward pass, not the forward values)."""
     first = None
     for n, (op, outs, ins) in enumerate(steps):
         if any(o is _UNKNOWN for o in outs) or not all(_finite(o) for o in outs):
@@ -732,10 +803,11 @@ def _non_finite(tape, target, source, src, ops, frame=None):
         upstream |= _upstream(ops, t.id)
     origin = _forward_origin(ops, upstream, values)
     names = _Names(tape, targets, source)
-    head = f"the gradient of {src} is {_value_text(final)}: "
     # The forward pass is to blame if the backward step read a NaN or inf, or if one reached
     # the target from an op before it (not if ``where`` dropped it on the way).
     reached = not _finite(_target_value(targets))
+    if row_finite and first is not None:
+        origin = None      # (a Jacobian's row whose own element is finite: the walk made it)
     if origin is not None and (
             first is None or _reads_non_finite(steps[first[0]][0], values)
             or reached and _op_number(ops, origin[1]) < _op_number(ops, steps[first[0]][0])):
@@ -764,7 +836,170 @@ def _non_finite(tape, target, source, src, ops, frame=None):
                       f"{_fname(origin[1])} (op #{_op_number(ops, origin[1])}), which gives "
                       f"{_num(origin[3])}")
     return ("non_finite", head + _backward_story(tape, ops, steps, n, k, names, targets,
-                                                 clause))
+                                                 clause, seed_text))
+
+
+def _a_result_of_the_tape(tape, target, source, ops):
+    """``("result_as_target", sentence)`` when ``target`` is what the tape's last
+    ``gradient``, ``jacobian`` or ``batch_jacobian`` returned (``explain(tape, J, x)``): the
+    tape did not record it; ``explain`` takes the target that was differentiated. Else
+    None."""
+    from .record import record_of
+    asked = [e.detail for e in tape.events if e.kind == "gradient"]
+    if not asked:
+        return None
+    record = record_of(tape)
+    what = asked[-1]
+    if what in ("jacobian", "batch_jacobian"):
+        shapes = {i: shape for op in ops for i, shape in zip(op.output_ids, op.output_shapes)}
+        rows = record.last_jacobian
+        last = record.last_pass
+        ids = [rows.target_id] if rows is not None else list(last.seeds) if last else []
+        differentiated = [i for i in ids if i in shapes]
+        if not differentiated:
+            return None
+        y_shape = shapes[differentiated[0]]
+        expected = (y_shape + source.shape if what == "jacobian" else
+                    y_shape + source.shape[1:])
+        if target.shape != expected:
+            return None
+        y = _label_of(tape, None, differentiated[0]) or "y"
+    else:
+        last = record.last_pass
+        if last is None or not any(g is target for g in last.gradients.values()):
+            return None
+        y = next((_label_of(tape, None, i) for i in last.seeds), None) or "y"
+    x = _name_of(tape, None, source)
+    return ("result_as_target",
+            f"the target is what tape.{what} returned, not a value the tape recorded, so "
+            f"nothing connects it to the source: explain takes what you differentiated, "
+            f"explain(tape, {y}, {x}) (after tape.{what}({y}, {x}) it checks "
+            + (f"each row of the Jacobian, the gradient of each element of {y}, and names "
+               "the first that holds NaN or inf)" if what != "gradient" else
+               "that gradient)"))
+
+
+def _jacobian_asked(tape, target, source):
+    """``(what, rows)`` when the tape's last backward call was ``jacobian`` or
+    ``batch_jacobian`` of ``target`` (``what``), ``rows`` the ``JacobianPass`` its record
+    kept of a vectorized one (None after the loop, ``experimental_use_pfor=False``); else
+    None (then ``explain`` checks the gradient of the target's sum, as ``gradient``)."""
+    from .record import record_of
+    asked = [e.detail for e in tape.events if e.kind == "gradient"]
+    if not asked or asked[-1] not in ("jacobian", "batch_jacobian"):
+        return None
+    if not isinstance(target, Tensor) or target.dtype.kind != "f":
+        return None
+    record = record_of(tape)
+    rows = record.last_jacobian
+    if rows is not None:
+        return (asked[-1], rows) if rows.target_id == target.id else None
+    last = record.last_pass           # (the loop: one pass per row, the last one's seed)
+    if last is not None and target.id not in last.seeds:
+        return None
+    return asked[-1], None
+
+
+def _jacobian_seeds(what, target):
+    """The cotangents of a Jacobian's rows, rows first, as ``jacobian.py`` makes them: the
+    rows of the identity for ``jacobian``; for ``batch_jacobian``, 1 at one position of
+    every example."""
+    if what == "jacobian":
+        n = target.size
+        return np.eye(n, dtype=target.dtype).reshape((n,) + target.shape)
+    rest = target.shape[1:]
+    n = int(np.prod(rest))
+    return np.broadcast_to(np.eye(n, dtype=target.dtype).reshape((n, 1) + rest),
+                           (n,) + target.shape)
+
+
+def _jacobian_rows(tape, target, source, ops, what, rows):
+    """``(row, its seed, the source's gradient for it, steps)`` for each row of the Jacobian:
+    read from what the record kept of a vectorized pass, else walked again on a tape that
+    still holds its values (None when neither can be)."""
+    if rows is not None and rows.chunks:
+        from .record import _NOT_KEPT, record_of
+        if any(g is _NOT_KEPT for _, chunk in rows.chunks for _, _, ins in chunk for g in ins):
+            yield None           # (a Jacobian too large for the record to keep)
+            return
+        record = record_of(tape)
+        by_seq = {}
+        for op in ops:
+            note = record.note(op)
+            if note is not None:
+                by_seq[note.seq] = op
+        start = 0
+        for seeds, chunk in rows.chunks:
+            for r in range(seeds.shape[0]):
+                reached = {rows.target_id: seeds[r]}
+                steps = []
+                for seq, input_ids, in_grads in chunk:
+                    op = by_seq.get(seq)
+                    if op is None:
+                        continue
+                    outs = [reached.get(o) for o in op.output_ids]
+                    ins = [None if g is None else g[r] for g in in_grads]
+                    for i, g in zip(input_ids, ins):
+                        if g is not None:
+                            reached[i] = g if i not in reached else reached[i] + g
+                    steps.append((op, outs, ins))
+                yield start + r, seeds[r], reached.get(source.id), steps
+            start += seeds.shape[0]
+        return
+    if tape.released:
+        yield None
+        return
+    for r, seed in enumerate(_jacobian_seeds(what, target)):
+        walk = _walk(tape, target, source, ops, seed=seed)
+        if walk is None:
+            yield None
+            return
+        yield (r, seed) + walk
+
+
+def _jacobian_story(tape, target, source, src, ops, frame, what, rows):
+    """``explain`` after ``tape.jacobian(y, x)`` (or ``batch_jacobian``): the first row of
+    the Jacobian that holds a NaN or inf (the gradient of ``y[r]``), which op made it, at
+    which line, and the fix; None when every row is finite, ``"unchecked"`` when the rows
+    cannot be known."""
+    bad = []
+    for found in _jacobian_rows(tape, target, source, ops, what, rows):
+        if found is None:
+            return "unchecked"
+        r, seed, final, steps = found
+        if final is not None and not _finite(final):
+            bad.append((r, seed, final, steps))
+    if not bad:
+        return None
+    r, seed, final, steps = bad[0]
+    names = _Names(tape, [target], source)
+    y = names(target.id, "the target")
+    value = np.asarray(target.numpy())
+    if what == "jacobian":
+        index = tuple(int(i) for i in np.unravel_index(r, target.shape))
+        element = _element(y, index, target.shape)
+        row_value = value[index] if index else value
+        head = (f"row {_index_text(index) if len(index) > 1 else r} of the Jacobian of "
+                f"{y} with respect to {src}, the gradient of {element}, is "
+                f"{_value_text(final)}")
+        seed_text = f"the seed of {element} (1.0 there, 0.0 at the other elements of {y})"
+    else:
+        position = tuple(int(i) for i in np.unravel_index(r, target.shape[1:]))
+        element = f"{y}[:, {', '.join(map(str, position))}]" if re.fullmatch(
+            r"[\w.\[\]]+", y) else f"({y})[:, {', '.join(map(str, position))}]"
+        row_value = value[(slice(None),) + position]
+        head = (f"the batch Jacobian of {y} with respect to {src} holds "
+                f"{'NaN' if np.isnan(final).any() else 'inf'} for {element} (position "
+                f"{', '.join(map(str, position))} of every example), whose gradient is "
+                f"{_value_text(final)}")
+        seed_text = f"the seed of {element} (1.0 there in every example, 0.0 elsewhere)"
+    others = [b[0] for b in bad[1:]]
+    if others:
+        more = ", ".join(map(str, others[:5])) + (", ..." if len(others) > 5 else "")
+        unit = "row" if what == "jacobian" else "position"
+        head += f" ({unit}{'s' if len(others) > 1 else ''} {more} too)"
+    return _story(tape, target, source, src, ops, frame, final, steps, head + ": ",
+                  seed_text, row_finite=_finite(row_value))
 
 
 class _Names:
@@ -1011,11 +1246,13 @@ def _finite(value):
     return value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
 
 
-def _walk(tape, target, source, ops):
+def _walk(tape, target, source, ops, seed=None):
     """``(the source's gradient, steps)``: the steps ``(op, output gradients, input
     gradients)`` of ``backward_steps`` (arrays; None where there is none), run again on the
     tape's ops when they still hold what their gradients need; else read from the record of
-    the tape's last backward pass, if it was for this target and source. None if neither."""
+    the tape's last backward pass, if it was for this target and source. None if neither.
+    ``seed``: the target's cotangent (an ndarray; ones by default), on a tape that still
+    holds its values."""
     from ..engine import recording
     from ..engine.backward import backward_steps, gradient_value
     targets = [t for t in flatten(target) if isinstance(t, Tensor) and t.dtype.kind == "f"]
@@ -1024,7 +1261,7 @@ def _walk(tape, target, source, ops):
     if not tape.released and not recording.tapes_recording:
         grads = {}
         for t in targets:
-            ones = Tensor(np.ones(t.shape, t.dtype))
+            ones = Tensor(np.ones(t.shape, t.dtype) if seed is None else np.array(seed))
             grads[t.id] = ones if t.id not in grads else grads[t.id] + ones
         steps = []
         checking, recording.check_numerics = recording.check_numerics, False
@@ -1041,6 +1278,8 @@ def _walk(tape, target, source, ops):
             recording.check_numerics = checking
         final = grads.get(source.id)
         return (None if final is None else np.asarray(gradient_value(final))), steps
+    if seed is not None:
+        return None
     from .record import record_of
     record = record_of(tape)
     last = record.last_pass
@@ -1199,10 +1438,11 @@ def _local_derivative(tape, op, k, index):
     return None if d is None else _at(np.asarray(d), index)
 
 
-def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
+def _backward_story(tape, ops, steps, n, k, names, targets, clause="", seed_text=None):
     """``op`` (step ``n`` of the walk) sent a non-finite gradient to its input ``k``: which
     op, at which line, the local derivative and upstream gradient that multiplied, and the
-    usual fix; ``clause`` follows the numbers."""
+    usual fix; ``clause`` follows the numbers; ``seed_text``: what seeded the walk (the
+    target's ones by default)."""
     op, outs, ins = steps[n]
     fname = _fname(op)
     x_name = names(op.input_ids[k])
@@ -1223,7 +1463,7 @@ def _backward_story(tape, ops, steps, n, k, names, targets, clause=""):
     users = [o for o in visited if op.output_ids[0] in o.input_ids]
     target_ids = {t.id for t in targets}
     if op.output_ids[0] in target_ids and not users:
-        sender = "the seed of the target (ones)"
+        sender = seed_text or "the seed of the target (ones)"
     elif len(users) == 1:
         sender = f"{_fname(users[0])} (op #{_op_number(ops, users[0])})"
     else:

@@ -370,7 +370,10 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
     labels = tensor_labels([(op, note, number) for number, (op, _, _, _, note)
                             in enumerate(merged, start=1)], list(node_of), live,
                            {n.tensor_id: n.name for n in graph.tensors}, constants,
-                           {i: o for r in records for i, o in r.origins.items()})
+                           {i: o for r in records for i, o in r.origins.items()},
+                           # (a tape recorded without source lines is drawn without names)
+                           _held_names(live) if any(r.tape_number is not None
+                                                    for r in records) else {})
     for node in graph.tensors:
         node.label = labels[node.tensor_id]
     graph.target_ids = tuple(dict.fromkeys(node_of[t.id] for t in targets if t.id in node_of))
@@ -384,6 +387,32 @@ def tape_graph(tape, target=None, sources=None) -> TapeGraph:
     if targets:
         mark_connected(graph)
     return graph
+
+
+def _held_names(live):
+    """tensor id -> the name under which the learner's code that asked for the drawing (the
+    first frame outside minitape) holds a target or source: what to call one that no
+    recorded op made and no line of code names (``y = x ** 2`` of a Variable the tape did
+    not watch: the tape recorded nothing)."""
+    import sys
+    from ..debugging import learner_frame_of
+    frame = learner_frame_of(sys._getframe(2))
+    if frame is None or not live:
+        return {}
+    held, passed = {}, {}
+    # A helper's parameter (``def show(tape, target, source)``) holds what its caller
+    # named: the callers' frames are looked at too, a few of them.
+    for _ in range(4):
+        code = frame.f_code
+        arguments = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        for name, value in list(frame.f_locals.items()):
+            if isinstance(value, Tensor) and value.id in live and value.id not in held \
+                    and name.isidentifier() and not name.startswith("_"):
+                (passed if name in arguments else held).setdefault(value.id, name)
+        frame = learner_frame_of(frame.f_back)
+        if frame is None or all(i in held for i in live):
+            break
+    return {**passed, **held}
 
 
 def _merged_ops(tapes, records):

@@ -10,7 +10,12 @@ they become a name, by these rules (the first that applies wins):
    ``a, b = mt.split(x, 2)`` labels the two outputs ``a`` and ``b``, ``y += x`` the new
    ``y`` (not ``x``), ``(p := x * x)`` ``p``, ``self.h = ...`` ``self.h``, a statement over
    several lines too (the whole file is parsed), and ``x = mt.Variable(3.0)`` or
-   ``x = mt.constant(3.0)`` (before the tape too) labels the tensor ``x``;
+   ``x = mt.constant(3.0)`` (before the tape too) labels the tensor ``x``; each element of a
+   list bound to a name is that name indexed: ``xs = [mt.constant(1.0), ...]`` and
+   ``ys = [w * x for x in xs]`` (or ``list(...)`` of a generator) give ``xs[0]``, ``ys[1]``;
+   the elements of a comprehension bound to no name (``mt.add_n([a * b for ...])``, a dict
+   or set comprehension, a generator) are called by their op and number, never all by the
+   element's text;
 3. what a function (or a lambda) returns takes the name its caller gives it: with
    ``return mt.reduce_mean(d)`` inside ``loss_fn``, ``loss = loss_fn(y, y_hat)`` labels the
    result ``loss`` (a helper, a training step, a Keras layer's ``call``); ``return a, b``
@@ -20,18 +25,30 @@ they become a name, by these rules (the first that applies wins):
    it when it is short (at most ``MAX_EXPRESSION`` characters): in ``z = mt.math.sin(x * x)``
    the ``Mul`` output is ``x * x`` (Python 3.11's ``co_positions`` gives the columns); what a
    helper returns into an expression is the call's text (``square(x)``);
-5. a tensor no recorded op made and nothing above names (``h = mt.zeros(...)`` or
+5. what a Keras layer (a ``Module``) returned, when the code does not name it (``model(x)``
+   runs every layer, and only the model's result is assigned): the layer's name, ``dense``,
+   ``dense_1`` or its ``name=``; the results of a layer called twice are numbered as a
+   rebound name's values;
+6. a tensor no recorded op made and nothing above names (``h = mt.zeros(...)`` or
    ``sequence[t]`` made by an op the tape did not record): the text of the operand of the
    first recorded op that read it (``h`` in ``h @ w_hh``), when it is a name or a short
-   expression that is not a number;
-6. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
-7. otherwise, the result of an op is called by the op and its number in the drawing
+   expression that is not a number; data a call turned into a tensor deep inside it
+   (``logits = model(X)``, ``loss_fn(Y, logits)``): the call's one argument that is a
+   plain name naming nothing else;
+7. a scalar constant the code wrote as a number (the ``1.0`` of ``w = y + 1.0``): its value;
+8. a target or source that nothing above names (no recorded op made it: ``y = x ** 2`` of a
+   Variable the tape did not watch): the name the code that asked for the drawing holds it
+   under (``held``);
+9. otherwise, the result of an op is called by the op and its number in the drawing
    (``sin #3``), and any other tensor ``t1``, ``t2``, ... counted per drawing.
 
 One line can run several ops (``mt.nn.softmax`` computes an ``exp``, a sum and a division;
 ``model(x)`` runs every layer): only the last op recorded from one run of that instruction
-made its value, so only it takes the assigned name or the sub-expression's text. A loop runs
-an instruction again (``for i in range(3): y = y * x``): each run is a value of its own.
+made its value, so only it takes the assigned name or the sub-expression's text; a line
+that ran a model and then computed outside it (``model.fit(x, y)``, ``view.step(1)``: a
+training step) returns none of them, and names none. A loop runs an instruction again
+(``for i in range(3): y = y * x``, ``for w in ws: y = w * x``): each run is a value of its
+own.
 
 A name bound to several values in turn (``u = x * 2.0`` then ``u = u * 2.0``, a loop's
 ``y = y * x``, ``y += x``) labels the last one, which the learner's variable holds; the
@@ -53,9 +70,14 @@ from .record import code_positions, created, source_span
 
 MAX_EXPRESSION = 12   # longer sub-expressions are not used as labels (``sin #3`` instead)
 
-# Short names of op types for unnamed results (``add #2``); others are lowercased.
+# Short names of op types for unnamed results (``add #2``), the name of the function a
+# learner called where it differs from the op's (``mt.where`` records SelectV2, ``mt.stack``
+# Pack); others are lowercased.
 _SHORT_OP = {"AddV2": "add", "RealDiv": "div", "BatchMatMulV2": "matmul", "MatMul": "matmul",
-             "Neg": "neg", "SquaredDifference": "sqdiff"}
+             "Neg": "neg", "SquaredDifference": "sqdiff", "SelectV2": "where",
+             "StopGradient": "stop_gradient", "Pack": "stack", "ConcatV2": "concat",
+             "StridedSlice": "slice", "GatherV2": "gather", "AddN": "add_n",
+             "LogSoftmax": "log_softmax", "ExpandDims": "expand_dims", "BiasAdd": "bias_add"}
 
 
 def is_fallback(label) -> bool:
@@ -161,6 +183,16 @@ def _bindings(tree, line_shift, col_shift):
                     bind(element, part)   # (a, b = x * 2, x * 3; (a, b), c = f(x), y)
         else:
             names = [ast.unparse(target)]
+            if isinstance(value, (ast.Tuple, ast.List)):   # xs = [mt.constant(1.0), ...]
+                for k, element in enumerate(value.elts):
+                    if not isinstance(element, ast.Starred):
+                        by_span.setdefault(span(element), ("names", [f"{names[0]}[{k}]"]))
+            elif isinstance(value, (ast.ListComp, ast.GeneratorExp)) or \
+                    isinstance(value, ast.Call) and _is_list_of(value):
+                # ys = [w * x for x in xs]: each element is ys[0], ys[1], ...
+                by_span.setdefault(span(value.args[0].elt if isinstance(value, ast.Call)
+                                        else value.elt),
+                                   ("element", names[0], span(value)))
         meaning = ("names", names)
         by_span[key or span(value)] = meaning
         if isinstance(value, ast.IfExp):  # y = a if c else b: the branch taken is y
@@ -170,6 +202,9 @@ def _bindings(tree, line_shift, col_shift):
 
     for node in ast.walk(tree):
         meaning = None
+        if isinstance(node, _COMPREHENSIONS):   # (one bound to a name is bound above)
+            element = node.value if isinstance(node, ast.DictComp) else node.elt
+            by_span.setdefault(span(element), ("element", None, span(node)))
         operands = _operands(node)
         if operands is not None:
             by_span.setdefault(("operands",) + span(node), operands)
@@ -193,6 +228,17 @@ def _bindings(tree, line_shift, col_shift):
             line = node.lineno + line_shift
             by_line[line] = None if line in by_line else meaning   # (one statement a line)
     return by_span, by_line
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _is_list_of(call):
+    """Is ``call`` ``list(<generator>)`` or ``tuple(<generator>)`` (a list of elements in
+    order, as a list comprehension makes)?"""
+    return isinstance(call.func, ast.Name) and call.func.id in ("list", "tuple") \
+        and len(call.args) == 1 and not call.keywords \
+        and isinstance(call.args[0], ast.GeneratorExp)
 
 
 def _operands(node):
@@ -237,6 +283,37 @@ def _operand_names(ops, lines, named, direct):
             text = " ".join(ast.unparse(operand).split())
             if len(text) <= MAX_EXPRESSION and text.isprintable():
                 found[i] = (text, isinstance(operand, ast.Name))
+    return found
+
+
+def _call_argument_names(runs, lines, known, from_code, direct):
+    """Labels for the data a call of a model or a loss read that nothing else names: in
+    ``logits = model(X)`` or ``loss = loss_fn(Y, logits)``, the NumPy array ``X`` or ``Y``
+    became a tensor inside the call, read by some op deep in it. When one run of the
+    learner's call read exactly one tensor nothing names, and exactly one positional
+    argument of the call is a plain name that names no other input, that is the name."""
+    found = {}
+    for group, frames in runs:
+        if len(group) == 1 and id(group[0]) in direct:
+            continue                  # (``_operand_names`` reads an op's own operands)
+        made = {i for op in group for i in op.output_ids}
+        unknown = list(dict.fromkeys(i for op in group for i in op.input_ids
+                                     if i not in known and i not in made
+                                     and i not in found))
+        if len(unknown) != 1:
+            continue
+        code, lasti = frames[0]
+        positions = _positions(code, lasti)
+        if positions is None or None in positions:
+            continue
+        by_span, _ = lines.bindings(code.co_filename, positions[0])
+        operands = by_span.get(("operands",) + tuple(positions))
+        if not operands:
+            continue
+        labels = {from_code.get(i) for op in group for i in op.input_ids}
+        names = [a.id for a in operands if isinstance(a, ast.Name) and a.id not in labels]
+        if len(names) == 1:
+            found[unknown[0]] = names[0]
     return found
 
 
@@ -369,6 +446,45 @@ def _names_from_code(frames, n_outputs, lines):
     return None
 
 
+def _element_of(frames, lines):
+    """``(key, owner, scope)`` when the innermost of ``frames`` computed an element of a
+    comprehension (``[w * x for x in xs]``), directly or through functions that return it
+    (``[f(x) for x in xs]``), else None. ``key`` is the element's instruction, ``owner`` the
+    name the comprehension is bound to (``ys`` in ``ys = [...]``) or None, ``scope``
+    ``(codes, filename, span)``: the code objects that run the comprehension's statement
+    and the comprehension's place, so that a later op of that statement outside it ends
+    the count of its elements."""
+    for k, origin in enumerate(frames):
+        meaning = _meaning(origin, lines)
+        if meaning is not None and meaning[0] == "element":
+            code = origin[0]
+            codes = {code}
+            if k + 1 < len(frames) and code.co_name in _COMPREHENSION_CODES:
+                codes.add(frames[k + 1][0])        # (Python 3.11: the comprehension's caller)
+            return origin, meaning[1], (codes, code.co_filename, meaning[2])
+        returned, element = _returned(origin, lines)
+        if not returned or element is not None:
+            return None
+    return None
+
+
+_COMPREHENSION_CODES = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
+def _outside(frames, scope, lines):
+    """Did the innermost of ``frames`` run the statement of comprehension ``scope`` (see
+    ``_element_of``) outside the comprehension (its element count ends there)?"""
+    codes, filename, (line, end_line, col, end_col) = scope
+    code, lasti = frames[0]
+    if code not in codes:
+        return False            # (a helper the element calls: still inside)
+    positions = _positions(code, lasti)
+    if positions is None or None in positions:
+        return True
+    start, end = (positions[0], positions[2]), (positions[1], positions[3])
+    return not ((line, col) <= start and end <= (end_line, end_col))
+
+
 def _expression_text(origin, lines):
     """The exact source text of the instruction at ``origin`` when it is short (``x * x``),
     else None."""
@@ -400,7 +516,7 @@ def _call_text(frames, lines):
     return _expression_text(frames[0], lines)
 
 
-def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
+def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=None):
     """Decide every tensor's label for one drawing.
 
     Args:
@@ -414,6 +530,8 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             ``w = y + 1.0``), used when the code gives the tensor no name.
         origins: optional tensor id -> where the learner made a constant or Variable that
             an op read (``TapeRecord.origins``).
+        held: optional tensor id -> the name the learner's code holds a target or source
+            under, for one that nothing above names (no recorded op made it).
 
     Returns:
         dict tensor id -> label.
@@ -426,9 +544,34 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
             produced.setdefault(i, (op.type, number, None if len(op.output_ids) == 1 else k))
     assigned_ids = set()     # the tensors named by an assignment (versions are numbered)
     direct = set()           # ops that are one run of an instruction on their own
+    counts = {}              # a comprehension's element instruction -> (elements, scope)
+    ops_notes = {id(op): note for op, note, _ in ops}
+    runs = []                # (group, frames) of each run, for ``_call_argument_names``
     for group, frames in _instructions(ops):
+        runs.append((group, frames))
         if len(group) == 1:
             direct.add(id(group[0]))
+        for key, (_, scope) in list(counts.items()):
+            if _outside(frames, scope, lines):
+                del counts[key]            # (the statement went on: a new count next time)
+        element = _element_of(frames, lines)
+        if element is not None:
+            # Each run is one element: ys[0], ys[1], ... when the comprehension is bound
+            # to ys, else the op and its number (never the element's text, the same for all).
+            # (Elements that read only older tensors, ``w * x`` over ``xs``, came as one
+            # group: the element's ops repeat, one period per element.)
+            key, owner, scope = element
+            period = _period([op.type for op in group])
+            for start in range(0, len(group), period):
+                k = counts[key][0] if key in counts else 0
+                counts[key] = (k + 1, scope)
+                outputs = group[start + period - 1].output_ids
+                if owner is not None and len(outputs) == 1 and outputs[0] not in from_code:
+                    from_code[outputs[0]] = f"{owner}[{k}]"
+                    assigned_ids.add(outputs[0])
+            continue
+        if _ran_several_things(group, ops_notes):
+            continue     # (``model.fit(x, y)``: its last op, the loss, is not what it returns)
         outputs = [i for op in group for i in op.output_ids]
         # The statement names the group's last outputs (``a, b = mt.unstack(x)``: two ops,
         # one output each); each op's own sub-expression names the rest, when short.
@@ -452,12 +595,20 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         origin = created(i)
         if origin is not None:
             made[i] = origin
-    for i, origin in made.items():
+    made_elements = {}     # ws = [mt.Variable(0.0) for _ in range(3)]: ws[0], ws[1], ...
+    for i, origin in sorted(made.items()):
         if i not in from_code:
             assigned = _assigned_names(origin[0], 1, lines)
             if assigned is not None:
                 from_code[i] = assigned[0]
                 assigned_ids.add(i)
+                continue
+            element = _element_of(origin, lines)
+            if element is not None and element[1] is not None:
+                k = made_elements[element[0]] = made_elements.get(element[0], -1) + 1
+                from_code[i] = f"{element[1]}[{k}]"
+                assigned_ids.add(i)
+    layer_outputs = _layer_outputs(ops)
     produced_ids = {i for op, _, _ in ops for i in op.output_ids}
     explicit_ids = {i for i, name in names.items() if isinstance(name, str)
                     and name != "Variable"}
@@ -468,12 +619,17 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         from_code[i] = text
         if is_name:
             assigned_ids.add(i)
+    known = produced_ids | explicit_ids | set(from_code) | set(constants or {})
+    for i, name in _call_argument_names(runs, lines, known, from_code, direct).items():
+        from_code[i] = name
+        assigned_ids.add(i)
     labels, unnamed = {}, 0
     for i in tensors:
         explicit = names.get(i)
         if not isinstance(explicit, str) or explicit == "Variable":  # (the default name)
             explicit = None
-        label = explicit or from_code.get(i) or (constants or {}).get(i)
+        label = explicit or from_code.get(i) or layer_outputs.get(i) or \
+            (constants or {}).get(i) or (held or {}).get(i)
         if label is None and i in produced:
             label = op_label(*produced[i])
         if label is None:
@@ -482,6 +638,10 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None):
         labels[i] = label
     _number_versions(labels, [i for i in tensors if i in assigned_ids and labels[i] ==
                               from_code[i]])
+    # A layer called twice (a GAN's discriminator on real and on generated data): its
+    # results are numbered as a rebound name's values are (``dense₁``, then ``dense``).
+    _number_versions(labels, [i for i in tensors if i in layer_outputs and i not in from_code
+                              and labels[i] == layer_outputs[i]])
     return labels
 
 
@@ -576,6 +736,42 @@ def _is_list(group):
                and len(op.output_ids) == 1 for op in group)
 
 
+def _ran_several_things(group, notes):
+    """Did one run of an instruction call a Module and also compute outside it (a training
+    step: ``model.fit(x, y)``, ``view.step(1)`` run the model, then the loss)? Its last op
+    is then no value the instruction returns, and takes no name from it."""
+    tops = {note.module_calls[0] if note is not None and note.module_calls else None
+            for note in (notes.get(id(op)) for op in group)}
+    return len(tops) > 1 and any(top is not None for top in tops)
+
+
+def _layer_outputs(ops):
+    """tensor id -> the name of the Module (a Keras layer: ``dense``, ``dense_1``, or its
+    ``name=``) whose call returned it: the output of the last op each call recorded; of
+    nested calls (a ``Sequential`` and its last layer), the innermost. For what the code
+    does not name (``model(x)`` runs every layer; only the model's result is assigned)."""
+    last = {}         # (module, stamp) of a call -> (depth, its last op)
+    for op, note, _ in ops:
+        if note is None or not note.module_calls or note.backward_of is not None:
+            continue
+        for depth, call in enumerate(note.module_calls):
+            last[(id(call[0]), call[1])] = (depth, op, call[0])
+    found = {}
+    for depth, op, module in sorted(last.values(), key=lambda entry: entry[0]):
+        name = getattr(module, "name", None)
+        if len(op.output_ids) == 1 and isinstance(name, str) and name:
+            found[op.output_ids[0]] = name            # (deeper calls come later: they win)
+    return found
+
+
+def _period(types):
+    """The shortest ``p`` such that ``types`` is its first ``p`` repeated."""
+    for p in range(1, len(types) // 2 + 1):
+        if len(types) % p == 0 and types == types[:p] * (len(types) // p):
+            return p
+    return len(types)
+
+
 def _repetition(group):
     """The length of one run of a loop in ``group`` (see ``_instructions``), else
     ``len(group)``."""
@@ -593,12 +789,17 @@ def _runs_again(before, run):
     """Is ``run`` a new run of the code that made ``before`` (see ``_instructions``)? It is
     when it reads what ``before`` made (``y = y * x``), or a tensor made after ``before``
     that it did not make itself (``x * float(k)`` in a comprehension: a new constant each
-    time); one call's ops read what was there before the call (``mt.unstack``)."""
+    time), or when it reads other tensors than ``before`` did (``for w in ws: y = w * x``);
+    one call's ops read the same tensors, there before the call (``mt.unstack``)."""
     made_before = {i for op in before for i in op.output_ids}
     made_here = {i for op in run for i in op.output_ids}
     newest = max(made_before)
-    return any(i in made_before or (i > newest and i not in made_here)
-               for op in run for i in op.input_ids)
+    if any(i in made_before or (i > newest and i not in made_here)
+           for op in run for i in op.input_ids):
+        return True
+    # ``for w in ws: y = w * x``: each run reads other tensors, all older (one call reads
+    # the same ones each time: ``mt.unstack`` slices one input).
+    return [op.input_ids for op in run] != [op.input_ids for op in before]
 
 
 def _frames(entry):

@@ -346,6 +346,30 @@ class LastPass:
         return self._reached
 
 
+MAX_JACOBIAN_KEPT = 4096
+"""A vectorized Jacobian's step gradients with at most this many elements are kept (whole,
+every row), so that ``explain`` can say which row went NaN once the tape released them."""
+
+
+class JacobianPass:
+    """What a tape's last ``jacobian`` or ``batch_jacobian`` did, when it ran vectorized
+    (one backward pass carrying every row of cotangents on a leading axis).
+
+    Attributes:
+        what: ``"jacobian"`` or ``"batch_jacobian"``.
+        target_id: the id of the target.
+        chunks: ``(seeds, steps)`` per backward pass (one, or one per ``parallel_iterations``
+            rows): ``seeds`` the cotangents (rows first, an ndarray), ``steps`` ``(op seq,
+            input ids, in_grads)`` in the order the walk ran, each gradient an ndarray
+            with the rows first, None (no gradient) or ``_NOT_KEPT`` (too large to keep).
+    """
+
+    __slots__ = ("what", "target_id", "chunks")
+
+    def __init__(self, what, target_id):
+        self.what, self.target_id, self.chunks = what, target_id, []
+
+
 _NOT_KEPT = ("not kept",)
 """What ``LastPass.add_step`` stores for a large gradient it keeps nothing of (None there
 means no gradient)."""
@@ -366,6 +390,8 @@ class TapeRecord(TapeObserver):
     Attributes:
         tape_number: the observed tape's ``number``.
         last_pass: the ``LastPass`` of the tape's last ``gradient`` call (None before one).
+        last_jacobian: the ``JacobianPass`` of the tape's last call when it was a vectorized
+            ``jacobian`` or ``batch_jacobian`` (None otherwise).
         origins: tensor id -> origin of a constant or Variable an op read (where the learner
             made it).
     """
@@ -373,7 +399,10 @@ class TapeRecord(TapeObserver):
     def __init__(self, tape=None):
         self.tape_number = None if tape is None else tape.number
         self.last_pass = None
+        self.last_jacobian = None   # a JacobianPass, when the last call was a vectorized one
         self.origins = {}
+        self._asked = None     # the method of the tape's last backward call ("jacobian")
+        self._jacobian_steps = None   # the steps list of the vectorized pass running
         self._notes = {}       # id(op) -> OpNote (the tape holds its ops until a reset,
                                # which clears this too, so an id means one op here)
         self._pass = None      # the LastPass being filled
@@ -455,6 +484,9 @@ class TapeRecord(TapeObserver):
                                names, *map(_small, both))
 
     def event(self, tape, kind, seq, detail):
+        if kind == "gradient":       # a new backward call: gradient, jacobian, ...
+            self._asked = detail
+            self.last_jacobian = None
         if kind == "reset":          # the tape forgot its ops
             self._notes = {}
             self._with_forward = []
@@ -474,6 +506,14 @@ class TapeRecord(TapeObserver):
         if batch_ndim == 0:
             last = self._pass = LastPass(tape.persistent)
             last.seeds = {i: last.keep(array_of(g)) for i, g in seeds.items()}
+        elif batch_ndim == 1 and len(seeds) == 1 and self._asked in ("jacobian",
+                                                                       "batch_jacobian"):
+            (target_id, seed), = seeds.items()
+            jac = self.last_jacobian
+            if jac is None or jac.target_id != target_id:
+                jac = self.last_jacobian = JacobianPass(self._asked, target_id)
+            self._jacobian_steps = []
+            jac.chunks.append((np.array(array_of(seed)), self._jacobian_steps))
 
     def backward_step(self, tape, op, out_grads, in_grads):
         # (Once per step of every pass: ``LastPass.add_step`` written out for its common
@@ -482,6 +522,15 @@ class TapeRecord(TapeObserver):
         # the garbage collector follows, so it stops tracking it, and the thousands of
         # steps of a long pass are not walked again by every full collection.
         last = self._pass
+        if last is None and self._jacobian_steps is not None:   # (a vectorized Jacobian)
+            note = self._notes.get(id(op))
+            seq = note[0] if type(note) is tuple else note.seq if note is not None else -id(op)
+            values = [None if g is None else array_of(g) if type(g) is Tensor else
+                      np.asarray(g) for g in in_grads]
+            self._jacobian_steps.append((seq, op.input_ids, tuple(
+                v if v is None or v.size <= MAX_JACOBIAN_KEPT else _NOT_KEPT
+                for v in values)))
+            return
         if last is not None:
             note = self._notes.get(id(op))
             seq = note[0] if type(note) is tuple else note.seq if note is not None else -id(op)
@@ -504,6 +553,7 @@ class TapeRecord(TapeObserver):
     def backward_ended(self, tape, gradients):
         _passes.running.pop()
         _passes_running.remove(self)
+        self._jacobian_steps = None
         last, self._pass = self._pass, None
         if last is not None and gradients is not None:
             last.gradients = gradients

@@ -295,10 +295,18 @@ class TrainingView(widgets.VBox):
 
     def _tape_svg(self) -> str:
         from .draw import draw_tape
+        from .graph import tape_graph
+        from .labels import is_fallback
         if self.last_tape is None:
             return "<p>(no step yet)</p>"
-        dot = draw_tape(self.last_tape, self._last_loss if isinstance(self._last_loss, Tensor)
-                        else None, _variables(self.model), group="module", why=False)
+        loss = self._last_loss if isinstance(self._last_loss, Tensor) else None
+        graph = tape_graph(self.last_tape, loss, _variables(self.model))
+        if loss is not None and loss.id in {n.tensor_id for n in graph.tensors}:
+            node = graph.tensor(loss)
+            if is_fallback(node.label):     # (computed inside the step: ``mean #9``)
+                node.label = "loss"
+        dot = draw_tape(self.last_tape, loss, _variables(self.model), group="module",
+                        why=False, graph=graph)
         # Laid out for the notebook column as ``draw_tape`` lays out its drawings (never
         # shrunk below 11 px labels), and shown at that size: a box scrolls, it never shrinks.
         svg = dot.pipe(format="svg", encoding="utf-8")
