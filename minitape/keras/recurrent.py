@@ -1,0 +1,676 @@
+"""Keras's recurrent layers, with minitape ops: ``SimpleRNN``, ``LSTM``, ``GRU``, their cells,
+``RNN(cell)``, ``Bidirectional``, ``TimeDistributed``, and ``Conv1D`` (time series).
+
+Each layer is written as the textbook equations, with ``matmul``, ``sigmoid``, ``tanh`` and a
+Python loop over the time steps: the tape records every step (backpropagation through time is
+the ordinary gradient of the unrolled loop; no new gradient rule), and a drawing of the tape
+shows the steps one after the other.
+
+Semantics, defaults and the weights' layout are Keras 3's (``keras.layers.LSTM`` ...), so
+that ``set_weights`` with a Keras layer's ``get_weights()`` gives the same outputs:
+
+- ``kernel`` ``(input_dim, k * units)``, ``recurrent_kernel`` ``(units, k * units)``,
+  ``bias`` ``(k * units,)``, with ``k`` gates side by side: 1 for ``SimpleRNN``; 4 for
+  ``LSTM``, in the order i, f, c, o (input, forget, candidate, output); 3 for ``GRU``, in
+  the order z, r, h (update, reset, candidate), and with ``reset_after=True`` (the default)
+  a bias ``(2, 3 * units)``: row 0 for the input, row 1 for the recurrent state.
+- Inputs ``(batch, timesteps, features)``; the output is the last step's ``(batch, units)``,
+  or every step's ``(batch, timesteps, units)`` with ``return_sequences=True``;
+  ``return_state=True`` adds the final states (``[output, h]``; LSTM ``[output, h, c]``).
+- ``dropout`` / ``recurrent_dropout``: while training only, one mask per sequence (the same
+  at every step), on the inputs and on the previous state, as Keras.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import layers as _mt_layers
+from ..engine.tensor import convert_to_tensor
+from ..ops import array_ops, math_ops, nn_ops
+from .layers import Layer
+
+__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells", "RNN", "SimpleRNN",
+           "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Conv1D"]
+
+
+def _rate(value, who, arg):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{who}: {arg} is the fraction of units to drop and must be a number "
+                         f"in [0, 1), got {arg}={value!r}")
+    return float(value)
+
+
+def _sequences(inputs, dtype, who):
+    """``inputs`` as a floating Tensor of shape ``(batch, timesteps, features)``."""
+    x = convert_to_tensor(inputs, what=who)
+    if x.dtype.kind not in "f" or x.dtype != dtype:
+        x = math_ops.cast(x, dtype)
+    if x.ndim != 3:
+        raise ValueError(f"{who} expects inputs of shape (batch, timesteps, features), got shape "
+                         f"{tuple(x.shape)}; a single series of values needs a features axis: "
+                         "x[..., None] (Geron: input_shape=[None, 1])")
+    return x
+
+
+class _DropoutCell(Layer):
+    """What the three cells share: their arguments, their weights, their dropout masks."""
+
+    _gates = 1
+    _walk_skip = ("_masks", "_keep_masks")
+
+    def __init__(self, units, activation="tanh", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, **kwargs):
+        kwargs.pop("implementation", None)   # (Keras's choice of kernels: one here)
+        super().__init__(**kwargs)
+        who = type(self).__name__
+        self.units = _mt_layers._positive_int(units, who, "units")
+        self.activation = _mt_layers._activation(activation) or (lambda x: x)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = kernel_initializer
+        self.recurrent_initializer = recurrent_initializer
+        self.bias_initializer = bias_initializer
+        self._regularizers = (kernel_regularizer, recurrent_regularizer, bias_regularizer)
+        self._constraints = (kernel_constraint, recurrent_constraint, bias_constraint)
+        self.dropout = _rate(dropout, who, "dropout")
+        self.recurrent_dropout = _rate(recurrent_dropout, who, "recurrent_dropout")
+        self._seeds = None if seed is None else np.random.default_rng(seed)
+        self._masks = {}
+        self._keep_masks = False
+        self.state_size = self.units
+        self.output_size = self.units
+
+    def build(self, input_shape):
+        """Make ``kernel`` ``(input_dim, k*units)``, ``recurrent_kernel`` ``(units, k*units)``
+        and ``bias``, ``input_dim`` being the last axis of ``input_shape``."""
+        input_dim = _mt_layers._last_dim(input_shape, type(self).__name__)
+        width = self._gates * self.units
+        self.kernel = self.add_weight(
+            shape=(input_dim, width), initializer=self.kernel_initializer, name="kernel",
+            regularizer=self._regularizers[0], constraint=self._constraints[0])
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, width), initializer=self.recurrent_initializer,
+            name="recurrent_kernel", regularizer=self._regularizers[1],
+            constraint=self._constraints[1])
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=self._bias_shape(), initializer=self._bias_initializer(), name="bias",
+                regularizer=self._regularizers[2], constraint=self._constraints[2])
+        self.built = True
+
+    def _bias_shape(self):
+        return (self._gates * self.units,)
+
+    def _bias_initializer(self):
+        return self.bias_initializer
+
+    def get_initial_state(self, batch_size=None):
+        """Zeros ``(batch_size, units)``, one per state, as a list (Keras's initial state)."""
+        sizes = self.state_size if isinstance(self.state_size, (list, tuple)) \
+            else [self.state_size]
+        return [array_ops.zeros((batch_size, size), self.dtype) for size in sizes]
+
+    def reset_dropout_mask(self):
+        """Forget the dropout masks: the next call draws new ones (the RNN layer calls it
+        after each sequence, so one sequence uses one mask at every step, as Keras)."""
+        self._masks = {}
+
+    def _dropped(self, x, kind, rate, training):
+        """``x`` times the dropout mask ``kind`` (``1/(1-rate)`` or 0 per unit), while
+        training; ``x`` itself otherwise."""
+        if not training or rate == 0.0:
+            return x
+        mask = self._masks.get(kind)
+        if mask is None or tuple(mask.shape) != tuple(x.shape):
+            seed = None if self._seeds is None else int(self._seeds.integers(2**31))
+            mask = nn_ops.dropout(array_ops.ones(x.shape, x.dtype), rate, seed=seed)
+            if self._keep_masks:
+                self._masks[kind] = mask
+        return x * mask
+
+    def _prepare(self, inputs, states, training):
+        x = convert_to_tensor(inputs, what=type(self).__name__)
+        if x.dtype != self.dtype:
+            x = math_ops.cast(x, self.dtype)
+        nested = isinstance(states, (list, tuple))
+        state_list = list(states) if nested else [states]
+        state_list = [convert_to_tensor(s) for s in state_list]
+        training = _mt_layers.training_mode(training)
+        x = self._dropped(x, "input", self.dropout, training)
+        return x, state_list, nested, training
+
+
+class SimpleRNNCell(_DropoutCell):
+    """One step of a fully-connected RNN, as ``keras.layers.SimpleRNNCell``::
+
+        h = activation(x @ kernel + bias + h_prev @ recurrent_kernel)
+
+    ``cell(x, states)`` with ``x`` ``(batch, input_dim)`` and ``states`` ``[h_prev]`` (or
+    ``h_prev``) ``(batch, units)`` returns ``(h, [h])`` (``(h, h)`` for a bare state). Weights:
+    ``kernel`` ``(input_dim, units)`` (glorot_uniform), ``recurrent_kernel`` ``(units, units)``
+    (orthogonal), ``bias`` ``(units,)`` (zeros). ``dropout`` masks ``x`` and
+    ``recurrent_dropout`` masks ``h_prev``, while training.
+
+    Raises:
+        TypeError / ValueError: ``units`` not a positive int; a dropout rate outside [0, 1).
+    """
+
+    def call(self, inputs, states, training=None):
+        x, (h_prev,), nested, training = self._prepare(inputs, states, training)
+        h_prev = self._dropped(h_prev, "recurrent", self.recurrent_dropout, training)
+        z = math_ops.matmul(x, self.kernel)
+        if self.bias is not None:
+            z = z + self.bias
+        h = self.activation(z + math_ops.matmul(h_prev, self.recurrent_kernel))
+        return h, ([h] if nested else h)
+
+
+class _ForgetBias:
+    """LSTM's bias initializer with ``unit_forget_bias=True``: the forget gate's part ones,
+    the rest from ``bias_initializer`` (Keras's)."""
+
+    def __init__(self, units, initializer):
+        self.units, self.initializer = units, initializer
+
+    def __call__(self, shape, dtype=None):
+        from .layers import _initial_value
+        u = self.units
+        rest = _initial_value(self.initializer, (u,), dtype, "LSTMCell bias_initializer")
+        tail = _initial_value(self.initializer, (2 * u,), dtype, "LSTMCell bias_initializer")
+        return np.concatenate([rest, np.ones(u, dtype), tail])
+
+
+class LSTMCell(_DropoutCell):
+    """One step of a Long Short-Term Memory layer, as ``keras.layers.LSTMCell``::
+
+        i, f, g, o = split(x @ kernel + h_prev @ recurrent_kernel + bias, 4)
+        i, f, o = recurrent_activation(i), recurrent_activation(f), recurrent_activation(o)
+        c = f * c_prev + i * activation(g)
+        h = o * activation(c)
+
+    ``cell(x, [h_prev, c_prev])`` returns ``(h, [h, c])``. Weights: ``kernel``
+    ``(input_dim, 4*units)``, ``recurrent_kernel`` ``(units, 4*units)``, ``bias``
+    ``(4*units,)``, the gates side by side in the order i, f, c, o (Keras's).
+    ``unit_forget_bias=True`` (the default) starts the forget gate's bias at 1.
+    ``recurrent_activation`` defaults to ``"sigmoid"``, ``activation`` to ``"tanh"``.
+    """
+
+    _gates = 4
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
+                 use_bias=True, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 unit_forget_bias=True, **kwargs):
+        super().__init__(units, activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer,
+                         recurrent_initializer=recurrent_initializer,
+                         bias_initializer=bias_initializer, **kwargs)
+        self.recurrent_activation = _mt_layers._activation(recurrent_activation) or \
+            (lambda x: x)
+        self.unit_forget_bias = bool(unit_forget_bias)
+        self.state_size = [self.units, self.units]
+
+    def _bias_initializer(self):
+        if self.unit_forget_bias:
+            return _ForgetBias(self.units, self.bias_initializer)
+        return self.bias_initializer
+
+    def call(self, inputs, states, training=None):
+        x, state_list, _, training = self._prepare(inputs, states, training)
+        if len(state_list) != 2:
+            raise ValueError(f"LSTMCell '{self.name}' expects states [h, c], got "
+                             f"{len(state_list)} state(s)")
+        h_prev, c_prev = state_list
+        h_prev = self._dropped(h_prev, "recurrent", self.recurrent_dropout, training)
+        z = math_ops.matmul(x, self.kernel) + math_ops.matmul(h_prev, self.recurrent_kernel)
+        if self.bias is not None:
+            z = z + self.bias
+        u = self.units
+        i = self.recurrent_activation(z[:, :u])
+        f = self.recurrent_activation(z[:, u:2 * u])
+        g = self.activation(z[:, 2 * u:3 * u])
+        o = self.recurrent_activation(z[:, 3 * u:])
+        c = f * c_prev + i * g
+        h = o * self.activation(c)
+        return h, [h, c]
+
+
+class GRUCell(_DropoutCell):
+    """One step of a Gated Recurrent Unit, as ``keras.layers.GRUCell``.
+
+    With ``reset_after=True`` (Keras 3's default; cuDNN's variant), ``bias`` is ``(2,
+    3*units)``, ``b_x = bias[0]`` for the input and ``b_h = bias[1]`` for the state::
+
+        x_z, x_r, x_h = split(x @ kernel + b_x, 3)
+        h_z, h_r, h_h = split(h_prev @ recurrent_kernel + b_h, 3)
+        z = recurrent_activation(x_z + h_z)          # update gate
+        r = recurrent_activation(x_r + h_r)          # reset gate
+        h_tilde = activation(x_h + r * h_h)          # candidate
+        h = z * h_prev + (1 - z) * h_tilde
+
+    With ``reset_after=False`` (the original GRU), ``bias`` is ``(3*units,)`` and the
+    candidate is ``activation(x_h + (r * h_prev) @ recurrent_kernel[:, 2u:])``. The gates
+    are side by side in the order z, r, h. ``cell(x, [h_prev])`` returns ``(h, [h])``.
+    """
+
+    _gates = 3
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
+                 use_bias=True, reset_after=True, **kwargs):
+        super().__init__(units, activation=activation, use_bias=use_bias, **kwargs)
+        self.recurrent_activation = _mt_layers._activation(recurrent_activation) or \
+            (lambda x: x)
+        self.reset_after = bool(reset_after)
+
+    def _bias_shape(self):
+        return (2, 3 * self.units) if self.reset_after else (3 * self.units,)
+
+    def call(self, inputs, states, training=None):
+        x, (h_prev,), nested, training = self._prepare(inputs, states, training)
+        h_in = self._dropped(h_prev, "recurrent", self.recurrent_dropout, training)
+        u = self.units
+        mx = math_ops.matmul(x, self.kernel)
+        if self.bias is not None:
+            mx = mx + (self.bias[0] if self.reset_after else self.bias)
+        if self.reset_after:
+            mh = math_ops.matmul(h_in, self.recurrent_kernel)
+            if self.bias is not None:
+                mh = mh + self.bias[1]
+        else:
+            mh = math_ops.matmul(h_in, self.recurrent_kernel[:, :2 * u])
+        z = self.recurrent_activation(mx[:, :u] + mh[:, :u])
+        r = self.recurrent_activation(mx[:, u:2 * u] + mh[:, u:2 * u])
+        if self.reset_after:
+            recurrent_h = r * mh[:, 2 * u:]
+        else:
+            recurrent_h = math_ops.matmul(r * h_in, self.recurrent_kernel[:, 2 * u:])
+        h_tilde = self.activation(mx[:, 2 * u:] + recurrent_h)
+        h = z * h_prev + (1.0 - z) * h_tilde
+        return h, ([h] if nested else h)
+
+
+class StackedRNNCells(Layer):
+    """Several cells as one, as ``keras.layers.StackedRNNCells`` (what ``RNN([cell1,
+    cell2])`` makes): each step runs the cells one above the other; the states are the
+    cells' states, in order."""
+
+    def __init__(self, cells, **kwargs):
+        super().__init__(**kwargs)
+        self.cells = list(cells)
+        self.state_size = [s for c in self.cells for s in _sizes(c.state_size)]
+        self.output_size = getattr(self.cells[-1], "output_size", None)
+
+    def get_initial_state(self, batch_size=None):
+        return [s for c in self.cells for s in _initial_state(c, batch_size, self.dtype)]
+
+    def call(self, inputs, states, training=None):
+        x, new_states, k = inputs, [], 0
+        for cell in self.cells:
+            n = len(_sizes(cell.state_size))
+            x, cell_states = cell(x, list(states[k:k + n]), training=training)
+            new_states += list(cell_states) if isinstance(cell_states, (list, tuple)) \
+                else [cell_states]
+            k += n
+        return x, new_states
+
+
+def _sizes(state_size):
+    return list(state_size) if isinstance(state_size, (list, tuple)) else [state_size]
+
+
+def _initial_state(cell, batch_size, dtype):
+    if hasattr(cell, "get_initial_state"):
+        return list(cell.get_initial_state(batch_size))
+    return [array_ops.zeros((batch_size, size), dtype) for size in _sizes(cell.state_size)]
+
+
+class RNN(Layer):
+    """Run a cell over the time steps of a sequence, as ``keras.layers.RNN(cell)``.
+
+    ``cell`` is any layer with ``state_size`` (an int, or a list of ints, one per state)
+    whose ``call(inputs, states)`` returns ``(output, new_states)``: a ``SimpleRNNCell``,
+    ``LSTMCell``, ``GRUCell``, a ``Layer`` subclass of yours (Geron's ``LNSimpleRNNCell``), or
+    a list of cells (stacked: ``StackedRNNCells``).
+
+    ``layer(x)`` with ``x`` ``(batch, timesteps, features)`` starts from zero states (or
+    ``initial_state=[...]``), calls the cell once per step in a Python loop (the tape records
+    each step) and returns the last output ``(batch, units)``; every output ``(batch,
+    timesteps, units)`` with ``return_sequences=True``; and ``[output] + final_states`` with
+    ``return_state=True``. ``go_backwards=True`` reads the steps last to first (the sequence
+    returned is then in that reversed order, as Keras). ``training`` reaches the cell
+    (dropout).
+
+    Raises:
+        ValueError: inputs that are not 3-D; a wrong number of initial states.
+        NotImplementedError: ``stateful=True`` or a ``mask`` (not in minitape).
+    """
+
+    def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
+                 stateful=False, unroll=False, zero_output_for_mask=False, **kwargs):
+        if stateful:
+            raise NotImplementedError(
+                f"{type(self).__name__}: stateful=True is not in minitape; pass the state "
+                "yourself: outputs, *states = layer(x, initial_state=states) with "
+                "return_state=True")
+        super().__init__(**kwargs)
+        if isinstance(cell, (list, tuple)):
+            cell = StackedRNNCells(cell)
+        if not hasattr(cell, "state_size") or not callable(cell):
+            raise TypeError(f"{type(self).__name__}: cell must be a layer with a state_size "
+                            f"and a call(inputs, states), got {cell!r:.60}")
+        self.cell = cell
+        self.return_sequences = bool(return_sequences)
+        self.return_state = bool(return_state)
+        self.go_backwards = bool(go_backwards)
+
+    def call(self, inputs, initial_state=None, training=None, mask=None):
+        if mask is not None:
+            raise NotImplementedError(f"{type(self).__name__} '{self.name}': masks are not in "
+                                      "minitape; give sequences of equal length")
+        who = f"{type(self).__name__} '{self.name}'"
+        x = _sequences(inputs, self.dtype, who)
+        batch, steps = x.shape[0], x.shape[1]
+        if initial_state is None:
+            states = _initial_state(self.cell, batch, self.dtype)
+        else:
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
+                else [initial_state]
+            states = [math_ops.cast(convert_to_tensor(s), self.dtype) for s in states]
+            if len(states) != len(_sizes(self.cell.state_size)):
+                raise ValueError(f"{who}: initial_state has {len(states)} tensor(s), the cell "
+                                 f"has {len(_sizes(self.cell.state_size))} state(s)")
+        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
+        outputs = []
+        dropout_cells = [c for c in getattr(self.cell, "cells", [self.cell])
+                         if isinstance(c, _DropoutCell)]
+        for c in dropout_cells:   # one dropout mask per sequence, at every step
+            c._keep_masks = True
+        try:
+            for t in order:
+                kwargs = {} if training is None else {"training": training}
+                output, states = self.cell(x[:, t, :], states, **kwargs)
+                if t == order[0]:
+                    self._name_cell_weights()
+                states = list(states) if isinstance(states, (list, tuple)) else [states]
+                outputs.append(output)
+        finally:
+            for c in dropout_cells:
+                c._keep_masks = False
+                c.reset_dropout_mask()
+        if not outputs:
+            raise ValueError(f"{who}: the sequences have no time steps (shape "
+                             f"{tuple(x.shape)})")
+        y = array_ops.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
+        return [y] + states if self.return_state else y
+
+
+    def _name_cell_weights(self):
+        # Keras's paths: "lstm/lstm_cell/kernel" (the cell's weights exist after its first call)
+        for v in self.cell.weights:
+            if not getattr(v, "path", "").startswith(self.name + "/"):
+                v.path = f"{self.name}/{v.path}"
+
+
+def _recurrent_layer(cls, cell_cls, units, return_sequences, return_state, go_backwards,
+                     stateful, unroll, kwargs):
+    """(What SimpleRNN, LSTM and GRU share: the layer's own keywords, the rest to the cell.)"""
+    layer_keys = ("name", "trainable", "input_shape", "input_dim", "batch_input_shape",
+                  "batch_size", "activity_regularizer")
+    layer_kwargs = {k: kwargs.pop(k) for k in layer_keys if k in kwargs}
+    if "dtype" in kwargs:
+        layer_kwargs["dtype"] = kwargs["dtype"]
+    if layer_kwargs.get("name") is None:
+        layer_kwargs["name"] = _mt_layers._default_name(_snake(cls.__name__))
+    cell = cell_cls(units, name=f"{_snake(cls.__name__)}_cell", **kwargs)
+    return cell, dict(return_sequences=return_sequences, return_state=return_state,
+                      go_backwards=go_backwards, stateful=stateful, unroll=unroll,
+                      **layer_kwargs)
+
+
+def _snake(name):
+    return {"SimpleRNN": "simple_rnn", "LSTM": "lstm", "GRU": "gru"}.get(name, name.lower())
+
+
+class SimpleRNN(RNN):
+    """A fully-connected RNN over a sequence, as ``keras.layers.SimpleRNN``:
+    ``RNN(SimpleRNNCell(units, ...))`` (see both).
+
+    ``SimpleRNN(units, activation="tanh", use_bias=True, kernel_initializer="glorot_uniform",
+    recurrent_initializer="orthogonal", bias_initializer="zeros", dropout=0.0,
+    recurrent_dropout=0.0, return_sequences=False, return_state=False, go_backwards=False)``;
+    weights ``[kernel (input_dim, units), recurrent_kernel (units, units), bias (units,)]``.
+
+    >>> import minitape as mt
+    >>> layer = mt.keras.layers.SimpleRNN(3, return_sequences=True)
+    >>> layer(mt.zeros((2, 5, 1))).shape
+    TensorShape([2, 5, 3])
+    """
+
+    _cell_class = SimpleRNNCell
+
+    def __init__(self, units, return_sequences=False, return_state=False, go_backwards=False,
+                 stateful=False, unroll=False, **kwargs):
+        cell, options = _recurrent_layer(type(self), self._cell_class, units, return_sequences,
+                                         return_state, go_backwards, stateful, unroll, kwargs)
+        super().__init__(cell, **options)
+
+    @property
+    def units(self):
+        return self.cell.units
+
+
+class LSTM(SimpleRNN):
+    """A Long Short-Term Memory layer (Hochreiter and Schmidhuber 1997), as
+    ``keras.layers.LSTM``: ``RNN(LSTMCell(units, ...))`` (see ``LSTMCell`` for the
+    equations and the weights' layout, i, f, c, o). ``return_state=True`` returns
+    ``[output, h, c]``.
+
+    >>> import minitape as mt
+    >>> output, h, c = mt.keras.layers.LSTM(4, return_state=True)(mt.zeros((2, 3, 5)))
+    >>> output.shape, h.shape, c.shape
+    (TensorShape([2, 4]), TensorShape([2, 4]), TensorShape([2, 4]))
+    """
+
+    _cell_class = LSTMCell
+
+
+class GRU(SimpleRNN):
+    """A Gated Recurrent Unit layer (Cho et al. 2014), as ``keras.layers.GRU``:
+    ``RNN(GRUCell(units, ...))`` (see ``GRUCell`` for the equations, ``reset_after`` and the
+    weights' layout, z, r, h)."""
+
+    _cell_class = GRUCell
+
+
+class Bidirectional(Layer):
+    """Run a recurrent layer forwards and a copy of it backwards, as
+    ``keras.layers.Bidirectional``.
+
+    The backward layer is ``layer``'s class made from ``layer.get_config()`` with
+    ``go_backwards`` flipped (its own weights), or ``backward_layer``. The two outputs are
+    merged by ``merge_mode``: ``"concat"`` (the default: ``(batch, 2*units)``), ``"sum"``,
+    ``"mul"``, ``"ave"``, or ``None`` (a list of both). With ``return_sequences=True`` the
+    backward outputs are put back in forward time order first, as Keras. Weights: the
+    forward layer's, then the backward layer's. ``return_state`` is not supported here.
+
+    Raises:
+        ValueError: an unknown ``merge_mode``; ``return_state=True``.
+    """
+
+    def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None,
+                 **kwargs):
+        if merge_mode not in ("concat", "sum", "mul", "ave", None):
+            raise ValueError(f"Bidirectional: merge_mode must be 'concat', 'sum', 'mul', 'ave' "
+                             f"or None, got {merge_mode!r}")
+        if not isinstance(layer, RNN):
+            raise TypeError(f"Bidirectional wraps a recurrent layer (SimpleRNN, LSTM, GRU, "
+                            f"RNN), got {layer!r:.60}")
+        if layer.return_state:
+            raise ValueError("Bidirectional: return_state=True is not supported in minitape")
+        super().__init__(**kwargs)
+        if backward_layer is None:
+            config = layer.get_config()
+            config["go_backwards"] = not layer.go_backwards
+            config["name"] = "backward_" + layer.name
+            backward_layer = type(layer).from_config(config)
+        layer.name = "forward_" + layer.name
+        self.forward_layer = layer
+        self.backward_layer = backward_layer
+        self.merge_mode = merge_mode
+        self.return_sequences = layer.return_sequences
+        if weights is not None:
+            self._initial_weights = weights
+
+    def call(self, inputs, training=None):
+        kwargs = {} if training is None else {"training": training}
+        y = self.forward_layer(inputs, **kwargs)
+        y_rev = self.backward_layer(inputs, **kwargs)
+        if self.return_sequences:
+            y_rev = array_ops.reverse(y_rev, [1])
+        if self.merge_mode == "concat":
+            return array_ops.concat([y, y_rev], axis=-1)
+        if self.merge_mode == "sum":
+            return y + y_rev
+        if self.merge_mode == "mul":
+            return y * y_rev
+        if self.merge_mode == "ave":
+            return (y + y_rev) / 2.0
+        return [y, y_rev]
+
+
+class TimeDistributed(Layer):
+    """Apply ``layer`` to every time step, as ``keras.layers.TimeDistributed``.
+
+    ``(batch, timesteps, ...)`` is reshaped to ``(batch * timesteps, ...)``, given to
+    ``layer`` (the same weights at every step) and reshaped back to ``(batch, timesteps,
+    ...)``. (A ``Dense`` already acts on the last axis, so ``TimeDistributed(Dense(n))`` is
+    ``Dense(n)``, as Geron notes.)
+
+    Raises:
+        ValueError: inputs with fewer than 3 axes.
+    """
+
+    def __init__(self, layer, **kwargs):
+        super().__init__(**kwargs)
+        if not callable(layer):
+            raise TypeError(f"TimeDistributed wraps a layer, got {layer!r:.60}")
+        self.layer = layer
+
+    def call(self, inputs, training=None):
+        x = convert_to_tensor(inputs, what=f"TimeDistributed '{self.name}'")
+        if x.ndim < 3:
+            raise ValueError(f"TimeDistributed '{self.name}' expects inputs of shape (batch, "
+                             f"timesteps, ...), got shape {tuple(x.shape)}")
+        batch, steps = x.shape[0], x.shape[1]
+        flat = array_ops.reshape(x, (batch * steps,) + tuple(x.shape[2:]))
+        kwargs = {} if training is None or not _accepts_training(self.layer) \
+            else {"training": training}
+        y = self.layer(flat, **kwargs)
+        return array_ops.reshape(y, (batch, steps) + tuple(y.shape[1:]))
+
+
+def _accepts_training(layer):
+    from .layers import accepts
+    return accepts(layer, "training") or accepts(getattr(layer, "call", None), "training")
+
+
+class Conv1D(Layer):
+    """1-D convolution over time, as ``keras.layers.Conv1D`` (Geron's and Chollet's time
+    series; WaveNet with ``padding="causal"`` and ``dilation_rate``).
+
+    Inputs ``(batch, steps, channels)``; ``kernel`` ``(kernel_size, channels, filters)``
+    (glorot_uniform), ``bias`` ``(filters,)`` (zeros); Keras's layout. Computed as the sum
+    over the kernel's taps ``k`` of ``x[:, k*dilation_rate :: strides, :] @ kernel[k]``
+    (slices and matmuls: the tape records each tap), after padding:
+
+    - ``"valid"``: none; ``steps_out = (steps - (kernel_size-1)*dilation_rate - 1)
+      // strides + 1``;
+    - ``"same"``: ``steps_out = ceil(steps / strides)``, zeros split as TensorFlow does
+      (the extra one after);
+    - ``"causal"``: ``(kernel_size-1)*dilation_rate`` zeros before, so the output at step
+      ``t`` sees only steps up to ``t``.
+
+    Raises:
+        ValueError: an unknown ``padding``; inputs not 3-D; a sequence shorter than the
+            kernel's span with ``"valid"``.
+    """
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
+                 dilation_rate=1, groups=1, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        self.filters = _mt_layers._positive_int(filters, "Conv1D", "filters")
+        self.kernel_size = _mt_layers._positive_int(_one(kernel_size), "Conv1D", "kernel_size")
+        self.strides = _mt_layers._positive_int(_one(strides), "Conv1D", "strides")
+        self.dilation_rate = _mt_layers._positive_int(_one(dilation_rate), "Conv1D",
+                                                      "dilation_rate")
+        if str(padding).lower() not in ("valid", "same", "causal"):
+            raise ValueError(f"Conv1D: padding must be 'valid', 'same' or 'causal', got "
+                             f"{padding!r}")
+        if data_format not in (None, "channels_last") or groups != 1:
+            raise NotImplementedError("Conv1D: only data_format='channels_last' and groups=1 "
+                                      "are in minitape")
+        self.padding = str(padding).lower()
+        self.activation = _mt_layers._activation(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self._regularizers = (kernel_regularizer, bias_regularizer)
+        self._constraints = (kernel_constraint, bias_constraint)
+
+    def build(self, input_shape):
+        channels = _mt_layers._last_dim(input_shape, "Conv1D")
+        self.kernel = self.add_weight(
+            shape=(self.kernel_size, channels, self.filters), initializer=self.kernel_initializer,
+            name="kernel", regularizer=self._regularizers[0], constraint=self._constraints[0])
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=(self.filters,), initializer=self.bias_initializer, name="bias",
+                regularizer=self._regularizers[1], constraint=self._constraints[1])
+        self.built = True
+
+    def call(self, inputs):
+        who = f"Conv1D '{self.name}'"
+        x = _sequences(inputs, self.dtype, who)
+        steps, span = x.shape[1], (self.kernel_size - 1) * self.dilation_rate + 1
+        if self.padding == "causal":
+            before, after = span - 1, 0
+        elif self.padding == "same":
+            out = -(-steps // self.strides)
+            total = max((out - 1) * self.strides + span - steps, 0)
+            before, after = total // 2, total - total // 2
+        else:
+            before = after = 0
+        if before or after:
+            x = array_ops.pad(x, [[0, 0], [before, after], [0, 0]])
+        n = x.shape[1]
+        if n < span:
+            raise ValueError(f"{who}: the sequences have {steps} steps, fewer than the "
+                             f"kernel's span {span} (kernel_size={self.kernel_size}, "
+                             f"dilation_rate={self.dilation_rate}); use padding='same' or "
+                             "'causal', or longer sequences")
+        out = (n - span) // self.strides + 1
+        y = None
+        for k in range(self.kernel_size):
+            start = k * self.dilation_rate
+            tap = x[:, start:start + (out - 1) * self.strides + 1:self.strides, :]
+            term = math_ops.matmul(tap, self.kernel[k])
+            y = term if y is None else y + term
+        if self.bias is not None:
+            y = y + self.bias
+        return self.activation(y) if self.activation is not None else y
+
+
+def _one(value):
+    """Keras's ``kernel_size=3`` or ``(3,)``: the int."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        return value[0]
+    return value
+
