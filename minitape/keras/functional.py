@@ -197,9 +197,17 @@ def functional_arguments(args, kwargs):
     return bool(leaves) and all(isinstance(x, KerasTensor) for x in leaves)
 
 
-def _dummy(x):
-    """Zeros standing for a KerasTensor: a batch of one, ``None`` axes of size 1."""
-    return constant(np.zeros(tuple(1 if d is None else d for d in x.shape), x.dtype))
+# The lengths standing for an axis of unknown length other than the batch axis (a time axis,
+# ``Input(shape=(None, 14))``): the layer is called once on zeros of each, and an output axis
+# whose length differs between the two calls is ``None``, as Keras's shape inference says.
+# Both are long enough for the kernel of a Conv1D on a time axis (Geron's chapter 15).
+FREE_AXIS_LENGTHS = (16, 32)
+
+
+def _dummy(x, length=1):
+    """Zeros standing for a KerasTensor: a batch of one, other ``None`` axes of ``length``."""
+    shape = (1,) + tuple(length if d is None else d for d in x.shape[1:])
+    return constant(np.zeros(shape, x.dtype))
 
 
 def _call_on_symbolic(layer, *args, **kwargs):
@@ -209,10 +217,17 @@ def _call_on_symbolic(layer, *args, **kwargs):
     argument is a KerasTensor (or a list starting with one).
     """
     node = _Node(layer, args, kwargs)
-    concrete = _map(args, lambda x: _dummy(x) if isinstance(x, KerasTensor) else x)
-    concrete_kwargs = _map(kwargs, lambda x: _dummy(x) if isinstance(x, KerasTensor) else x)
-    with unrecorded():   # the tapes open now do not see the call on zeros
-        outputs = layer(*concrete, **concrete_kwargs)
+    free = any(d is None for x in _leaves((args, kwargs)) if isinstance(x, KerasTensor)
+               for d in x.shape[1:])
+    runs = []
+    for length in FREE_AXIS_LENGTHS if free else (1,):
+        concrete = _map(args, lambda x: _dummy(x, length) if isinstance(x, KerasTensor) else x)
+        concrete_kwargs = _map(kwargs, lambda x: _dummy(x, length)
+                               if isinstance(x, KerasTensor) else x)
+        with unrecorded():   # the tapes open now do not see the calls on zeros
+            runs.append(layer(*concrete, **concrete_kwargs))
+    outputs = runs[0]
+    other_shapes = iter([tuple(getattr(y, "shape", ())) for y in _leaves(runs[-1])])
     name = getattr(layer, "name", type(layer).__name__)
     index = iter(range(10**9))
 
@@ -220,8 +235,10 @@ def _call_on_symbolic(layer, *args, **kwargs):
         if not isinstance(y, Tensor):
             raise TypeError(f"{name} returned {type(y).__name__}, not Tensors; a layer of a "
                             "functional model returns a Tensor (or a list or dict of them)")
-        return KerasTensor((None,) + tuple(y.shape[1:]), y.dtype, name=name, node=node,
-                           index=next(index))
+        other = next(other_shapes, ())
+        shape = tuple(a if len(other) == y.ndim and a == b else None
+                      for a, b in zip(y.shape[1:], other[1:]))
+        return KerasTensor((None,) + shape, y.dtype, name=name, node=node, index=next(index))
 
     node.outputs = _map(outputs, symbolic)
     if isinstance(layer, module.Module) and "_symbolic" not in vars(layer):

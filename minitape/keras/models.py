@@ -864,13 +864,24 @@ def _output_shapes(model):
             out[id(layer)] = shapes[0] if len(shapes) == 1 else shapes
     shape = getattr(model, "_build_input_shape", None)
     if isinstance(model, Sequential) and shape is not None and not isinstance(shape, list):
-        x = _zeros(shape)
-        with unrecorded():
-            for layer in model.layers:
-                x = layer(x)
-                if not isinstance(x, Tensor):
-                    break
-                out.setdefault(id(layer), (None,) + tuple(x.shape[1:]))
+        # An axis of unknown length (a time axis): two passes, of two lengths; the output
+        # axes whose length differs between them are None, as Keras shows them.
+        from .functional import FREE_AXIS_LENGTHS
+        passes = FREE_AXIS_LENGTHS if None in tuple(shape)[1:] else (1,)
+        found = []
+        for length in passes:
+            x, shapes = _zeros(shape, length), {}
+            with unrecorded():
+                for layer in model.layers:
+                    x = layer(x)
+                    if not isinstance(x, Tensor):
+                        break
+                    shapes[id(layer)] = tuple(x.shape[1:])
+            found.append(shapes)
+        for key, first in found[0].items():
+            last = found[-1].get(key, first)
+            out.setdefault(key, (None,) + tuple(a if len(first) == len(last) and a == b
+                                                else None for a, b in zip(first, last)))
     return out
 
 
@@ -1081,9 +1092,13 @@ def unrecorded():
         yield
 
 
-def _zeros(shape):
-    """A batch of one of zeros for a shape with a batch axis (``None`` axes of size 1)."""
-    shape = tuple(1 if d is None else int(d) for d in tuple(shape)[1:])
+def _zeros(shape, length=None):
+    """A batch of one of zeros for a shape with a batch axis; its other ``None`` axes (a
+    time axis) of ``length`` (by default the first of ``functional.FREE_AXIS_LENGTHS``)."""
+    if length is None:
+        from .functional import FREE_AXIS_LENGTHS
+        length = FREE_AXIS_LENGTHS[0]
+    shape = tuple(length if d is None else int(d) for d in tuple(shape)[1:])
     return constant(np.zeros((1,) + shape, np.float32))
 
 

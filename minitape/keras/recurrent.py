@@ -357,9 +357,12 @@ class RNN(Layer):
                 f"{type(self).__name__}: stateful=True is not in minitape; pass the state "
                 "yourself: outputs, *states = layer(x, initial_state=states) with "
                 "return_state=True")
-        super().__init__(**kwargs)
         if isinstance(cell, (list, tuple)):
-            cell = StackedRNNCells(cell)
+            cell = StackedRNNCells(cell, dtype=getattr(cell[0], "dtype", None) if cell
+                                   else None)
+        if kwargs.get("dtype") is None and getattr(cell, "dtype", None) is not None:
+            kwargs["dtype"] = cell.dtype   # (RNN(cell) computes in the cell's dtype)
+        super().__init__(**kwargs)
         if not hasattr(cell, "state_size") or not callable(cell):
             raise TypeError(f"{type(self).__name__}: cell must be a layer with a state_size "
                             f"and a call(inputs, states), got {cell!r:.60}")
