@@ -58,6 +58,7 @@ class _DropoutCell(Layer):
     """What the three cells share: their arguments, their weights, their dropout masks."""
 
     _gates = 1
+    _default_name = "simple_rnn_cell"
     _walk_skip = ("_masks", "_keep_masks")
 
     def __init__(self, units, activation="tanh", use_bias=True,
@@ -66,6 +67,8 @@ class _DropoutCell(Layer):
                  bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
                  bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, **kwargs):
         kwargs.pop("implementation", None)   # (Keras's choice of kernels: one here)
+        if kwargs.get("name") is None:   # Keras's names: "lstm_cell", "lstm_cell_1", ...
+            kwargs["name"] = _mt_layers._default_name(self._default_name)
         super().__init__(**kwargs)
         who = type(self).__name__
         self.units = _mt_layers._positive_int(units, who, "units")
@@ -201,6 +204,7 @@ class LSTMCell(_DropoutCell):
     """
 
     _gates = 4
+    _default_name = "lstm_cell"
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
                  use_bias=True, kernel_initializer="glorot_uniform",
@@ -259,6 +263,7 @@ class GRUCell(_DropoutCell):
     """
 
     _gates = 3
+    _default_name = "gru_cell"
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
                  use_bias=True, reset_after=True, **kwargs):
@@ -608,6 +613,8 @@ class Conv1D(Layer):
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  bias_constraint=None, **kwargs):
+        if kwargs.get("name") is None:
+            kwargs["name"] = _mt_layers._default_name("conv1d")
         super().__init__(**kwargs)
         self.filters = _mt_layers._positive_int(filters, "Conv1D", "filters")
         self.kernel_size = _mt_layers._positive_int(_one(kernel_size), "Conv1D", "kernel_size")
