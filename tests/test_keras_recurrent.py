@@ -243,6 +243,36 @@ def test_geron_custom_cell_in_rnn():
     assert len(model.trainable_weights) == 7
 
 
+def test_time_major_as_d2l():
+    # "Dive into Deep Learning" (TensorFlow tab), sections 9.6, 10.1-10.3: time-major inputs,
+    # the state passed back in as the call's second argument
+    rnn = L.SimpleRNN(4, return_sequences=True, return_state=True, time_major=True,
+                      dtype="float64")
+    xs = np.transpose(X, (1, 0, 2))    # (steps, batch, features)
+    outputs, H = rnn(xs, None)
+    assert outputs.shape == (6, 3, 4) and H.shape == (3, 4)
+    ref, ref_h = np_simple_rnn(X, *rnn.get_weights())
+    np.testing.assert_allclose(outputs.numpy(), np.transpose(ref, (1, 0, 2)), rtol=1e-12)
+    np.testing.assert_allclose(H.numpy(), ref_h, rtol=1e-12)
+    again, H2 = rnn(xs[:2], H)     # carry the state on: the same as one longer sequence
+    whole, _ = rnn(np.concatenate([xs, xs[:2]]), None)
+    np.testing.assert_allclose(again.numpy(), whole.numpy()[6:], rtol=1e-12)
+
+    lstm = L.LSTM(4, return_sequences=True, return_state=True, time_major=True)
+    outputs, *H_C = lstm(xs.astype("float32"), None)
+    assert outputs.shape == (6, 3, 4) and len(H_C) == 2
+
+    gru_cells = [L.GRUCell(4, dropout=0.2) for _ in range(2)]
+    deep = L.RNN(gru_cells, return_sequences=True, return_state=True, time_major=True)
+    outputs, *state = deep(xs.astype("float32"), None)
+    assert outputs.shape == (6, 3, 4) and len(state) == 2
+    outputs, *state = deep(xs.astype("float32"), state, training=True)
+    assert np.isfinite(outputs.numpy()).all()
+    stacked = L.RNN(L.StackedRNNCells([L.GRUCell(4) for _ in range(2)]),
+                    return_sequences=True, return_state=True)
+    assert stacked(X.astype("float32"))[0].shape == (3, 6, 4)
+
+
 # -- gradients against central finite differences (float64) --------------------------------
 
 def _fd_gradient(f, x, eps=1e-6):

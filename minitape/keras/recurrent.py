@@ -348,7 +348,12 @@ class RNN(Layer):
     timesteps, units)`` with ``return_sequences=True``; and ``[output] + final_states`` with
     ``return_state=True``. ``go_backwards=True`` reads the steps last to first (the sequence
     returned is then in that reversed order, as Keras). ``training`` reaches the cell
-    (dropout).
+    (dropout). ``time_major=True`` (tf.keras 2's option, which "Dive into Deep Learning"
+    uses; Keras 3 dropped it): inputs ``(timesteps, batch, features)`` and sequences
+    returned ``(timesteps, batch, units)``.
+
+    A call's second argument is ``initial_state`` (a Tensor or a list, one per state, as
+    ``outputs, *state = layer(X, state)`` in d2l; None for zeros).
 
     Raises:
         ValueError: inputs that are not 3-D; a wrong number of initial states.
@@ -356,7 +361,8 @@ class RNN(Layer):
     """
 
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
-                 stateful=False, unroll=False, zero_output_for_mask=False, **kwargs):
+                 stateful=False, unroll=False, zero_output_for_mask=False, time_major=False,
+                 **kwargs):
         if stateful:
             raise NotImplementedError(
                 f"{type(self).__name__}: stateful=True is not in minitape; pass the state "
@@ -375,6 +381,7 @@ class RNN(Layer):
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
+        self.time_major = bool(time_major)
 
     def call(self, inputs, initial_state=None, training=None, mask=None):
         if mask is not None:
@@ -382,6 +389,8 @@ class RNN(Layer):
                                       "minitape; give sequences of equal length")
         who = f"{type(self).__name__} '{self.name}'"
         x = _sequences(inputs, self.dtype, who)
+        if self.time_major:   # (steps, batch, features), as tf.keras 2 (d2l's RNNs)
+            x = array_ops.transpose(x, [1, 0, 2])
         batch, steps = x.shape[0], x.shape[1]
         if initial_state is None:
             states = _initial_state(self.cell, batch, self.dtype)
@@ -413,7 +422,10 @@ class RNN(Layer):
         if not outputs:
             raise ValueError(f"{who}: the sequences have no time steps (shape "
                              f"{tuple(x.shape)})")
-        y = array_ops.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
+        if self.return_sequences:
+            y = array_ops.stack(outputs, axis=0 if self.time_major else 1)
+        else:
+            y = outputs[-1]
         return [y] + states if self.return_state else y
 
 
@@ -428,7 +440,7 @@ def _recurrent_layer(cls, cell_cls, units, return_sequences, return_state, go_ba
                      stateful, unroll, kwargs):
     """(What SimpleRNN, LSTM and GRU share: the layer's own keywords, the rest to the cell.)"""
     layer_keys = ("name", "trainable", "input_shape", "input_dim", "batch_input_shape",
-                  "batch_size", "activity_regularizer")
+                  "batch_size", "activity_regularizer", "time_major")
     layer_kwargs = {k: kwargs.pop(k) for k in layer_keys if k in kwargs}
     if "dtype" in kwargs:
         layer_kwargs["dtype"] = kwargs["dtype"]
