@@ -564,3 +564,48 @@ def test_saved_model_round_trip(tmp_path):
     model.save(path)
     loaded = keras.models.load_model(path)
     np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-6)
+
+
+# -- keras.utils.timeseries_dataset_from_array ---------------------------------------------
+
+def test_timeseries_dataset_keras_documented_examples():
+    # Keras's docstring, example 1: windows of 10 steps, the target is the next value
+    data = np.arange(100)
+    ds = keras.utils.timeseries_dataset_from_array(data[:-10], data[10:], sequence_length=10)
+    inputs, targets = next(iter(ds))
+    np.testing.assert_array_equal(inputs.numpy()[0], data[:10])
+    assert int(targets.numpy()[0]) == 10 and inputs.shape == (90 - 9, 10)
+    # example 2: indices 0..98, sequence_length=10, sampling_rate=2, sequence_stride=3
+    ds = keras.utils.timeseries_dataset_from_array(np.arange(99), None, sequence_length=10,
+                                                   sampling_rate=2, sequence_stride=3,
+                                                   batch_size=100)
+    windows = next(iter(ds)).numpy()
+    np.testing.assert_array_equal(windows[0], np.arange(0, 19, 2))
+    np.testing.assert_array_equal(windows[1], np.arange(3, 22, 2))
+    np.testing.assert_array_equal(windows[-1], np.arange(78, 97, 2))
+    with pytest.raises(ValueError, match="sequence_length"):
+        keras.utils.timeseries_dataset_from_array(data, None, sequence_length=0)
+
+
+def test_timeseries_dataset_geron_and_fit():
+    # Geron, chapter 15: my_series = [0, 1, 2, 3, 4, 5], windows of 3, batches of 2
+    my_series = [0, 1, 2, 3, 4, 5]
+    ds = keras.utils.timeseries_dataset_from_array(my_series, targets=my_series[3:],
+                                                   sequence_length=3, batch_size=2)
+    batches = [(x.numpy().tolist(), y.numpy().tolist()) for x, y in ds]
+    assert batches == [([[0, 1, 2], [1, 2, 3]], [3, 4]), ([[2, 3, 4]], [5])]
+    # shuffled windows keep their targets; a SimpleRNN trains on them
+    series = np.sin(0.3 * np.arange(200)).astype("float32")
+    ds = keras.utils.timeseries_dataset_from_array(series, targets=series[12:],
+                                                   sequence_length=12, batch_size=32,
+                                                   shuffle=True, seed=42)
+    x, y = next(iter(ds))
+    assert x.shape == (32, 12)
+    for window, target in zip(x.numpy(), y.numpy()):   # find where each window starts
+        i = int(np.argmin(np.abs(series[None, :188] - window[0]).sum(0) +
+                          np.abs(series[None, 1:189] - window[1]).sum(0)))
+        assert target == series[i + 12]
+    model = keras.Sequential([L.SimpleRNN(8, input_shape=[None, 1]), L.Dense(1)])
+    model.compile(loss="mse", optimizer="adam")
+    history = model.fit(ds.map(lambda x, y: (x[..., None], y)), epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()

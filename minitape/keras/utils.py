@@ -214,6 +214,74 @@ def pack_x_y_sample_weight(x, y=None, sample_weight=None):
     return (x, y, sample_weight)
 
 
+# -- time series windows (rnnlayers: Geron's chapter 15, Chollet's chapter 10) ---------------
+
+__all__ += ["timeseries_dataset_from_array"]
+
+
+def timeseries_dataset_from_array(data, targets, sequence_length, sequence_stride=1,
+                                  sampling_rate=1, batch_size=128, shuffle=False, seed=None,
+                                  start_index=None, end_index=None):
+    """Batches of sliding windows over a series, as ``keras.utils.timeseries_dataset_from_array``.
+
+    Window ``i`` starts at ``p = start_index + i * sequence_stride`` and holds the rows
+    ``data[p], data[p + sampling_rate], ...`` (``sequence_length`` of them); its target is
+    ``targets[p]`` (so ``targets=series[n:]`` with ``sequence_length=n`` pairs each window
+    with the value that follows it, Geron's and Chollet's use). There are ``end_index -
+    start_index - (sequence_length - 1) * sampling_rate`` start positions before the stride
+    (no more than ``len(targets)``). ``shuffle=True`` shuffles the windows (``seed`` makes
+    it repeatable) and reshuffles each epoch.
+
+    Args:
+        data: an array ``(steps, ...)`` (a list, a NumPy array, a Tensor, a pandas Series).
+        targets: an array with one target per step of ``data``, or None (then the dataset
+            yields the windows alone).
+        sequence_length, sequence_stride, sampling_rate, batch_size: positive ints.
+        start_index, end_index: the part of ``data`` used (``data[start_index:end_index]``).
+
+    Returns:
+        An ``mt.data.Dataset`` of ``(windows, targets)`` batches, ``windows`` ``(batch,
+        sequence_length, ...)``, for ``model.fit`` or a ``for`` loop.
+
+    Raises:
+        ValueError: a length, stride, rate or batch size that is not a positive int; a
+            ``start_index`` or ``end_index`` outside ``data``.
+    """
+    from ..data import Dataset
+    for name, value in (("sequence_length", sequence_length),
+                        ("sequence_stride", sequence_stride),
+                        ("sampling_rate", sampling_rate), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ValueError(f"timeseries_dataset_from_array: `{name}` must be a positive "
+                             f"int (> 0), got {name}={value!r}")
+    data = np.asarray(data.numpy() if isinstance(data, Tensor) else data)
+    start = 0 if start_index is None else int(start_index)
+    end = len(data) if end_index is None else int(end_index)
+    if not 0 <= start < len(data):
+        raise ValueError(f"timeseries_dataset_from_array: `start_index` must be 0 or greater "
+                         f"and lower than the number of samples, {len(data)}; got "
+                         f"start_index={start_index!r}")
+    if not start < end <= len(data):
+        raise ValueError(f"timeseries_dataset_from_array: `end_index` must be higher than "
+                         f"`start_index` and at most the number of samples, {len(data)}; got "
+                         f"end_index={end_index!r}")
+    num_seqs = end - start - (sequence_length - 1) * sampling_rate
+    if targets is not None:
+        targets = np.asarray(targets.numpy() if isinstance(targets, Tensor) else targets)
+        num_seqs = min(num_seqs, len(targets) - start)
+    positions = np.arange(0, max(num_seqs, 0), sequence_stride)
+    if shuffle:
+        rng = np.random.RandomState(np.random.randint(10**6) if seed is None else seed)
+        rng.shuffle(positions)
+    window = positions[:, None] + np.arange(sequence_length) * sampling_rate
+    windows = data[start:end][window]
+    dataset = Dataset.from_tensor_slices(windows if targets is None else
+                                         (windows, targets[start:][positions]))
+    if shuffle:
+        dataset = dataset.shuffle(buffer_size=batch_size * 8, seed=seed)
+    return dataset.batch(batch_size)
+
+
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it.
     if name.startswith("_"):
