@@ -54,6 +54,13 @@ def _sequences(inputs, dtype, who):
     return x
 
 
+def _named(tensor, name):
+    """``tensor``, named ``name`` for the drawings of the tape (unless it has a name)."""
+    if getattr(tensor, "name", "") is None:
+        tensor.name = name
+    return tensor
+
+
 class _DropoutCell(Layer):
     """What the three cells share: their arguments, their weights, their dropout masks."""
 
@@ -235,11 +242,11 @@ class LSTMCell(_DropoutCell):
         if self.bias is not None:
             z = z + self.bias
         u = self.units
-        i = self.recurrent_activation(z[:, :u])
-        f = self.recurrent_activation(z[:, u:2 * u])
-        g = self.activation(z[:, 2 * u:3 * u])
-        o = self.recurrent_activation(z[:, 3 * u:])
-        c = f * c_prev + i * g
+        i = _named(self.recurrent_activation(z[:, :u]), "input_gate")
+        f = _named(self.recurrent_activation(z[:, u:2 * u]), "forget_gate")
+        g = _named(self.activation(z[:, 2 * u:3 * u]), "candidate")
+        o = _named(self.recurrent_activation(z[:, 3 * u:]), "output_gate")
+        c = _named(f * c_prev + i * g, "c")
         h = o * self.activation(c)
         return h, [h, c]
 
@@ -288,13 +295,13 @@ class GRUCell(_DropoutCell):
                 mh = mh + self.bias[1]
         else:
             mh = math_ops.matmul(h_in, self.recurrent_kernel[:, :2 * u])
-        z = self.recurrent_activation(mx[:, :u] + mh[:, :u])
-        r = self.recurrent_activation(mx[:, u:2 * u] + mh[:, u:2 * u])
+        z = _named(self.recurrent_activation(mx[:, :u] + mh[:, :u]), "update_gate")
+        r = _named(self.recurrent_activation(mx[:, u:2 * u] + mh[:, u:2 * u]), "reset_gate")
         if self.reset_after:
             recurrent_h = r * mh[:, 2 * u:]
         else:
             recurrent_h = math_ops.matmul(r * h_in, self.recurrent_kernel[:, 2 * u:])
-        h_tilde = self.activation(mx[:, 2 * u:] + recurrent_h)
+        h_tilde = _named(self.activation(mx[:, 2 * u:] + recurrent_h), "candidate")
         h = z * h_prev + (1.0 - z) * h_tilde
         return h, ([h] if nested else h)
 
