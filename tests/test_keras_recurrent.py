@@ -425,6 +425,9 @@ def test_bidirectional_concat(return_sequences):
         ref = np.concatenate([fwd[:, -1], bwd[:, -1]], axis=-1)
     np.testing.assert_allclose(y, ref, rtol=1e-12)
     assert layer.backward_layer.go_backwards and not layer.forward_layer.go_backwards
+    again = L.Bidirectional(L.GRU(3, return_sequences=return_sequences, dtype="float64"),
+                            weights=weights)
+    np.testing.assert_allclose(again(X).numpy(), ref, rtol=1e-12)
     s = L.Bidirectional(L.SimpleRNN(2, dtype="float64"), merge_mode="sum")
     s(X)
     f, b = s.forward_layer(X).numpy(), s.backward_layer(X).numpy()

@@ -475,7 +475,7 @@ class SimpleRNN(RNN):
     >>> import minitape as mt
     >>> layer = mt.keras.layers.SimpleRNN(3, return_sequences=True)
     >>> layer(mt.zeros((2, 5, 1))).shape
-    TensorShape([2, 5, 3])
+    (2, 5, 3)
     """
 
     _cell_class = SimpleRNNCell
@@ -500,7 +500,7 @@ class LSTM(SimpleRNN):
     >>> import minitape as mt
     >>> output, h, c = mt.keras.layers.LSTM(4, return_state=True)(mt.zeros((2, 3, 5)))
     >>> output.shape, h.shape, c.shape
-    (TensorShape([2, 4]), TensorShape([2, 4]), TensorShape([2, 4]))
+    ((2, 4), (2, 4), (2, 4))
     """
 
     _cell_class = LSTMCell
@@ -523,7 +523,8 @@ class Bidirectional(Layer):
     merged by ``merge_mode``: ``"concat"`` (the default: ``(batch, 2*units)``), ``"sum"``,
     ``"mul"``, ``"ave"``, or ``None`` (a list of both). With ``return_sequences=True`` the
     backward outputs are put back in forward time order first, as Keras. Weights: the
-    forward layer's, then the backward layer's. ``return_state`` is not supported here.
+    forward layer's, then the backward layer's (``weights=`` sets them at the first call).
+    ``return_state`` is not supported here.
 
     Raises:
         ValueError: an unknown ``merge_mode``; ``return_state=True``.
@@ -550,13 +551,17 @@ class Bidirectional(Layer):
         self.backward_layer = backward_layer
         self.merge_mode = merge_mode
         self.return_sequences = layer.return_sequences
-        if weights is not None:
-            self._initial_weights = weights
+        self._initial_weights = None if weights is None else list(weights)
 
     def call(self, inputs, training=None):
         kwargs = {} if training is None else {"training": training}
         y = self.forward_layer(inputs, **kwargs)
         y_rev = self.backward_layer(inputs, **kwargs)
+        if self._initial_weights is not None:   # (weights=: set once both layers exist)
+            weights, self._initial_weights = self._initial_weights, None
+            self.set_weights(weights)
+            y = self.forward_layer(inputs, **kwargs)
+            y_rev = self.backward_layer(inputs, **kwargs)
         if self.return_sequences:
             y_rev = array_ops.reverse(y_rev, [1])
         if self.merge_mode == "concat":
