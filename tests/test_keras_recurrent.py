@@ -342,6 +342,47 @@ def test_dropout_only_while_training_and_one_mask_per_sequence():
     assert not np.allclose(layer(x, training=True).numpy(), out)
 
 
+def test_recurrent_dropout_draws_a_mask_per_gate_as_keras():
+    # Keras 3: with recurrent_dropout, LSTMCell and GRUCell use "implementation 1", one
+    # input mask and one state mask per gate; checked against NumPy with the masks drawn
+    x, h, c = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 2)), RNG.normal(size=(3, 2))
+    lstm = L.LSTMCell(2, dropout=0.4, recurrent_dropout=0.5, seed=1, dtype="float64")
+    lstm(x, [h, c])
+    K, U, b = [RNG.normal(size=w.shape) for w in lstm.get_weights()]
+    lstm.set_weights([K, U, b])
+    lstm._keep_masks = True    # (as inside an RNN layer: keep the masks of this sequence)
+    out, (_, c_new) = lstm(x, [h, c], training=True)
+    m = {k: v.numpy() for k, v in lstm._masks.items()}
+    assert sorted(m) == [f"input{k}" for k in range(4)] + [f"recurrent{k}" for k in range(4)]
+    assert not np.array_equal(m["input0"], m["input1"])
+
+    def gate(k):
+        cols = slice(2 * k, 2 * k + 2)
+        return (x * m[f"input{k}"]) @ K[:, cols] + (h * m[f"recurrent{k}"]) @ U[:, cols] + \
+            b[cols]
+    ref_c = _sigmoid(gate(1)) * c + _sigmoid(gate(0)) * np.tanh(gate(2))
+    np.testing.assert_allclose(c_new.numpy(), ref_c)
+    np.testing.assert_allclose(out.numpy(), _sigmoid(gate(3)) * np.tanh(ref_c))
+
+    gru = L.GRUCell(2, dropout=0.4, recurrent_dropout=0.5, seed=2, dtype="float64")
+    gru(x, [h])
+    K, U, b = [RNG.normal(size=w.shape) for w in gru.get_weights()]
+    gru.set_weights([K, U, b])
+    gru._keep_masks = True
+    out, _ = gru(x, [h], training=True)
+    m = {k: v.numpy() for k, v in gru._masks.items()}
+    assert len(m) == 6
+
+    def parts(k):
+        cols = slice(2 * k, 2 * k + 2)
+        return ((x * m[f"input{k}"]) @ K[:, cols] + b[0, cols],
+                (h * m[f"recurrent{k}"]) @ U[:, cols] + b[1, cols])
+    z, r = _sigmoid(sum(parts(0))), _sigmoid(sum(parts(1)))
+    x_h, h_h = parts(2)
+    ref = z * h + (1 - z) * np.tanh(x_h + r * h_h)
+    np.testing.assert_allclose(out.numpy(), ref)
+
+
 def test_recurrent_dropout_reaches_the_state_in_a_model():
     model = keras.Sequential([L.LSTM(8, recurrent_dropout=0.5, input_shape=[None, 2]),
                               L.Dense(1)])

@@ -17,8 +17,10 @@ that ``set_weights`` with a Keras layer's ``get_weights()`` gives the same outpu
 - Inputs ``(batch, timesteps, features)``; the output is the last step's ``(batch, units)``,
   or every step's ``(batch, timesteps, units)`` with ``return_sequences=True``;
   ``return_state=True`` adds the final states (``[output, h]``; LSTM ``[output, h, c]``).
-- ``dropout`` / ``recurrent_dropout``: while training only, one mask per sequence (the same
-  at every step), on the inputs and on the previous state, as Keras.
+- ``dropout`` / ``recurrent_dropout``: while training only, masks drawn once per sequence
+  (the same at every step), on the inputs and on the previous state, as Keras 3: with
+  ``recurrent_dropout``, LSTM and GRU draw one mask per gate (Keras's "implementation 1");
+  with ``dropout`` alone, one input mask for all the gates.
 """
 
 from __future__ import annotations
@@ -151,8 +153,30 @@ class _DropoutCell(Layer):
         state_list = list(states) if nested else [states]
         state_list = [convert_to_tensor(s) for s in state_list]
         training = _mt_layers.training_mode(training)
-        x = self._dropped(x, "input", self.dropout, training)
         return x, state_list, nested, training
+
+    def _gate_inputs(self, x, h, training):
+        """The input and the previous state as each gate sees them, two lists.
+
+        As Keras 3: with ``recurrent_dropout`` while training (Keras's "implementation 1"),
+        each gate has its own masks of ``x`` and ``h`` (one list item per gate); otherwise
+        one masked ``x`` (``dropout``) and the ``h`` given serve all the gates (one item).
+        """
+        count = self._gates if training and self.recurrent_dropout > 0.0 else 1
+        xs = [self._dropped(x, f"input{k}", self.dropout, training) for k in range(count)]
+        hs = [self._dropped(h, f"recurrent{k}", self.recurrent_dropout, training)
+              for k in range(count)]
+        return xs, hs
+
+    def _project(self, copies, matrix, gates):
+        """``copies[k] @ matrix``'s columns of gate ``k``, for the first ``gates`` gates
+        side by side (a single copy: one matmul)."""
+        u = self.units
+        if len(copies) == 1:
+            m = matrix if gates == self._gates else matrix[:, :gates * u]
+            return math_ops.matmul(copies[0], m)
+        return array_ops.concat([math_ops.matmul(copies[k], matrix[:, k * u:(k + 1) * u])
+                                 for k in range(gates)], axis=1)
 
 
 class SimpleRNNCell(_DropoutCell):
@@ -172,7 +196,8 @@ class SimpleRNNCell(_DropoutCell):
 
     def call(self, inputs, states, training=None):
         x, (h_prev,), nested, training = self._prepare(inputs, states, training)
-        h_prev = self._dropped(h_prev, "recurrent", self.recurrent_dropout, training)
+        x = self._dropped(x, "input0", self.dropout, training)
+        h_prev = self._dropped(h_prev, "recurrent0", self.recurrent_dropout, training)
         z = math_ops.matmul(x, self.kernel)
         if self.bias is not None:
             z = z + self.bias
@@ -237,8 +262,8 @@ class LSTMCell(_DropoutCell):
             raise ValueError(f"LSTMCell '{self.name}' expects states [h, c], got "
                              f"{len(state_list)} state(s)")
         h_prev, c_prev = state_list
-        h_prev = self._dropped(h_prev, "recurrent", self.recurrent_dropout, training)
-        z = math_ops.matmul(x, self.kernel) + math_ops.matmul(h_prev, self.recurrent_kernel)
+        xs, hs = self._gate_inputs(x, h_prev, training)
+        z = self._project(xs, self.kernel, 4) + self._project(hs, self.recurrent_kernel, 4)
         if self.bias is not None:
             z = z + self.bias
         u = self.units
@@ -284,23 +309,23 @@ class GRUCell(_DropoutCell):
 
     def call(self, inputs, states, training=None):
         x, (h_prev,), nested, training = self._prepare(inputs, states, training)
-        h_in = self._dropped(h_prev, "recurrent", self.recurrent_dropout, training)
+        xs, hs = self._gate_inputs(x, h_prev, training)
         u = self.units
-        mx = math_ops.matmul(x, self.kernel)
+        mx = self._project(xs, self.kernel, 3)
         if self.bias is not None:
             mx = mx + (self.bias[0] if self.reset_after else self.bias)
         if self.reset_after:
-            mh = math_ops.matmul(h_in, self.recurrent_kernel)
+            mh = self._project(hs, self.recurrent_kernel, 3)
             if self.bias is not None:
                 mh = mh + self.bias[1]
         else:
-            mh = math_ops.matmul(h_in, self.recurrent_kernel[:, :2 * u])
+            mh = self._project(hs, self.recurrent_kernel, 2)
         z = _named(self.recurrent_activation(mx[:, :u] + mh[:, :u]), "update_gate")
         r = _named(self.recurrent_activation(mx[:, u:2 * u] + mh[:, u:2 * u]), "reset_gate")
         if self.reset_after:
             recurrent_h = r * mh[:, 2 * u:]
         else:
-            recurrent_h = math_ops.matmul(r * h_in, self.recurrent_kernel[:, 2 * u:])
+            recurrent_h = math_ops.matmul(r * hs[-1], self.recurrent_kernel[:, 2 * u:])
         h_tilde = _named(self.activation(mx[:, 2 * u:] + recurrent_h), "candidate")
         h = z * h_prev + (1.0 - z) * h_tilde
         return h, ([h] if nested else h)
