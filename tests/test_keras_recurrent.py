@@ -230,8 +230,16 @@ def test_geron_custom_cell_in_rnn():
             norm_outputs = self.activation(self.layer_norm(outputs))
             return norm_outputs, [norm_outputs]
 
+    class LNSimpleRNNCell2(LNSimpleRNNCell):   # (the second edition's, with its own states)
+        def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+            if inputs is not None:
+                batch_size = tf.shape(inputs)[0]
+                dtype = inputs.dtype
+            return [tf.zeros([batch_size, self.state_size], dtype=dtype)]
+
     model = keras.Sequential([
         keras.layers.RNN(LNSimpleRNNCell(32), return_sequences=True, input_shape=[None, 5]),
+        keras.layers.RNN(LNSimpleRNNCell2(32), return_sequences=True),
         keras.layers.Dense(14)])
     x = RNG.normal(size=(8, 10, 5)).astype("float32")
     y = RNG.normal(size=(8, 10, 14)).astype("float32")
@@ -239,8 +247,9 @@ def test_geron_custom_cell_in_rnn():
     history = model.fit(x, y, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
     assert model(x).shape == (8, 10, 14)
-    # simple_rnn_cell (kernel, recurrent_kernel, bias) + layer_norm (gamma, beta) + Dense
-    assert len(model.trainable_weights) == 7
+    # twice simple_rnn_cell (kernel, recurrent_kernel, bias) + layer_norm (gamma, beta);
+    # Dense (kernel, bias)
+    assert len(model.trainable_weights) == 12
 
 
 def test_time_major_as_d2l():
@@ -498,6 +507,33 @@ def _sine_batches(n, steps, seed=0):
     t = t0 + 0.3 * np.arange(steps + 1)
     series = np.sin(t)[..., None].astype("float32")
     return series[:, :steps], series[:, steps]
+
+
+def test_geron_second_edition_metric_on_the_last_steps():
+    # Geron (2nd edition), chapter 15: batch normalization between recurrent layers, a metric
+    # on the last 10 steps, and a Lambda keeping the last 10 steps (summary: (None, 10, 1))
+    def last_10_time_steps_mse(Y_true, Y_pred):
+        return keras.metrics.mean_squared_error(Y_true[:, -10:], Y_pred[:, -10:])
+
+    model = keras.models.Sequential([
+        keras.layers.SimpleRNN(20, return_sequences=True, input_shape=[None, 1]),
+        keras.layers.BatchNormalization(),
+        keras.layers.SimpleRNN(20, return_sequences=True),
+        keras.layers.BatchNormalization(),
+        keras.layers.TimeDistributed(keras.layers.Dense(10))])
+    x = RNG.normal(size=(16, 20, 1)).astype("float32")
+    y = RNG.normal(size=(16, 20, 10)).astype("float32")
+    model.compile(loss="mse", optimizer="adam", metrics=[last_10_time_steps_mse])
+    history = model.fit(x, y, epochs=1, validation_data=(x, y), verbose=0)
+    assert np.isfinite(history.history["val_last_10_time_steps_mse"][0])
+    model = keras.models.Sequential([
+        keras.layers.SimpleRNN(20, return_sequences=True, input_shape=[None, 1]),
+        keras.layers.TimeDistributed(keras.layers.Dense(1)),
+        keras.layers.Lambda(lambda Y_pred: Y_pred[:, -10:])])
+    lines = []
+    model.summary(print_fn=lines.append)
+    table = "\n".join(lines)
+    assert "(None, None, 20)" in table and "(None, 10, 1)" in table
 
 
 def test_simple_rnn_learns_the_next_value_of_a_sine():

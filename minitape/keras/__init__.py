@@ -51,6 +51,17 @@ from . import ops, random  # noqa: E402  (keras.ops.matmul, keras.random: Keras 
 
 __all__ += ["ops", "random"]
 
+# -- the recurrent layers (rnnlayers): SimpleRNN, LSTM, GRU, their cells, RNN, Bidirectional,
+# TimeDistributed, Conv1D, written in minitape/keras/recurrent.py and listed in mt.keras.layers
+# (set here, so that mt.keras.layers does not import the module that imports it)
+from . import recurrent as _recurrent  # noqa: E402
+
+for _name in _recurrent.__all__:
+    setattr(layers, _name, getattr(_recurrent, _name))
+layers.__all__ += [n for n in _recurrent.__all__ if n not in layers.__all__]
+del _name
+# -- end of rnnlayers --------------------------------------------------------------------------
+
 
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see

@@ -308,12 +308,3 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
-
-
-# -- the recurrent layers (rnnlayers): SimpleRNN, LSTM, GRU, their cells, RNN, Bidirectional,
-# TimeDistributed, Conv1D; in minitape/keras/recurrent.py --------------------------------------
-from . import recurrent as _recurrent  # noqa: E402
-
-globals().update({name: getattr(_recurrent, name) for name in _recurrent.__all__})
-__all__ += list(_recurrent.__all__)
-# -- end of rnnlayers --------------------------------------------------------------------------

@@ -709,6 +709,19 @@ def compile_metric(identifier, y_true, y_pred):
     return metric
 
 
+# -- the loss functions that Keras also lists as metric functions (rnnlayers: Geron's chapter
+# 15 metric, ``keras.metrics.mean_squared_error(Y_true[:, -10:], Y_pred[:, -10:])``) ---------
+from .losses import (  # noqa: E402  (the same functions as mt.keras.losses', as Keras)
+    binary_crossentropy, categorical_crossentropy, log_cosh, mean_absolute_error,
+    mean_absolute_percentage_error, mean_squared_error, mean_squared_logarithmic_error,
+    sparse_categorical_crossentropy)
+
+__all__ += ["binary_crossentropy", "categorical_crossentropy", "log_cosh",
+            "mean_absolute_error", "mean_absolute_percentage_error", "mean_squared_error",
+            "mean_squared_logarithmic_error", "sparse_categorical_crossentropy"]
+# -- end of rnnlayers --------------------------------------------------------------------------
+
+
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
     # ``minitape/_tf_names.py``).

@@ -361,8 +361,16 @@ def _sizes(state_size):
 
 
 def _initial_state(cell, batch_size, dtype):
-    if hasattr(cell, "get_initial_state"):
-        return list(cell.get_initial_state(batch_size))
+    """The cell's ``get_initial_state(batch_size=...)`` (Keras 3's call; ``dtype=`` too when
+    it takes it, as tf.keras 2 passed), else zeros of each ``state_size``."""
+    fn = getattr(cell, "get_initial_state", None)
+    if fn is not None:
+        from .layers import accepts
+        kwargs = {"batch_size": batch_size}
+        if accepts(fn, "dtype"):
+            kwargs["dtype"] = dtype
+        states = fn(**kwargs)
+        return list(states) if isinstance(states, (list, tuple)) else [states]
     return [array_ops.zeros((batch_size, size), dtype) for size in _sizes(cell.state_size)]
 
 
