@@ -451,6 +451,41 @@ def test_conv1d_bad_input():
         L.Conv1D(2, 3, dilation_rate=2)(np.zeros((1, 4, 1)))
 
 
+@pytest.mark.parametrize("pool,strides,padding,steps_out", [
+    (2, None, "valid", 5), (3, 1, "valid", 8), (3, 2, "valid", 4), (2, None, "same", 5),
+    (3, 2, "same", 5), (4, 3, "same", 4)])
+def test_max_pooling1d_matches_numpy(pool, strides, padding, steps_out):
+    x = RNG.normal(size=(2, 10, 3))
+    layer = L.MaxPooling1D(pool, strides=strides, padding=padding)
+    y = layer(x).numpy()
+    assert y.shape == (2, steps_out, 3)
+    s = pool if strides is None else strides
+    total = max((steps_out - 1) * s + pool - 10, 0) if padding == "same" else 0
+    for t in range(steps_out):   # each window: the steps inside the sequence
+        lo = max(t * s - total // 2, 0)
+        hi = min(t * s - total // 2 + pool, 10)
+        np.testing.assert_allclose(y[:, t], x[:, lo:hi].max(axis=1))
+
+
+def test_pooling1d_gradients_and_global_pooling():
+    x = RNG.normal(size=(2, 7, 3))
+    probe = RNG.normal(size=(2, 4, 3))
+    layer = L.MaxPooling1D(3, strides=2, padding="same")
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        loss = tf.reduce_sum(layer(xt) * probe)
+    g = tape.gradient(loss, xt).numpy()
+    np.testing.assert_allclose(
+        g, _fd_gradient(lambda v: float(np.sum(layer(v).numpy() * probe)), x), atol=1e-7)
+    np.testing.assert_allclose(L.GlobalAveragePooling1D()(x).numpy(), x.mean(axis=1))
+    np.testing.assert_allclose(L.GlobalMaxPooling1D()(x).numpy(), x.max(axis=1))
+    assert L.GlobalAvgPool1D(keepdims=True)(x).shape == (2, 1, 3)
+    assert L.MaxPool1D is L.MaxPooling1D
+    with pytest.raises(ValueError, match="fewer than pool_size=4"):
+        L.MaxPooling1D(4)(np.zeros((1, 3, 1)))
+
+
 def test_time_distributed_is_dense_at_each_step():
     dense = L.Dense(5, dtype="float64")
     td = L.TimeDistributed(dense)
@@ -622,6 +657,23 @@ def test_chollet_chapter10_models_train_one_epoch():
 
     def bidirectional(inputs):
         return layers.Bidirectional(layers.LSTM(16))(inputs)
+
+    def convnet(inputs):   # (on sequences of 120 steps, as Chollet's)
+        x = layers.Conv1D(8, 24, activation="relu")(inputs)
+        x = layers.MaxPooling1D(2)(x)
+        x = layers.Conv1D(8, 12, activation="relu")(x)
+        x = layers.MaxPooling1D(2)(x)
+        x = layers.Conv1D(8, 6, activation="relu")(x)
+        return layers.GlobalAveragePooling1D()(x)
+
+    inputs = keras.Input(shape=(120, 14))
+    model = keras.Model(inputs, layers.Dense(1)(convnet(inputs)))
+    model.compile(optimizer="rmsprop", loss="mse", metrics=["mae"])
+    long = RNG.normal(size=(16, 120, 14)).astype("float32")
+    history = model.fit(long, y, epochs=1, batch_size=8, verbose=0)
+    assert np.isfinite(history.history["mae"][0])
+    assert [layer.output.shape for layer in model.layers[1:4]] == [
+        (None, 97, 8), (None, 48, 8), (None, 37, 8)]
 
     for body in (lstm, lstm_dropout, stacked_gru, bidirectional):
         inputs = keras.Input(shape=(12, 14))

@@ -1,5 +1,6 @@
 """Keras's recurrent layers, with minitape ops: ``SimpleRNN``, ``LSTM``, ``GRU``, their cells,
-``RNN(cell)``, ``Bidirectional``, ``TimeDistributed``, and ``Conv1D`` (time series).
+``RNN(cell)``, ``Bidirectional``, ``TimeDistributed``; and for time series ``Conv1D``,
+``MaxPooling1D``, ``GlobalAveragePooling1D``, ``GlobalMaxPooling1D``.
 
 Each layer is written as the textbook equations, with ``matmul``, ``sigmoid``, ``tanh`` and a
 Python loop over the time steps: the tape records every step (backpropagation through time is
@@ -33,7 +34,9 @@ from ..ops import array_ops, math_ops, nn_ops
 from .layers import Layer
 
 __all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells", "RNN", "SimpleRNN",
-           "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Conv1D"]
+           "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Conv1D", "MaxPooling1D",
+           "MaxPool1D", "GlobalAveragePooling1D", "GlobalAvgPool1D", "GlobalMaxPooling1D",
+           "GlobalMaxPool1D"]
 
 
 def _rate(value, who, arg):
@@ -741,3 +744,106 @@ def _one(value):
         return value[0]
     return value
 
+
+class MaxPooling1D(Layer):
+    """The maximum of each window of ``pool_size`` steps, as ``keras.layers.MaxPooling1D``
+    (Chollet's chapter 10 convnet for time series).
+
+    Inputs ``(batch, steps, channels)``; ``strides`` defaults to ``pool_size`` (windows side
+    by side). ``"valid"``: ``steps_out = (steps - pool_size) // strides + 1``; ``"same"``:
+    ``ceil(steps / strides)``, the windows at the ends seeing only the steps there (as
+    TensorFlow). Computed as the elementwise maximum of the window's strided slices. No
+    weights.
+
+    Raises:
+        ValueError: an unknown ``padding``; inputs not 3-D; fewer steps than ``pool_size``
+            with ``"valid"``.
+    """
+
+    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None,
+                 **kwargs):
+        if kwargs.get("name") is None:
+            kwargs["name"] = _mt_layers._default_name("max_pooling1d")
+        super().__init__(**kwargs)
+        self.pool_size = _mt_layers._positive_int(_one(pool_size), "MaxPooling1D", "pool_size")
+        self.strides = self.pool_size if strides is None else \
+            _mt_layers._positive_int(_one(strides), "MaxPooling1D", "strides")
+        if str(padding).lower() not in ("valid", "same"):
+            raise ValueError(f"MaxPooling1D: padding must be 'valid' or 'same', got {padding!r}")
+        if data_format not in (None, "channels_last"):
+            raise NotImplementedError("MaxPooling1D: only data_format='channels_last' is in "
+                                      "minitape")
+        self.padding = str(padding).lower()
+
+    def call(self, inputs):
+        who = f"MaxPooling1D '{self.name}'"
+        x = math_ops.floating(inputs, who)
+        if x.ndim != 3:
+            raise ValueError(f"{who} expects inputs of shape (batch, steps, channels), got shape "
+                             f"{tuple(x.shape)}")
+        steps, p, s = x.shape[1], self.pool_size, self.strides
+        if self.padding == "same":   # -inf around: a window at an end takes the max inside
+            out = -(-steps // s)
+            total = max((out - 1) * s + p - steps, 0)
+            if total:
+                x = array_ops.pad(x, [[0, 0], [total // 2, total - total // 2], [0, 0]],
+                                  constant_values=-np.inf)
+        else:
+            if steps < p:
+                raise ValueError(f"{who}: the sequences have {steps} steps, fewer than "
+                                 f"pool_size={p}; use padding='same' or longer sequences")
+            out = (steps - p) // s + 1
+        y = None
+        for k in range(p):   # the k-th step of every window, a strided slice
+            tap = x[:, k:k + (out - 1) * s + 1:s, :]
+            y = tap if y is None else math_ops.maximum(y, tap)
+        return y
+
+
+class _GlobalPooling1D(Layer):
+    def __init__(self, data_format=None, keepdims=False, **kwargs):
+        if kwargs.get("name") is None:
+            kwargs["name"] = _mt_layers._default_name(self._default_name)
+        super().__init__(**kwargs)
+        if data_format not in (None, "channels_last"):
+            raise NotImplementedError(f"{type(self).__name__}: only "
+                                      "data_format='channels_last' is in minitape")
+        self.keepdims = bool(keepdims)
+
+    def call(self, inputs):
+        who = f"{type(self).__name__} '{self.name}'"
+        x = convert_to_tensor(inputs, what=who)
+        if x.ndim != 3:
+            raise ValueError(f"{who} expects inputs of shape (batch, steps, channels), got shape "
+                             f"{tuple(x.shape)}")
+        return self._reduce(x, axis=1, keepdims=self.keepdims)
+
+
+class GlobalAveragePooling1D(_GlobalPooling1D):
+    """The mean over the steps, ``(batch, steps, channels)`` -> ``(batch, channels)``
+    (``(batch, 1, channels)`` with ``keepdims=True``), as
+    ``keras.layers.GlobalAveragePooling1D``. No weights."""
+
+    _default_name = "global_average_pooling1d"
+
+    @staticmethod
+    def _reduce(x, axis, keepdims):
+        from ..ops import reduction_ops
+        return reduction_ops.reduce_mean(x, axis=axis, keepdims=keepdims)
+
+
+class GlobalMaxPooling1D(_GlobalPooling1D):
+    """The maximum over the steps, ``(batch, steps, channels)`` -> ``(batch, channels)``, as
+    ``keras.layers.GlobalMaxPooling1D``. No weights."""
+
+    _default_name = "global_max_pooling1d"
+
+    @staticmethod
+    def _reduce(x, axis, keepdims):
+        from ..ops import reduction_ops
+        return reduction_ops.reduce_max(x, axis=axis, keepdims=keepdims)
+
+
+# Keras's other names for them
+MaxPool1D, GlobalAvgPool1D, GlobalMaxPool1D = MaxPooling1D, GlobalAveragePooling1D, \
+    GlobalMaxPooling1D
