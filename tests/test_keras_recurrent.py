@@ -513,6 +513,16 @@ def test_bidirectional_concat(return_sequences):
     again = L.Bidirectional(L.GRU(3, return_sequences=return_sequences, dtype="float64"),
                             weights=weights)
     np.testing.assert_allclose(again(X).numpy(), ref, rtol=1e-12)
+    # Geron's encoder (chapter 16): outputs, *encoder_state = Bidirectional(LSTM(...,
+    # return_state=True))(x): the states of the forward layer, then the backward one's
+    enc = L.Bidirectional(L.LSTM(3, return_state=True, dtype="float64"))
+    outputs, *state = enc(X)
+    kf, uf, bf, kb, ub, bb = enc.get_weights()
+    _, h_f, c_f = np_lstm(X, kf, uf, bf)
+    _, h_b, c_b = np_lstm(X, kb, ub, bb, backwards=True)
+    np.testing.assert_allclose(outputs.numpy(), np.concatenate([h_f, h_b], -1), rtol=1e-12)
+    for got, want in zip(state, [h_f, c_f, h_b, c_b]):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
     s = L.Bidirectional(L.SimpleRNN(2, dtype="float64"), merge_mode="sum")
     s(X)
     f, b = s.forward_layer(X).numpy(), s.backward_layer(X).numpy()
@@ -532,6 +542,8 @@ def test_bad_inputs_are_named():
         L.LSTM(2, stateful=True)
     with pytest.raises(ValueError, match="merge_mode"):
         L.Bidirectional(L.LSTM(2), merge_mode="max")
+    with pytest.raises(TypeError, match="wraps a recurrent layer"):
+        L.Bidirectional(L.Dense(2))
 
 
 # -- textbooks: training ---------------------------------------------------------------------

@@ -560,10 +560,13 @@ class Bidirectional(Layer):
     ``"mul"``, ``"ave"``, or ``None`` (a list of both). With ``return_sequences=True`` the
     backward outputs are put back in forward time order first, as Keras. Weights: the
     forward layer's, then the backward layer's (``weights=`` sets them at the first call).
-    ``return_state`` is not supported here.
+    A layer made with ``return_state=True`` gives ``[output, *forward_states,
+    *backward_states]`` (Geron's encoder: ``outputs, *state = encoder(x)``, LSTM states
+    ``h_fwd, c_fwd, h_bwd, c_bwd``).
 
     Raises:
-        ValueError: an unknown ``merge_mode``; ``return_state=True``.
+        ValueError: an unknown ``merge_mode``.
+        TypeError: ``layer`` is not a recurrent layer.
     """
 
     def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None,
@@ -574,8 +577,6 @@ class Bidirectional(Layer):
         if not isinstance(layer, RNN):
             raise TypeError(f"Bidirectional wraps a recurrent layer (SimpleRNN, LSTM, GRU, "
                             f"RNN), got {layer!r:.60}")
-        if layer.return_state:
-            raise ValueError("Bidirectional: return_state=True is not supported in minitape")
         super().__init__(**kwargs)
         if backward_layer is None:
             config = layer.get_config()
@@ -587,6 +588,7 @@ class Bidirectional(Layer):
         self.backward_layer = backward_layer
         self.merge_mode = merge_mode
         self.return_sequences = layer.return_sequences
+        self.return_state = layer.return_state
         self._initial_weights = None if weights is None else list(weights)
 
     def call(self, inputs, training=None):
@@ -598,6 +600,12 @@ class Bidirectional(Layer):
             self.set_weights(weights)
             y = self.forward_layer(inputs, **kwargs)
             y_rev = self.backward_layer(inputs, **kwargs)
+        if self.return_state:   # [output, *states]: the merged output, then both layers' states
+            (y, *states), (y_rev, *states_rev) = y, y_rev
+            return [self._merge(y, y_rev)] + states + states_rev
+        return self._merge(y, y_rev)
+
+    def _merge(self, y, y_rev):
         if self.return_sequences:
             y_rev = array_ops.reverse(y_rev, [1])
         if self.merge_mode == "concat":
