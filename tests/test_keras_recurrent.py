@@ -700,10 +700,15 @@ def test_chollet_chapter10_models_train_one_epoch():
     assert keras.Model(inputs, outputs)(x).shape == (16, 12, 16)
 
 
-def test_saved_model_round_trip(tmp_path):
-    model = keras.Sequential([L.GRU(4, return_sequences=True, input_shape=[None, 2]),
-                              L.LSTM(3), L.Dense(1)])
-    x = RNG.normal(size=(2, 5, 2)).astype("float32")
+@pytest.mark.parametrize("layers", [
+    lambda: [L.GRU(4, return_sequences=True, input_shape=[None, 2]), L.LSTM(3), L.Dense(1)],
+    lambda: [L.Conv1D(3, 2, padding="causal", input_shape=[None, 2]),
+             L.Bidirectional(L.SimpleRNN(3, return_sequences=True)),
+             L.TimeDistributed(L.Dense(2)), L.MaxPooling1D(2), L.GlobalAveragePooling1D()],
+    lambda: [L.RNN(L.GRUCell(3, reset_after=False), input_shape=[None, 2]), L.Dense(1)]])
+def test_saved_model_round_trip(tmp_path, layers):
+    model = keras.Sequential(layers())
+    x = RNG.normal(size=(2, 6, 2)).astype("float32")
     path = str(tmp_path / "rnn.keras")
     model.save(path)
     loaded = keras.models.load_model(path)
