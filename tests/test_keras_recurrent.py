@@ -150,7 +150,7 @@ def test_default_initializers_and_shapes():
     kernel, recurrent, bias = lstm.get_weights()
     # unit_forget_bias: the forget gate's bias starts at 1, the others at 0
     np.testing.assert_array_equal(bias, [0] * 4 + [1] * 4 + [0] * 8)
-    # recurrent_initializer="orthogonal": each gate's block of columns has Q's structure
+    # recurrent_initializer="orthogonal" on the whole (4, 16) matrix: orthonormal rows
     np.testing.assert_allclose(recurrent @ recurrent.T, np.eye(4), atol=1e-5)
     limit = np.sqrt(6 / (3 + 16))     # glorot_uniform on (3, 16)
     assert np.abs(kernel).max() <= limit
