@@ -1,13 +1,15 @@
 """The recurrent layers textbooks use: SimpleRNN, LSTM, GRU (and their cells, RNN(cell)),
-Bidirectional, TimeDistributed, Conv1D (minitape/keras/recurrent.py).
+Bidirectional, TimeDistributed, Conv1D, MaxPooling1D, global 1-D pooling
+(minitape/keras/recurrent.py), and keras.utils.timeseries_dataset_from_array.
 
 Each layer's outputs are checked against a NumPy loop written from Keras's documented
 equations (weights in Keras's layout, given with ``set_weights``), a small hand-computed
 case, and the gradients with respect to the kernels and the inputs against central finite
 differences in float64. Then the textbooks' uses: Geron's chapter 15 models (SimpleRNN, deep
 RNN, LSTM, GRU, Conv1D + GRU, WaveNet, a custom cell in RNN) and Chollet's chapter 10 ones
-(LSTM, GRU with recurrent_dropout, Bidirectional) build and train one epoch, and a SimpleRNN
-learns to predict the next value of a sine series.
+(LSTM, GRU with recurrent_dropout, Bidirectional, the 1-D convnet) build and train one
+epoch, d2l's time-major RNNs carry their state, and a SimpleRNN learns to predict the next
+value of a sine series.
 """
 
 from __future__ import annotations
