@@ -1419,3 +1419,140 @@ class Concatenate(_Merge):
 
     def __call__(self, inputs):
         return array_ops.concat(self._inputs(inputs), axis=self.axis)
+
+
+# -- the convolutional chapters of the textbooks (cnnqa): average pooling, padding, upsampling ----
+# d2l chapters 7-8 (LeNet's AvgPool2D, NiN's GlobalAvgPool2D, MaxPool2D everywhere), Geron 14.
+
+
+def _channels_last(data_format, layer):
+    """Keras's ``data_format``: only ``"channels_last"`` (NHWC, the default) is supported."""
+    if data_format not in (None, "channels_last"):
+        raise ValueError(f"{layer}: only data_format=\"channels_last\" (batch, height, width, "
+                         f"channels) is supported, got {data_format!r}; move the channels last "
+                         "with mt.transpose(x, [0, 2, 3, 1])")
+    return "channels_last"
+
+
+class AveragePooling2D(LayerMixin, Module):
+    """The mean of each ``pool_size`` window, as ``tf.keras.layers.AveragePooling2D`` (also
+    named ``AvgPool2D``), computed by ``mt.nn.avg_pool2d``.
+
+    ``(batch, h, w, c)`` -> ``(batch, ho, wo, c)`` with ``ho = (h - pool_h) // stride_h + 1``
+    for ``padding="valid"`` (the default) and ``ceil(h / stride_h)`` for ``"same"``, where,
+    as TensorFlow, a window over the border averages only the elements it covers. ``strides``
+    defaults to ``pool_size``. No Variables.
+
+    Raises:
+        ValueError: bad ``pool_size``, ``strides``, ``padding`` or ``data_format`` at
+            construction; an input that is not rank 4 at call time.
+
+    >>> import minitape as mt
+    >>> x = mt.reshape(mt.range(0.0, 16.0), [1, 4, 4, 1])
+    >>> mt.reshape(mt.keras.layers.AvgPool2D(pool_size=2)(x), [2, 2]).numpy()
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]], dtype=float32)
+    """
+
+    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, name=None,
+                 **kwargs):
+        super().__init__(name=name if name is not None else _default_name("average_pooling2d"))
+        _layer_options(self, kwargs, "AveragePooling2D")
+        self.pool_size = _pair(pool_size, "AveragePooling2D", "pool_size")
+        self.strides = self.pool_size if strides is None else \
+            _pair(strides, "AveragePooling2D", "strides")
+        self.padding = _keras_padding(padding, "AveragePooling2D")
+        self.data_format = _channels_last(data_format, "AveragePooling2D")
+
+    def __call__(self, inputs):
+        from .ops import conv_ops
+        x = math_ops.floating(inputs, f"AveragePooling2D '{self.name}'")
+        x = _images(x, x.dtype, f"AveragePooling2D '{self.name}'")
+        return conv_ops.avg_pool2d(x, self.pool_size, self.strides, self.padding)
+
+
+def _zero_padding(padding, layer):
+    """``ZeroPadding2D``'s ``padding`` -> ``((top, bottom), (left, right))``."""
+    def count(n):
+        return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
+    if count(padding):
+        return (int(padding),) * 2, (int(padding),) * 2
+    if isinstance(padding, (tuple, list)) and len(padding) == 2:
+        if all(count(n) for n in padding):
+            return (int(padding[0]),) * 2, (int(padding[1]),) * 2
+        if all(isinstance(p, (tuple, list)) and len(p) == 2 and all(count(n) for n in p)
+               for p in padding):
+            return tuple(int(n) for n in padding[0]), tuple(int(n) for n in padding[1])
+    raise ValueError(f"{layer}: padding must be an int, a pair (rows, columns) or a pair of "
+                     f"pairs ((top, bottom), (left, right)) of ints >= 0, got {padding!r}")
+
+
+class ZeroPadding2D(LayerMixin, Module):
+    """Zero rows and columns around each image, as ``tf.keras.layers.ZeroPadding2D``.
+
+    ``padding``: an int (the same on all four sides), ``(rows, columns)`` (symmetric) or
+    ``((top, bottom), (left, right))``; ``(batch, h, w, c)`` -> ``(batch, h + top + bottom,
+    w + left + right, c)``. Computed with ``mt.pad``. No Variables.
+
+    >>> import minitape as mt
+    >>> mt.keras.layers.ZeroPadding2D(((1, 0), (2, 1)))(mt.ones([2, 3, 3, 4])).shape
+    (2, 4, 6, 4)
+    """
+
+    def __init__(self, padding=(1, 1), data_format=None, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("zero_padding2d"))
+        _layer_options(self, kwargs, "ZeroPadding2D")
+        self.padding = _zero_padding(padding, "ZeroPadding2D")
+        self.data_format = _channels_last(data_format, "ZeroPadding2D")
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"ZeroPadding2D '{self.name}'")
+        x = _images(x, x.dtype, f"ZeroPadding2D '{self.name}'")
+        return array_ops.pad(x, [[0, 0], list(self.padding[0]), list(self.padding[1]), [0, 0]])
+
+
+class UpSampling2D(LayerMixin, Module):
+    """Repeat each row ``size[0]`` times and each column ``size[1]`` times, as
+    ``tf.keras.layers.UpSampling2D``: ``(batch, h, w, c)`` -> ``(batch, h * sh, w * sw, c)``.
+
+    ``interpolation="nearest"`` (the default) copies pixels (a reshape and a broadcast);
+    ``"bilinear"`` interpolates with ``mt.image.resize`` (half-pixel centres, as Keras).
+    No Variables.
+
+    >>> import minitape as mt
+    >>> x = mt.reshape(mt.constant([1.0, 2.0, 3.0, 4.0]), [1, 2, 2, 1])
+    >>> mt.reshape(mt.keras.layers.UpSampling2D(2)(x), [4, 4]).numpy()[0]
+    array([1., 1., 2., 2.], dtype=float32)
+    """
+
+    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", name=None,
+                 **kwargs):
+        super().__init__(name=name if name is not None else _default_name("up_sampling2d"))
+        _layer_options(self, kwargs, "UpSampling2D")
+        self.size = _pair(size, "UpSampling2D", "size")
+        self.data_format = _channels_last(data_format, "UpSampling2D")
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"UpSampling2D: interpolation must be \"nearest\" or \"bilinear\", "
+                             f"got {interpolation!r}")
+        self.interpolation = interpolation
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"UpSampling2D '{self.name}'")
+        x = _images(x, x.dtype, f"UpSampling2D '{self.name}'")
+        n, h, w, c = x.shape
+        sh, sw = self.size
+        if self.interpolation == "bilinear":
+            from .ops import image_ops
+            return image_ops.resize(math_ops.floating(x, f"UpSampling2D '{self.name}'"),
+                                    [h * sh, w * sw], method="bilinear")
+        x = array_ops.reshape(x, [n, h, 1, w, 1, c])
+        x = array_ops.broadcast_to(x, [n, h, sh, w, sw, c])
+        return array_ops.reshape(x, [n, h * sh, w * sw, c])
+
+
+# Keras's other names for the same layers (d2l writes MaxPool2D, AvgPool2D, GlobalAvgPool2D).
+MaxPool2D = MaxPooling2D
+AvgPool2D = AveragePooling2D
+GlobalAvgPool2D = GlobalAveragePooling2D
+GlobalMaxPool2D = GlobalMaxPooling2D
+# -- end of cnnqa ---------------------------------------------------------------------------------
