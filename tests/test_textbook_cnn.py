@@ -1,0 +1,367 @@
+# ruff: noqa: E731, E741  (the books' code as printed: lambdas, l)
+"""The convolutional chapters of the textbooks with ``import minitape as tf``: "Dive into Deep
+Learning" (d2l.ai) chapter 7 (convolutions from scratch, padding and stride, channels,
+pooling, LeNet) and chapter 8 (AlexNet, VGG, NiN, GoogLeNet, batch normalization, ResNet,
+DenseNet), and Géron's "Hands-on Machine Learning" (3rd edition) chapter 14.
+
+One test per section, the code of its TensorFlow tab (or notebook cell) as printed, with small
+inputs where the book uses 224x224 images: each network is built, run forward, and trained one
+step. Numbers are checked against what the book prints (``corr2d``'s output, the learned edge
+kernel near ``[1, -1]``, the pooling examples), against NumPy loops (pooling layers, padding,
+upsampling) and, for each network's training step, against central finite differences of its
+loss in float64 along a random direction. ``tests/d2l_minitape.py`` is d2l's library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from functools import partial
+
+import numpy as np
+import pytest
+
+import d2l_minitape as d2l
+import minitape as tf
+from test_textbook_d2l import _no_rendering, fashion, write_fashion_mnist  # noqa: F401
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def float64_weights():
+    """Layers make float64 weights inside (``tf.keras.backend.set_floatx``), for finite
+    differences that mean something."""
+    before = tf.keras.backend.floatx()
+    tf.keras.backend.set_floatx("float64")
+    try:
+        yield
+    finally:
+        tf.keras.backend.set_floatx(before)
+
+
+def check_training_step(model, X, loss_fn, lr=0.1, seed=0, rtol=1e-5):
+    """One SGD step of ``model`` on ``X`` (float64): the tape's gradient must agree with the
+    central difference of ``loss_fn`` along a random direction of all the trainable weights,
+    and the step must lower the loss."""
+    X = tf.constant(np.asarray(X, np.float64))
+    loss_fn(model(X, training=True))  # builds the lazily built layers
+    variables = model.trainable_variables
+    assert variables, "the model has no trainable weights"
+    with tf.GradientTape() as tape:
+        loss = loss_fn(model(X, training=True))
+    grads = tape.gradient(loss, variables)
+    assert all(g is not None for g in grads)
+    rng = np.random.default_rng(seed)
+    direction = [rng.standard_normal(v.shape) for v in variables]
+    start = [v.numpy().copy() for v in variables]
+
+    def loss_at(t):
+        for v, w, d in zip(variables, start, direction):
+            v.assign(w + t * d)
+        return float(loss_fn(model(X, training=True)))
+
+    eps = 1e-5
+    numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
+    analytic = sum(float(np.sum(np.asarray(g) * d)) for g, d in zip(grads, direction))
+    assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=1e-7), (analytic, numeric)
+    for v, w in zip(variables, start):
+        v.assign(w)
+    tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, variables))
+    assert float(loss_fn(model(X, training=True))) < float(loss)
+    return float(loss)
+
+
+def cross_entropy(y):
+    fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return lambda y_hat: fn(y, tf.reshape(y_hat, (y_hat.shape[0], -1)))
+
+
+def summary_lines(model, X_shape):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        model.layer_summary(X_shape)
+    return out.getvalue().splitlines()
+
+
+def pool_np(x, pool, strides, padding, mode):
+    """Keras's pooling in NumPy, one window at a time (TensorFlow's "SAME": ``ceil(n / s)``
+    outputs, the extra padding after; padding never counts, for max nor mean)."""
+    n, h, w, c = x.shape
+    out_size, before = [], []
+    for size, k, s in ((h, pool[0], strides[0]), (w, pool[1], strides[1])):
+        if padding == "valid":
+            out_size.append((size - k) // s + 1)
+            before.append(0)
+        else:
+            o = -(-size // s)
+            out_size.append(o)
+            before.append(max((o - 1) * s + k - size, 0) // 2)
+    y = np.zeros((n, out_size[0], out_size[1], c))
+    for i in range(out_size[0]):
+        for j in range(out_size[1]):
+            r0, c0 = i * strides[0] - before[0], j * strides[1] - before[1]
+            win = x[:, max(r0, 0):r0 + pool[0], max(c0, 0):c0 + pool[1], :]
+            y[:, i, j] = win.max(axis=(1, 2)) if mode == "max" else win.mean(axis=(1, 2))
+    return y
+
+
+# -- d2l 7.2 Convolutions for images -----------------------------------------------------------
+
+def test_d2l_7_2_convolutions_for_images():
+    corr2d = d2l.corr2d
+    X = d2l.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]])
+    K = d2l.tensor([[0.0, 1.0], [2.0, 3.0]])
+    np.testing.assert_array_equal(corr2d(X, K).numpy(), [[19.0, 25.0], [37.0, 43.0]])
+
+    class Conv2D(tf.keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+
+        def build(self, kernel_size):
+            initializer = tf.random_normal_initializer()
+            self.weight = self.add_weight(name='w', shape=kernel_size,
+                                          initializer=initializer)
+            self.bias = self.add_weight(name='b', shape=(1, ),
+                                        initializer=initializer)
+
+        def call(self, inputs):
+            return corr2d(inputs, self.weight) + self.bias
+
+    layer = Conv2D()
+    layer.build((2, 2))
+    expected = np.asarray(corr2d(X, layer.weight.numpy())) + layer.bias.numpy()
+    np.testing.assert_allclose(layer.call(X).numpy(), expected, rtol=1e-6)
+
+    X = tf.Variable(tf.ones((6, 8)))
+    X[:, 2:6].assign(tf.zeros(X[:, 2:6].shape))
+    K = d2l.tensor([[1.0, -1.0]])
+    Y = corr2d(X, K)
+    edge = [0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 0.0]
+    np.testing.assert_array_equal(Y.numpy(), [edge] * 6)
+    np.testing.assert_array_equal(corr2d(d2l.transpose(X), K).numpy(), np.zeros((8, 5)))
+
+    # Learning the kernel (the book's loop as printed; the test keeps the first kernel).
+    tf.random.set_seed(0)
+    conv2d = tf.keras.layers.Conv2D(1, (1, 2), use_bias=False)
+    X = tf.reshape(X, (1, 6, 8, 1))
+    Y = tf.reshape(Y, (1, 6, 7, 1))
+    lr = 3e-2  # Learning rate
+
+    Y_hat = conv2d(X)
+    first_kernel = conv2d.get_weights()[0].astype(np.float64).reshape(2)  # (the test's line)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        for i in range(10):
+            with tf.GradientTape(watch_accessed_variables=False) as g:
+                g.watch(conv2d.weights[0])
+                Y_hat = conv2d(X)
+                l = (abs(Y_hat - Y)) ** 2
+                # Update the kernel
+                update = tf.multiply(lr, g.gradient(l, conv2d.weights[0]))
+                weights = conv2d.get_weights()
+                weights[0] = conv2d.weights[0] - update
+                conv2d.set_weights(weights)
+                if (i + 1) % 2 == 0:
+                    print(f'epoch {i + 1}, loss {tf.reduce_sum(l):.3f}')
+    learned = d2l.reshape(conv2d.get_weights()[0], (1, 2)).numpy()
+
+    # The same gradient descent in NumPy: l = sum (x_j w0 + x_{j+1} w1 - y)^2.
+    x, y = np.asarray(X, np.float64)[0, :, :, 0], np.asarray(Y, np.float64)[0, :, :, 0]
+    w, losses = first_kernel.copy(), []
+    for i in range(10):
+        r = x[:, :-1] * w[0] + x[:, 1:] * w[1] - y
+        losses.append((r ** 2).sum())
+        w -= lr * np.array([(2 * r * x[:, :-1]).sum(), (2 * r * x[:, 1:]).sum()])
+    np.testing.assert_allclose(learned[0], w, rtol=1e-4, atol=1e-5)
+    assert printed.getvalue().splitlines() == [
+        f"epoch {i + 1}, loss {losses[i]:.3f}" for i in range(1, 10, 2)]
+    np.testing.assert_allclose(learned[0], [1.0, -1.0], atol=0.15)   # the book's conclusion
+
+
+# -- d2l 7.3 Padding and stride ----------------------------------------------------------------
+
+def test_d2l_7_3_padding_and_stride():
+    def comp_conv2d(conv2d, X):
+        # (1, 1) indicates that batch size and the number of channels are both 1
+        X = tf.reshape(X, (1, ) + X.shape + (1, ))
+        Y = conv2d(X)
+        # Strip the first two dimensions: examples and channels
+        return tf.reshape(Y, Y.shape[1:3])
+    conv2d = tf.keras.layers.Conv2D(1, kernel_size=3, padding='same')
+    X = tf.random.uniform(shape=(8, 8))
+    assert comp_conv2d(conv2d, X).shape == (8, 8)
+    conv2d = tf.keras.layers.Conv2D(1, kernel_size=(5, 3), padding='same')
+    assert comp_conv2d(conv2d, X).shape == (8, 8)
+    conv2d = tf.keras.layers.Conv2D(1, kernel_size=3, padding='same', strides=2)
+    assert comp_conv2d(conv2d, X).shape == (4, 4)
+    conv2d = tf.keras.layers.Conv2D(1, kernel_size=(3,5), padding='valid',
+                                    strides=(3, 4))
+    # (TensorFlow's tab prints [2, 1]: "valid" drops the padding the other tabs add.)
+    assert comp_conv2d(conv2d, X).shape == ((8 - 3) // 3 + 1, (8 - 5) // 4 + 1) == (2, 1)
+
+
+# -- d2l 7.4 Multiple input and multiple output channels ---------------------------------------
+
+def test_d2l_7_4_channels():
+    def corr2d_multi_in(X, K):
+        # Iterate through the 0th dimension (channel) of K first, then add them up
+        return tf.reduce_sum([d2l.corr2d(x, k) for x, k in zip(X, K)], axis=0)
+
+    X = d2l.tensor([[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]],
+                   [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]])
+    K = d2l.tensor([[[0.0, 1.0], [2.0, 3.0]], [[1.0, 2.0], [3.0, 4.0]]])
+    np.testing.assert_array_equal(corr2d_multi_in(X, K).numpy(), [[56, 72], [104, 120]])
+
+    def corr2d_multi_in_out(X, K):
+        return d2l.stack([corr2d_multi_in(X, k) for k in K], 0)
+
+    K = d2l.stack((K, K + 1, K + 2), 0)
+    assert K.shape == (3, 2, 2, 2)
+    np.testing.assert_array_equal(corr2d_multi_in_out(X, K).numpy(), [
+        [[56, 72], [104, 120]], [[76, 100], [148, 172]], [[96, 128], [192, 224]]])
+
+    def corr2d_multi_in_out_1x1(X, K):
+        c_i, h, w = X.shape
+        c_o = K.shape[0]
+        X = d2l.reshape(X, (c_i, h * w))
+        K = d2l.reshape(K, (c_o, c_i))
+        # Matrix multiplication in the fully connected layer
+        Y = d2l.matmul(K, X)
+        return d2l.reshape(Y, (c_o, h, w))
+
+    X = d2l.normal((3, 3, 3), 0, 1)
+    K = d2l.normal((2, 3, 1, 1), 0, 1)
+    Y1 = corr2d_multi_in_out_1x1(X, K)
+    Y2 = corr2d_multi_in_out(X, K)
+    assert float(d2l.reduce_sum(d2l.abs(Y1 - Y2))) < 1e-6
+
+
+# -- d2l 7.5 Pooling ---------------------------------------------------------------------------
+
+def test_d2l_7_5_pooling():
+    def pool2d(X, pool_size, mode='max'):
+        p_h, p_w = pool_size
+        Y = tf.Variable(tf.zeros((X.shape[0] - p_h + 1, X.shape[1] - p_w +1)))
+        for i in range(Y.shape[0]):
+            for j in range(Y.shape[1]):
+                if mode == 'max':
+                    Y[i, j].assign(tf.reduce_max(X[i: i + p_h, j: j + p_w]))
+                elif mode =='avg':
+                    Y[i, j].assign(tf.reduce_mean(X[i: i + p_h, j: j + p_w]))
+        return Y
+
+    X = d2l.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]])
+    np.testing.assert_array_equal(pool2d(X, (2, 2)).numpy(), [[4, 5], [7, 8]])
+    np.testing.assert_array_equal(pool2d(X, (2, 2), 'avg').numpy(), [[2, 3], [5, 6]])
+
+    X = d2l.reshape(d2l.arange(16, dtype=d2l.float32), (1, 4, 4, 1))
+    pool2d = tf.keras.layers.MaxPool2D(pool_size=[3, 3])
+    # Pooling has no model parameters, hence it needs no initialization
+    np.testing.assert_array_equal(pool2d(X).numpy(), [[[[10.0]]]])
+
+    paddings = tf.constant([[0, 0], [1,0], [1,0], [0,0]])
+    X_padded = tf.pad(X, paddings, "CONSTANT")
+    pool2d = tf.keras.layers.MaxPool2D(pool_size=[3, 3], padding='valid',
+                                       strides=2)
+    np.testing.assert_array_equal(pool2d(X_padded).numpy()[0, :, :, 0], [[5, 7], [13, 15]])
+
+    paddings = tf.constant([[0, 0], [0, 0], [1, 1], [0, 0]])
+    X_padded = tf.pad(X, paddings, "CONSTANT")
+    pool2d = tf.keras.layers.MaxPool2D(pool_size=[2, 3], padding='valid',
+                                       strides=(2, 3))
+    np.testing.assert_array_equal(pool2d(X_padded).numpy()[0, :, :, 0], [[5, 7], [13, 15]])
+
+    # Concatenate along `dim=3` due to channels-last syntax
+    X = d2l.concat([X, X + 1], 3)
+    paddings = tf.constant([[0, 0], [1,0], [1,0], [0,0]])
+    X_padded = tf.pad(X, paddings, "CONSTANT")
+    pool2d = tf.keras.layers.MaxPool2D(pool_size=[3, 3], padding='valid',
+                                       strides=2)
+    np.testing.assert_array_equal(pool2d(X_padded).numpy()[0],
+                                  [[[5, 6], [7, 8]], [[13, 14], [15, 16]]])
+
+
+@pytest.mark.parametrize("layer, mode", [("MaxPool2D", "max"), ("AvgPool2D", "avg"),
+                                         ("MaxPooling2D", "max"), ("AveragePooling2D", "avg")])
+@pytest.mark.parametrize("pool, strides, padding, shape", [
+    ((2, 2), None, "valid", (2, 6, 7, 3)),
+    ((3, 3), (2, 2), "same", (1, 7, 6, 2)),
+    ((3, 2), (1, 2), "same", (2, 5, 5, 1)),
+    ((2, 3), (3, 1), "valid", (1, 8, 7, 2)),
+    ((4, 4), (1, 1), "same", (1, 3, 5, 1)),   # a window wider than the padded border
+])
+def test_pooling_layers_match_a_numpy_loop(layer, mode, pool, strides, padding, shape):
+    x = np.random.default_rng(1).standard_normal(shape)
+    got = getattr(tf.keras.layers, layer)(pool_size=pool, strides=strides, padding=padding)(
+        tf.constant(x))
+    want = pool_np(x, pool, strides or pool, padding, mode)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+def test_avg_pool_documented_example():
+    # tf.nn.avg_pool2d's documentation: a 3x3 image, 2x2 windows, stride 1, "SAME".
+    x = tf.reshape(tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]), [1, 3, 3, 1])
+    y = tf.nn.avg_pool2d(x, ksize=2, strides=1, padding="SAME")
+    np.testing.assert_allclose(y.numpy()[0, :, :, 0], [[3.0, 4.0, 4.5], [6.0, 7.0, 7.5],
+                                                        [7.5, 8.5, 9.0]])
+
+
+def test_zero_padding_and_upsampling_layers():
+    x = np.arange(2 * 2 * 3 * 2, dtype=np.float64).reshape(2, 2, 3, 2)
+    for padding, pads in [(1, ((1, 1), (1, 1))), ((2, 0), ((2, 2), (0, 0))),
+                          (((1, 0), (2, 3)), ((1, 0), (2, 3)))]:
+        got = tf.keras.layers.ZeroPadding2D(padding)(tf.constant(x))
+        np.testing.assert_array_equal(got.numpy(), np.pad(x, ((0, 0),) + pads + ((0, 0),)))
+    got = tf.keras.layers.UpSampling2D(size=(2, 3))(tf.constant(x))
+    np.testing.assert_array_equal(got.numpy(), x.repeat(2, axis=1).repeat(3, axis=2))
+    # Bilinear, half-pixel centres (tf.image.resize): 1-D [1, 2] -> [1, 1.25, 1.75, 2].
+    row = tf.keras.layers.UpSampling2D((1, 2), interpolation="bilinear")(
+        tf.reshape(tf.constant([1.0, 2.0]), [1, 1, 2, 1]))
+    np.testing.assert_allclose(row.numpy().ravel(), [1.0, 1.25, 1.75, 2.0])
+    with pytest.raises(ValueError, match="padding must be"):
+        tf.keras.layers.ZeroPadding2D(-1)
+    with pytest.raises(ValueError, match="channels_last"):
+        tf.keras.layers.AvgPool2D(data_format="channels_first")
+    with pytest.raises(ValueError, match="interpolation"):
+        tf.keras.layers.UpSampling2D(interpolation="bicubic")
+
+
+def test_pooling_padding_upsampling_gradients():
+    x = np.random.default_rng(2).standard_normal((1, 5, 4, 2))
+    for layer in (tf.keras.layers.AvgPool2D(3, 2, padding="same"),
+                  tf.keras.layers.ZeroPadding2D(((1, 0), (0, 2))),
+                  tf.keras.layers.UpSampling2D(2)):
+        tf.testing.check_grads(lambda t: layer(t) ** 2, tf.constant(x), order=2)
+
+
+# -- d2l 7.6 LeNet ---------------------------------------------------------------------------
+
+def test_d2l_7_6_lenet(fashion):  # noqa: F811
+    model = d2l.LeNet()
+    assert summary_lines(model, (1, 28, 28, 1)) == [
+        "Conv2D output shape:\t (1, 28, 28, 6)",
+        "AveragePooling2D output shape:\t (1, 14, 14, 6)",
+        "Conv2D output shape:\t (1, 10, 10, 16)",
+        "AveragePooling2D output shape:\t (1, 5, 5, 16)",
+        "Flatten output shape:\t (1, 400)",
+        "Dense output shape:\t (1, 120)",
+        "Dense output shape:\t (1, 84)",
+        "Dense output shape:\t (1, 10)"]
+
+    trainer = d2l.Trainer(max_epochs=1)
+    data = d2l.FashionMNIST(batch_size=128)
+    with d2l.try_gpu():
+        model = d2l.LeNet(lr=0.1)
+        trainer.fit(model, data)
+    assert trainer.train_batch_idx == 1 and trainer.val_batch_idx == 1
+    losses = [p.y for p in model.board.data["val_loss"]]
+    assert losses and all(math.isfinite(v) for v in losses)
+
+    with float64_weights():
+        model = d2l.LeNet()
+        x, y = fashion[0]
+        X = x[:16, :, :, None] / 255
+        check_training_step(model, X, cross_entropy(tf.constant(y[:16].astype(np.int32))))
