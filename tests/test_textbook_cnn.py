@@ -41,35 +41,40 @@ def float64_weights():
         tf.keras.backend.set_floatx(before)
 
 
-def check_training_step(model, X, loss_fn, lr=0.1, seed=0, rtol=1e-5):
+def check_training_step(model, X, loss_fn, lr=0.1, seed=0, rtol=1e-5, training=True):
     """One SGD step of ``model`` on ``X`` (float64): the tape's gradient must agree with the
     central difference of ``loss_fn`` along a random direction of all the trainable weights,
-    and the step must lower the loss."""
+    and the step must lower the loss. ``training=False`` for the networks with dropout (a new
+    mask at each call would make the differences meaningless)."""
     X = tf.constant(np.asarray(X, np.float64))
-    loss_fn(model(X, training=True))  # builds the lazily built layers
+    loss_fn(model(X, training=training))  # builds the lazily built layers
     variables = model.trainable_variables
     assert variables, "the model has no trainable weights"
     with tf.GradientTape() as tape:
-        loss = loss_fn(model(X, training=True))
+        loss = loss_fn(model(X, training=training))
     grads = tape.gradient(loss, variables)
     assert all(g is not None for g in grads)
     rng = np.random.default_rng(seed)
     direction = [rng.standard_normal(v.shape) for v in variables]
+    # A unit direction and a small step: the pre-activations move by ~1e-9, too little to
+    # cross a ReLU's kink or change a max-pooling winner.
+    norm = math.sqrt(sum(float(np.sum(d * d)) for d in direction))
+    direction = [d / norm for d in direction]
     start = [v.numpy().copy() for v in variables]
 
     def loss_at(t):
         for v, w, d in zip(variables, start, direction):
             v.assign(w + t * d)
-        return float(loss_fn(model(X, training=True)))
+        return float(loss_fn(model(X, training=training)))
 
-    eps = 1e-5
+    eps = 1e-6
     numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
     analytic = sum(float(np.sum(np.asarray(g) * d)) for g, d in zip(grads, direction))
     assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=1e-7), (analytic, numeric)
     for v, w in zip(variables, start):
         v.assign(w)
     tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, variables))
-    assert float(loss_fn(model(X, training=True))) < float(loss)
+    assert float(loss_fn(model(X, training=training))) < float(loss)
     return float(loss)
 
 
@@ -365,3 +370,144 @@ def test_d2l_7_6_lenet(fashion):  # noqa: F811
         x, y = fashion[0]
         X = x[:16, :, :, None] / 255
         check_training_step(model, X, cross_entropy(tf.constant(y[:16].astype(np.int32))))
+
+
+# -- d2l chapter 8: modern convolutional networks --------------------------------------------
+
+def labels(n, seed=0):
+    return tf.constant(np.random.default_rng(seed).integers(0, 10, n).astype(np.int32))
+
+
+def images(shape, seed=0):
+    return np.random.default_rng(seed).uniform(0.0, 1.0, shape)
+
+
+def test_d2l_8_1_alexnet():
+    class AlexNet(d2l.Classifier):
+        def __init__(self, lr=0.1, num_classes=10):
+            super().__init__()
+            self.save_hyperparameters()
+            self.net = tf.keras.models.Sequential([
+                tf.keras.layers.Conv2D(filters=96, kernel_size=11, strides=4,
+                                       activation='relu'),
+                tf.keras.layers.MaxPool2D(pool_size=3, strides=2),
+                tf.keras.layers.Conv2D(filters=256, kernel_size=5, padding='same',
+                                       activation='relu'),
+                tf.keras.layers.MaxPool2D(pool_size=3, strides=2),
+                tf.keras.layers.Conv2D(filters=384, kernel_size=3, padding='same',
+                                       activation='relu'),
+                tf.keras.layers.Conv2D(filters=384, kernel_size=3, padding='same',
+                                       activation='relu'),
+                tf.keras.layers.Conv2D(filters=256, kernel_size=3, padding='same',
+                                       activation='relu'),
+                tf.keras.layers.MaxPool2D(pool_size=3, strides=2),
+                tf.keras.layers.Flatten(),
+                tf.keras.layers.Dense(4096, activation='relu'),
+                tf.keras.layers.Dropout(0.5),
+                tf.keras.layers.Dense(4096, activation='relu'),
+                tf.keras.layers.Dropout(0.5),
+                tf.keras.layers.Dense(num_classes)])
+
+    # 67x67 instead of 224x224: (67 - 11) // 4 + 1 = 15, then 7, 7, 3, 3, 3, 3, 1.
+    assert summary_lines(AlexNet(), (1, 67, 67, 1)) == [
+        "Conv2D output shape:\t (1, 15, 15, 96)",
+        "MaxPooling2D output shape:\t (1, 7, 7, 96)",
+        "Conv2D output shape:\t (1, 7, 7, 256)",
+        "MaxPooling2D output shape:\t (1, 3, 3, 256)",
+        "Conv2D output shape:\t (1, 3, 3, 384)",
+        "Conv2D output shape:\t (1, 3, 3, 384)",
+        "Conv2D output shape:\t (1, 3, 3, 256)",
+        "MaxPooling2D output shape:\t (1, 1, 1, 256)",
+        "Flatten output shape:\t (1, 256)",
+        "Dense output shape:\t (1, 4096)",
+        "Dropout output shape:\t (1, 4096)",
+        "Dense output shape:\t (1, 4096)",
+        "Dropout output shape:\t (1, 4096)",
+        "Dense output shape:\t (1, 10)"]
+    with float64_weights():
+        check_training_step(AlexNet(), images((2, 67, 67, 1)), cross_entropy(labels(2)),
+                            lr=0.01, training=False)
+
+
+def test_d2l_8_2_vgg():
+    def vgg_block(num_convs, num_channels):
+        blk = tf.keras.models.Sequential()
+        for _ in range(num_convs):
+            blk.add(
+                tf.keras.layers.Conv2D(num_channels, kernel_size=3,
+                                       padding='same', activation='relu'))
+        blk.add(tf.keras.layers.MaxPool2D(pool_size=2, strides=2))
+        return blk
+
+    class VGG(d2l.Classifier):
+        def __init__(self, arch, lr=0.1, num_classes=10):
+            super().__init__()
+            self.save_hyperparameters()
+            self.net = tf.keras.models.Sequential()
+            for (num_convs, num_channels) in arch:
+                self.net.add(vgg_block(num_convs, num_channels))
+            self.net.add(
+                tf.keras.models.Sequential([
+                tf.keras.layers.Flatten(),
+                tf.keras.layers.Dense(4096, activation='relu'),
+                tf.keras.layers.Dropout(0.5),
+                tf.keras.layers.Dense(4096, activation='relu'),
+                tf.keras.layers.Dropout(0.5),
+                tf.keras.layers.Dense(num_classes)]))
+
+    # VGG-11 on 32x32 instead of 224x224: each block halves the height and width.
+    assert summary_lines(VGG(arch=((1, 64), (1, 128), (2, 256), (2, 512), (2, 512))),
+                         (1, 32, 32, 1)) == [
+        "Sequential output shape:\t (1, 16, 16, 64)",
+        "Sequential output shape:\t (1, 8, 8, 128)",
+        "Sequential output shape:\t (1, 4, 4, 256)",
+        "Sequential output shape:\t (1, 2, 2, 512)",
+        "Sequential output shape:\t (1, 1, 1, 512)",
+        "Sequential output shape:\t (1, 10)"]
+    with float64_weights():
+        model = VGG(arch=((1, 4), (2, 8)), lr=0.01)
+        check_training_step(model, images((2, 8, 8, 1)), cross_entropy(labels(2)), lr=0.01,
+                            training=False)
+
+
+def test_d2l_8_3_nin():
+    def nin_block(out_channels, kernel_size, strides, padding):
+        return tf.keras.models.Sequential([
+        tf.keras.layers.Conv2D(out_channels, kernel_size, strides=strides,
+                               padding=padding),
+        tf.keras.layers.Activation('relu'),
+        tf.keras.layers.Conv2D(out_channels, 1),
+        tf.keras.layers.Activation('relu'),
+        tf.keras.layers.Conv2D(out_channels, 1),
+        tf.keras.layers.Activation('relu')])
+
+    class NiN(d2l.Classifier):
+        def __init__(self, lr=0.1, num_classes=10):
+            super().__init__()
+            self.save_hyperparameters()
+            self.net = tf.keras.models.Sequential([
+                nin_block(96, kernel_size=11, strides=4, padding='valid'),
+                tf.keras.layers.MaxPool2D(pool_size=3, strides=2),
+                nin_block(256, kernel_size=5, strides=1, padding='same'),
+                tf.keras.layers.MaxPool2D(pool_size=3, strides=2),
+                nin_block(384, kernel_size=3, strides=1, padding='same'),
+                tf.keras.layers.MaxPool2D(pool_size=3, strides=2),
+                tf.keras.layers.Dropout(0.5),
+                nin_block(num_classes, kernel_size=3, strides=1, padding='same'),
+                tf.keras.layers.GlobalAvgPool2D(),
+                tf.keras.layers.Flatten()])
+
+    assert summary_lines(NiN(), (1, 67, 67, 1)) == [
+        "Sequential output shape:\t (1, 15, 15, 96)",
+        "MaxPooling2D output shape:\t (1, 7, 7, 96)",
+        "Sequential output shape:\t (1, 7, 7, 256)",
+        "MaxPooling2D output shape:\t (1, 3, 3, 256)",
+        "Sequential output shape:\t (1, 3, 3, 384)",
+        "MaxPooling2D output shape:\t (1, 1, 1, 384)",
+        "Dropout output shape:\t (1, 1, 1, 384)",
+        "Sequential output shape:\t (1, 1, 1, 10)",
+        "GlobalAveragePooling2D output shape:\t (1, 10)",
+        "Flatten output shape:\t (1, 10)"]
+    with float64_weights():
+        check_training_step(NiN(lr=0.05), images((2, 67, 67, 1)), cross_entropy(labels(2)),
+                            lr=0.05, training=False)
