@@ -511,3 +511,220 @@ def test_d2l_8_3_nin():
     with float64_weights():
         check_training_step(NiN(lr=0.05), images((2, 67, 67, 1)), cross_entropy(labels(2)),
                             lr=0.05, training=False)
+
+
+def test_d2l_8_4_googlenet():
+    class Inception(tf.keras.Model):
+        # c1--c4 are the number of output channels for each branch
+        def __init__(self, c1, c2, c3, c4):
+            super().__init__()
+            self.b1_1 = tf.keras.layers.Conv2D(c1, 1, activation='relu')
+            self.b2_1 = tf.keras.layers.Conv2D(c2[0], 1, activation='relu')
+            self.b2_2 = tf.keras.layers.Conv2D(c2[1], 3, padding='same',
+                                               activation='relu')
+            self.b3_1 = tf.keras.layers.Conv2D(c3[0], 1, activation='relu')
+            self.b3_2 = tf.keras.layers.Conv2D(c3[1], 5, padding='same',
+                                               activation='relu')
+            self.b4_1 = tf.keras.layers.MaxPool2D(3, 1, padding='same')
+            self.b4_2 = tf.keras.layers.Conv2D(c4, 1, activation='relu')
+
+        def call(self, x):
+            b1 = self.b1_1(x)
+            b2 = self.b2_2(self.b2_1(x))
+            b3 = self.b3_2(self.b3_1(x))
+            b4 = self.b4_2(self.b4_1(x))
+            return tf.keras.layers.Concatenate()([b1, b2, b3, b4])
+
+    class GoogleNet(d2l.Classifier):
+        def b1(self):
+            return tf.keras.models.Sequential([
+                tf.keras.layers.Conv2D(64, 7, strides=2, padding='same',
+                                       activation='relu'),
+                tf.keras.layers.MaxPool2D(pool_size=3, strides=2,
+                                          padding='same')])
+
+    @d2l.add_to_class(GoogleNet)
+    def b2(self):
+        return tf.keras.Sequential([
+            tf.keras.layers.Conv2D(64, 1, activation='relu'),
+            tf.keras.layers.Conv2D(192, 3, padding='same', activation='relu'),
+            tf.keras.layers.MaxPool2D(pool_size=3, strides=2, padding='same')])
+
+    @d2l.add_to_class(GoogleNet)
+    def b3(self):
+        return tf.keras.models.Sequential([
+            Inception(64, (96, 128), (16, 32), 32),
+            Inception(128, (128, 192), (32, 96), 64),
+            tf.keras.layers.MaxPool2D(pool_size=3, strides=2, padding='same')])
+
+    @d2l.add_to_class(GoogleNet)
+    def b4(self):
+        return tf.keras.Sequential([
+            Inception(192, (96, 208), (16, 48), 64),
+            Inception(160, (112, 224), (24, 64), 64),
+            Inception(128, (128, 256), (24, 64), 64),
+            Inception(112, (144, 288), (32, 64), 64),
+            Inception(256, (160, 320), (32, 128), 128),
+            tf.keras.layers.MaxPool2D(pool_size=3, strides=2, padding='same')])
+
+    @d2l.add_to_class(GoogleNet)
+    def b5(self):
+        return tf.keras.Sequential([
+            Inception(256, (160, 320), (32, 128), 128),
+            Inception(384, (192, 384), (48, 128), 128),
+            tf.keras.layers.GlobalAvgPool2D(),
+            tf.keras.layers.Flatten()])
+
+    @d2l.add_to_class(GoogleNet)
+    def __init__(self, lr=0.1, num_classes=10):
+        super(GoogleNet, self).__init__()
+        self.save_hyperparameters()
+        self.net = tf.keras.Sequential([
+            self.b1(), self.b2(), self.b3(), self.b4(), self.b5(),
+            tf.keras.layers.Dense(num_classes)])
+
+    # 32x32 instead of 96x96: "same" pooling with stride 2 halves (rounding up) each time.
+    assert summary_lines(GoogleNet(), (1, 32, 32, 1)) == [
+        "Sequential output shape:\t (1, 8, 8, 64)",
+        "Sequential output shape:\t (1, 4, 4, 192)",
+        "Sequential output shape:\t (1, 2, 2, 480)",
+        "Sequential output shape:\t (1, 1, 1, 832)",
+        "Sequential output shape:\t (1, 1024)",
+        "Dense output shape:\t (1, 10)"]
+    # One Inception block: the four branches concatenated (c1 + c2[1] + c3[1] + c4 channels),
+    # its max-pooling branch a 3x3 "same" maximum (checked by the NumPy loop).
+    with float64_weights():
+        blk = Inception(2, (2, 3), (1, 2), 2)
+        x = images((2, 5, 5, 3))
+        y = blk(tf.constant(x))
+        assert y.shape == (2, 5, 5, 2 + 3 + 2 + 2)
+        np.testing.assert_allclose(blk.b4_1(tf.constant(x)).numpy(),
+                                   pool_np(x, (3, 3), (1, 1), "same", "max"))
+        check_training_step(GoogleNet(lr=0.01), images((2, 16, 16, 1)),
+                            cross_entropy(labels(2)), lr=0.01)
+
+
+def test_d2l_8_5_batch_norm(fashion):  # noqa: F811
+    def batch_norm(X, gamma, beta, moving_mean, moving_var, eps):
+        # Compute reciprocal of square root of the moving variance elementwise
+        inv = tf.cast(tf.math.rsqrt(moving_var + eps), X.dtype)
+        # Scale and shift
+        inv *= gamma
+        Y = X * inv + (beta - moving_mean * inv)
+        return Y
+
+    class BatchNorm(tf.keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super(BatchNorm, self).__init__(**kwargs)
+
+        def build(self, input_shape):
+            weight_shape = [input_shape[-1], ]
+            # The scale parameter and the shift parameter (model parameters) are
+            # initialized to 1 and 0, respectively
+            self.gamma = self.add_weight(name='gamma', shape=weight_shape,
+                initializer=tf.initializers.ones, trainable=True)
+            self.beta = self.add_weight(name='beta', shape=weight_shape,
+                initializer=tf.initializers.zeros, trainable=True)
+            # The variables that are not model parameters are initialized to 0
+            self.moving_mean = self.add_weight(name='moving_mean',
+                shape=weight_shape, initializer=tf.initializers.zeros,
+                trainable=False)
+            self.moving_variance = self.add_weight(name='moving_variance',
+                shape=weight_shape, initializer=tf.initializers.ones,
+                trainable=False)
+            super(BatchNorm, self).build(input_shape)
+
+        def assign_moving_average(self, variable, value):
+            momentum = 0.1
+            delta = (1.0 - momentum) * variable + momentum * value
+            return variable.assign(delta)
+
+        @tf.function
+        def call(self, inputs, training):
+            if training:
+                axes = list(range(len(inputs.shape) - 1))
+                batch_mean = tf.reduce_mean(inputs, axes, keepdims=True)
+                batch_variance = tf.reduce_mean(tf.math.squared_difference(
+                    inputs, tf.stop_gradient(batch_mean)), axes, keepdims=True)
+                batch_mean = tf.squeeze(batch_mean, axes)
+                batch_variance = tf.squeeze(batch_variance, axes)
+                mean_update = self.assign_moving_average(
+                    self.moving_mean, batch_mean)
+                variance_update = self.assign_moving_average(
+                    self.moving_variance, batch_variance)
+                self.add_update(mean_update)
+                self.add_update(variance_update)
+                mean, variance = batch_mean, batch_variance
+            else:
+                mean, variance = self.moving_mean, self.moving_variance
+            output = batch_norm(inputs, moving_mean=mean, moving_var=variance,
+                beta=self.beta, gamma=self.gamma, eps=1e-5)
+            return output
+
+    class BNLeNetScratch(d2l.Classifier):
+        def __init__(self, lr=0.1, num_classes=10):
+            super().__init__()
+            self.save_hyperparameters()
+            self.net = tf.keras.models.Sequential([
+                tf.keras.layers.Conv2D(filters=6, kernel_size=5,
+                                       input_shape=(28, 28, 1)),
+                BatchNorm(), tf.keras.layers.Activation('sigmoid'),
+                tf.keras.layers.AvgPool2D(pool_size=2, strides=2),
+                tf.keras.layers.Conv2D(filters=16, kernel_size=5),
+                BatchNorm(), tf.keras.layers.Activation('sigmoid'),
+                tf.keras.layers.AvgPool2D(pool_size=2, strides=2),
+                tf.keras.layers.Flatten(), tf.keras.layers.Dense(120),
+                BatchNorm(), tf.keras.layers.Activation('sigmoid'),
+                tf.keras.layers.Dense(84), BatchNorm(),
+                tf.keras.layers.Activation('sigmoid'),
+                tf.keras.layers.Dense(num_classes)])
+
+    class BNLeNet(d2l.Classifier):
+        def __init__(self, lr=0.1, num_classes=10):
+            super().__init__()
+            self.save_hyperparameters()
+            self.net = tf.keras.models.Sequential([
+                tf.keras.layers.Conv2D(filters=6, kernel_size=5,
+                                       input_shape=(28, 28, 1)),
+                tf.keras.layers.BatchNormalization(),
+                tf.keras.layers.Activation('sigmoid'),
+                tf.keras.layers.AvgPool2D(pool_size=2, strides=2),
+                tf.keras.layers.Conv2D(filters=16, kernel_size=5),
+                tf.keras.layers.BatchNormalization(),
+                tf.keras.layers.Activation('sigmoid'),
+                tf.keras.layers.AvgPool2D(pool_size=2, strides=2),
+                tf.keras.layers.Flatten(), tf.keras.layers.Dense(120),
+                tf.keras.layers.BatchNormalization(),
+                tf.keras.layers.Activation('sigmoid'),
+                tf.keras.layers.Dense(84),
+                tf.keras.layers.BatchNormalization(),
+                tf.keras.layers.Activation('sigmoid'),
+                tf.keras.layers.Dense(num_classes)])
+
+    # The layer from scratch against the formula in NumPy, training and inference.
+    bn = BatchNorm()
+    x = images((4, 3, 3, 2)) * 3 + 1
+    y = bn(tf.constant(x, dtype=tf.float32), training=True)
+    mean, var = x.mean(axis=(0, 1, 2)), x.var(axis=(0, 1, 2))
+    np.testing.assert_allclose(y.numpy(), (x - mean) / np.sqrt(var + 1e-5), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), 0.1 * mean, rtol=1e-5)
+    np.testing.assert_allclose(bn.moving_variance.numpy(), 0.9 + 0.1 * var, rtol=1e-5)
+    y = bn(tf.constant(x, dtype=tf.float32), training=False)
+    np.testing.assert_allclose(y.numpy(), (x - 0.1 * mean) / np.sqrt(0.9 + 0.1 * var + 1e-5),
+                               rtol=1e-4, atol=1e-5)
+
+    for Net in (BNLeNetScratch, BNLeNet):
+        trainer = d2l.Trainer(max_epochs=1)
+        data = d2l.FashionMNIST(batch_size=128)
+        with d2l.try_gpu():
+            model = Net(lr=0.5)
+            trainer.fit(model, data)
+        gamma, beta = tf.reshape(model.net.layers[1].gamma, (-1,)), tf.reshape(
+            model.net.layers[1].beta, (-1,))
+        assert gamma.shape == beta.shape == (6,)
+        assert not np.allclose(gamma.numpy(), 1.0) and not np.allclose(beta.numpy(), 0.0)
+        with float64_weights():
+            x, y = fashion[0]
+            check_training_step(Net(), x[:8, :, :, None] / 255,
+                                cross_entropy(tf.constant(y[:8].astype(np.int32))))

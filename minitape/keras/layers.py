@@ -67,6 +67,15 @@ def accepts(fn, name) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+def _requires(fn, name) -> bool:
+    """Whether ``fn`` has a parameter ``name`` without a default value."""
+    try:
+        param = inspect.signature(fn).parameters.get(name)
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
+
+
 class Layer(_mt_layers.LayerMixin, Module):
     """Base class for layers, as ``keras.layers.Layer``.
 
@@ -147,6 +156,10 @@ class Layer(_mt_layers.LayerMixin, Module):
             training = _mt_layers._call_context.training[-1]
         if training is not None and accepts(self.call, "training"):
             kwargs["training"] = training
+        elif training is None and not args and _requires(self.call, "training"):
+            # A ``call(self, inputs, training)`` without a default (d2l's batch norm from
+            # scratch) gets None, as Keras 2 passes it: the layer then takes its inference path.
+            kwargs["training"] = None
         with _mt_layers.training_scope(training):
             outputs = self.call(inputs, *args, **kwargs)
         if vars(self).get("activity_regularizer") is not None:
@@ -231,6 +244,25 @@ class Layer(_mt_layers.LayerMixin, Module):
         if "_added_weights" not in vars(self):
             self._added_weights = []
         return self._added_weights
+
+    def add_update(self, updates):
+        """Keras 2's ``Layer.add_update`` (d2l's batch normalization from scratch calls it
+        after ``moving_mean.assign(...)``), as TensorFlow 2 runs it eagerly: an update that
+        is a Tensor or Variable has already happened and is left alone; a zero-argument
+        callable (or a list of them) is called now, unless ``layer.trainable`` is False.
+
+        Raises:
+            TypeError: an update that is neither a Tensor, a Variable nor a callable.
+        """
+        items = updates if isinstance(updates, (list, tuple)) else [updates]
+        for update in items:
+            if callable(update) and not isinstance(update, Tensor):
+                if self.trainable:
+                    update()
+            elif not isinstance(update, Tensor):
+                raise TypeError(f"{type(self).__name__}.add_update expects the result of an "
+                                f"assign (a Variable or Tensor) or a function of no arguments "
+                                f"that makes the update, got {update!r:.60}")
 
 
 class Lambda(Layer):
