@@ -728,3 +728,167 @@ def test_d2l_8_5_batch_norm(fashion):  # noqa: F811
             x, y = fashion[0]
             check_training_step(Net(), x[:8, :, :, None] / 255,
                                 cross_entropy(tf.constant(y[:8].astype(np.int32))))
+
+
+def test_d2l_8_6_resnet():
+    Residual = d2l.Residual
+    blk = Residual(3)
+    X = d2l.normal((4, 6, 6, 3))
+    Y = blk(X)
+    assert Y.shape == (4, 6, 6, 3)
+    # The block's output is relu(bn2(conv2(relu(bn1(conv1(X))))) + X), in inference mode.
+    inner = tf.keras.activations.relu(blk.bn1(blk.conv1(X)))
+    np.testing.assert_allclose(Y.numpy(), np.maximum(
+        blk.bn2(blk.conv2(inner)).numpy() + X.numpy(), 0), rtol=1e-5, atol=1e-6)
+    blk = Residual(6, use_1x1conv=True, strides=2)
+    assert blk(X).shape == (4, 3, 3, 6)
+
+    class ResNet(d2l.Classifier):
+        def b1(self):
+            return tf.keras.models.Sequential([
+                tf.keras.layers.Conv2D(64, kernel_size=7, strides=2,
+                                       padding='same'),
+                tf.keras.layers.BatchNormalization(),
+                tf.keras.layers.Activation('relu'),
+                tf.keras.layers.MaxPool2D(pool_size=3, strides=2,
+                                          padding='same')])
+
+    @d2l.add_to_class(ResNet)
+    def block(self, num_residuals, num_channels, first_block=False):
+        blk = tf.keras.models.Sequential()
+        for i in range(num_residuals):
+            if i == 0 and not first_block:
+                blk.add(Residual(num_channels, use_1x1conv=True, strides=2))
+            else:
+                blk.add(Residual(num_channels))
+        return blk
+
+    @d2l.add_to_class(ResNet)
+    def __init__(self, arch, lr=0.1, num_classes=10):
+        super(ResNet, self).__init__()
+        self.save_hyperparameters()
+        self.net = tf.keras.models.Sequential(self.b1())
+        for i, b in enumerate(arch):
+            self.net.add(self.block(*b, first_block=(i==0)))
+        self.net.add(tf.keras.models.Sequential([
+            tf.keras.layers.GlobalAvgPool2D(),
+            tf.keras.layers.Dense(units=num_classes)]))
+
+    class ResNet18(ResNet):
+        def __init__(self, lr=0.1, num_classes=10):
+            super().__init__(((2, 64), (2, 128), (2, 256), (2, 512)),
+                           lr, num_classes)
+
+    # 32x32 instead of 96x96.
+    assert summary_lines(ResNet18(), (1, 32, 32, 1)) == [
+        "Sequential output shape:\t (1, 8, 8, 64)",
+        "Sequential output shape:\t (1, 8, 8, 64)",
+        "Sequential output shape:\t (1, 4, 4, 128)",
+        "Sequential output shape:\t (1, 2, 2, 256)",
+        "Sequential output shape:\t (1, 1, 1, 512)",
+        "Sequential output shape:\t (1, 10)"]
+    with float64_weights():
+        # (The first stage keeps b1's 64 channels: its blocks have no 1x1 convolution.)
+        model = ResNet(((1, 64), (1, 8)), lr=0.01)
+        check_training_step(model, images((4, 16, 16, 1)), cross_entropy(labels(4)), lr=0.01)
+
+
+def test_d2l_8_7_densenet():
+    class ConvBlock(tf.keras.layers.Layer):
+        def __init__(self, num_channels):
+            super(ConvBlock, self).__init__()
+            self.bn = tf.keras.layers.BatchNormalization()
+            self.relu = tf.keras.layers.ReLU()
+            self.conv = tf.keras.layers.Conv2D(
+                filters=num_channels, kernel_size=(3, 3), padding='same')
+
+            self.listLayers = [self.bn, self.relu, self.conv]
+
+        def call(self, x):
+            y = x
+            for layer in self.listLayers.layers:
+                y = layer(y)
+            y = tf.keras.layers.concatenate([x,y], axis=-1)
+            return y
+
+    class DenseBlock(tf.keras.layers.Layer):
+        def __init__(self, num_convs, num_channels):
+            super(DenseBlock, self).__init__()
+            self.listLayers = []
+            for _ in range(num_convs):
+                self.listLayers.append(ConvBlock(num_channels))
+
+        def call(self, x):
+            for layer in self.listLayers.layers:
+                x = layer(x)
+            return x
+
+    blk = DenseBlock(2, 10)
+    X = tf.random.uniform((4, 8, 8, 3))
+    Y = blk(X)
+    assert Y.shape == (4, 8, 8, 23)
+    np.testing.assert_array_equal(Y.numpy()[..., :3], X.numpy())   # the input passes through
+
+    class TransitionBlock(tf.keras.layers.Layer):
+        def __init__(self, num_channels, **kwargs):
+            super(TransitionBlock, self).__init__(**kwargs)
+            self.batch_norm = tf.keras.layers.BatchNormalization()
+            self.relu = tf.keras.layers.ReLU()
+            self.conv = tf.keras.layers.Conv2D(num_channels, kernel_size=1)
+            self.avg_pool = tf.keras.layers.AvgPool2D(pool_size=2, strides=2)
+
+        def call(self, x):
+            x = self.batch_norm(x)
+            x = self.relu(x)
+            x = self.conv(x)
+            return self.avg_pool(x)
+
+    blk = TransitionBlock(10)
+    assert blk(Y).shape == (4, 4, 4, 10)
+
+    class DenseNet(d2l.Classifier):
+        def b1(self):
+            return tf.keras.models.Sequential([
+                tf.keras.layers.Conv2D(
+                    64, kernel_size=7, strides=2, padding='same'),
+                tf.keras.layers.BatchNormalization(),
+                tf.keras.layers.ReLU(),
+                tf.keras.layers.MaxPool2D(
+                    pool_size=3, strides=2, padding='same')])
+
+    @d2l.add_to_class(DenseNet)
+    def __init__(self, num_channels=64, growth_rate=32, arch=(4, 4, 4, 4),
+                 lr=0.1, num_classes=10):
+        super(DenseNet, self).__init__()
+        self.save_hyperparameters()
+        self.net = tf.keras.models.Sequential(self.b1())
+        for i, num_convs in enumerate(arch):
+            self.net.add(DenseBlock(num_convs, growth_rate))
+            # The number of output channels in the previous dense block
+            num_channels += num_convs * growth_rate
+            # A transition layer that halves the number of channels is added
+            # between the dense blocks
+            if i != len(arch) - 1:
+                num_channels //= 2
+                self.net.add(TransitionBlock(num_channels))
+        self.net.add(tf.keras.models.Sequential([
+            tf.keras.layers.BatchNormalization(),
+            tf.keras.layers.ReLU(),
+            tf.keras.layers.GlobalAvgPool2D(),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(num_classes)]))
+
+    # 32x32 instead of 96x96: channels 64 + 4 * 32 = 192, halved to 96, + 128 = 224, ...
+    assert summary_lines(DenseNet(), (1, 32, 32, 1)) == [
+        "Sequential output shape:\t (1, 8, 8, 64)",
+        "DenseBlock output shape:\t (1, 8, 8, 192)",
+        "TransitionBlock output shape:\t (1, 4, 4, 96)",
+        "DenseBlock output shape:\t (1, 4, 4, 224)",
+        "TransitionBlock output shape:\t (1, 2, 2, 112)",
+        "DenseBlock output shape:\t (1, 2, 2, 240)",
+        "TransitionBlock output shape:\t (1, 1, 1, 120)",
+        "DenseBlock output shape:\t (1, 1, 1, 248)",
+        "Sequential output shape:\t (1, 10)"]
+    with float64_weights():
+        model = DenseNet(num_channels=8, growth_rate=4, arch=(2, 2), lr=0.01)
+        check_training_step(model, images((4, 16, 16, 1)), cross_entropy(labels(4)), lr=0.01)

@@ -67,6 +67,21 @@ def accepts(fn, name) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+class ListWrapper(list):
+    """A list kept in an attribute of a ``Layer``, as TensorFlow 2's tracked ``ListWrapper``:
+    a plain list, plus ``.layers``, the layers (Modules) in it, nested lists included."""
+
+    @property
+    def layers(self):
+        out = []
+        for item in self:
+            if isinstance(item, Module):
+                out.append(item)
+            elif isinstance(item, (list, tuple)):
+                out.extend(ListWrapper(item).layers)
+        return out
+
+
 def _requires(fn, name) -> bool:
     """Whether ``fn`` has a parameter ``name`` without a default value."""
     try:
@@ -124,6 +139,13 @@ class Layer(_mt_layers.LayerMixin, Module):
         self.trainable = bool(trainable)
         self.built = False
         self.dtype = _mt_layers._layer_dtype(dtype)   # default: mt.keras.backend.floatx()
+
+    def __setattr__(self, name, value):
+        # A list kept in an attribute becomes TensorFlow 2's tracked list, whose ``.layers``
+        # are the layers in it (d2l's DenseNet: ``for layer in self.listLayers.layers``).
+        if type(value) is list:
+            value = ListWrapper(value)
+        super().__setattr__(name, value)
 
     def get_config(self):
         """``name``, ``trainable``, ``dtype`` and the constructor's arguments, as Keras 3.

@@ -889,6 +889,8 @@ class Sequential(Model):
     def __init__(self, layers=None, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         self._layers = []
+        if layers is not None and not isinstance(layers, (list, tuple)):
+            layers = [layers]   # one layer, as Keras 2 (d2l: ``Sequential(self.b1())``)
         for layer in layers or []:
             self.add(layer, rebuild=False)
         self._maybe_build()
