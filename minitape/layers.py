@@ -1550,6 +1550,43 @@ class UpSampling2D(LayerMixin, Module):
         return array_ops.reshape(x, [n, h * sh, w * sw, c])
 
 
+class CenterCrop(LayerMixin, Module):
+    """The central ``height x width`` part of each image, as ``tf.keras.layers.CenterCrop``
+    (Géron's chapter 14 crops the sample images with it).
+
+    ``(batch, h, w, c)`` or ``(h, w, c)`` -> ``(batch, height, width, c)`` / ``(height, width,
+    c)``, the crop starting at row ``(h - height) // 2`` and column ``(w - width) // 2``; the
+    result has the layer's dtype (float32 by default: uint8 pixels are cast, as Keras). No
+    Variables.
+
+    Raises:
+        ValueError: sizes that are not positive ints; at call time, an image smaller than
+            the crop (Keras would resize it first: use ``Resizing`` before, or a smaller crop).
+    """
+
+    def __init__(self, height, width, data_format=None, dtype=None, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("center_crop"))
+        _layer_options(self, kwargs, "CenterCrop")
+        self.height, self.width = _pair((height, width), "CenterCrop", "(height, width)")
+        self.data_format = _channels_last(data_format, "CenterCrop")
+        self.dtype = _layer_dtype(dtype)
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"CenterCrop '{self.name}'")
+        if x.ndim not in (3, 4):
+            raise ValueError(f"CenterCrop '{self.name}' expects images (batch, height, width, "
+                             f"channels) or one image (height, width, channels), got shape "
+                             f"{x.shape}")
+        h, w = x.shape[-3], x.shape[-2]
+        if h < self.height or w < self.width:
+            raise ValueError(f"CenterCrop '{self.name}': images of {h}x{w} are smaller than "
+                             f"the crop {self.height}x{self.width}; resize them first "
+                             "(mt.keras.layers.Resizing or mt.image.resize) or crop less")
+        top, left = (h - self.height) // 2, (w - self.width) // 2
+        x = x[..., top:top + self.height, left:left + self.width, :]
+        return x if x.dtype == self.dtype else math_ops.cast(x, self.dtype)
+
+
 # Keras's other names for the same layers (d2l writes MaxPool2D, AvgPool2D, GlobalAvgPool2D).
 MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D

@@ -129,6 +129,7 @@ CALLS = {
     "conv2d": lambda: (_image(), mt.constant(np.ones((2, 2, 2, 3)) * 0.1), 1, "SAME"),
     "max_pool2d": lambda: (_image(), 2, 2, "VALID"),
     "avg_pool2d": lambda: (_image(), 3, 2, "SAME"),
+    "max_pool": lambda: (_image(), [1, 1, 1, 2], [1, 1, 1, 2], "VALID"),   # over channels
     "conv2d_transpose": lambda: (_image(), mt.constant(np.ones((2, 2, 3, 2)) * 0.1),
                                  (2, 8, 8, 3), 2, "SAME"),
 }

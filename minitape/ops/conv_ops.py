@@ -35,7 +35,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..engine.recording import record
 from ..engine.registry import RegisterGradient, register_forward
-from ..engine.tensor import Tensor
+from ..engine.tensor import Tensor, convert_to_tensor
 from . import array_ops
 from .math_ops import floating, wanted
 
@@ -206,6 +206,12 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
            [42., 50.]], dtype=float32)
     """
     what = "conv2d"
+    # An array or list next to a Tensor takes the Tensor's dtype, as TensorFlow converts it
+    # (Géron's chapter 14: float64 NumPy filters on float32 images).
+    if isinstance(input, Tensor) and not isinstance(filters, Tensor):
+        filters = convert_to_tensor(filters, dtype=input.dtype, what=what)
+    elif isinstance(filters, Tensor) and not isinstance(input, Tensor):
+        input = convert_to_tensor(input, dtype=filters.dtype, what=what)  # noqa: A001
     x = floating(input, what)
     w = floating(filters, what)
     _rank4(x, what, "input", "(batch, height, width, channels)")
@@ -428,6 +434,37 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  
     record("MaxPool", (x,), (y,), attrs={"ksize": window, "strides": strides,
                                          "padding": padding, "argmax": key}, keep_inputs=False)
     return y
+
+
+def max_pool(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    """``tf.nn.max_pool`` on NHWC images: ``max_pool2d``, or, with ``ksize`` and ``strides``
+    both ``[1, 1, 1, k]`` and ``"VALID"``, the maximum over each group of ``k`` consecutive
+    channels ("depthwise" pooling, as TensorFlow on the CPU: Géron's chapter 14), computed as
+    a reshape to ``(..., channels // k, k)`` and ``reduce_max``.
+
+    Raises:
+        ValueError: a depth window that differs from its stride, does not divide the
+            channels, is combined with spatial pooling or with ``"SAME"``; and whatever
+            ``max_pool2d`` raises.
+    """
+    what = "max_pool"
+    depth = [list(v) if isinstance(v, (list, tuple)) and len(v) == 4 else None
+             for v in (ksize, strides)]
+    if depth[0] is None or depth[0][3] == 1:
+        return max_pool2d(input, ksize, strides, padding, data_format, name=name)
+    x = floating(input, what)
+    _rank4(x, what, "input", "(batch, height, width, channels)")
+    _check_format(data_format, None, what)
+    k = depth[0][3]
+    if (depth[0][:3] != [1, 1, 1] or depth[1] != depth[0] or _padding(padding, what) != "VALID"
+            or x.shape[3] % k):
+        raise ValueError(f"{what}: pooling over channels needs ksize = strides = [1, 1, 1, k] "
+                         f"with k dividing the {x.shape[3]} channels and padding \"VALID\" "
+                         f"(as TensorFlow), got ksize={ksize}, strides={strides}, "
+                         f"padding={padding!r}")
+    from .reduction_ops import reduce_max
+    grouped = array_ops.reshape(x, x.shape[:3] + (x.shape[3] // k, k))
+    return reduce_max(grouped, axis=-1, name=name)
 
 
 register_forward("MaxPool", lambda op, x: max_pool2d(
