@@ -497,6 +497,7 @@ NO_GRADIENT_SPECS = {
     "Round": lambda x: mt.round(x * 3.0),
     "Floor": lambda x: mt.math.floor(x * 3.0),
     "Ceil": lambda x: mt.math.ceil(x * 3.0),
+    "FloorDiv": lambda x: mt.math.floordiv(x * 3.0, 2.0),
     "Greater": lambda x: mt.cast(mt.math.greater(x, 0.0), x.dtype),
     "GreaterEqual": lambda x: mt.cast(mt.math.greater_equal(x, 0.0), x.dtype),
     "Less": lambda x: mt.cast(mt.math.less(x, 0.0), x.dtype),

@@ -892,3 +892,228 @@ def test_d2l_8_7_densenet():
     with float64_weights():
         model = DenseNet(num_channels=8, growth_rate=4, arch=(2, 2), lr=0.01)
         check_training_step(model, images((4, 16, 16, 1)), cross_entropy(labels(4)), lr=0.01)
+
+
+# -- Géron, "Hands-on Machine Learning" (3rd ed.), chapter 14 ---------------------------------
+
+def test_geron_14_convolutional_layers():
+    from sklearn.datasets import load_sample_images
+
+    images = load_sample_images()["images"]
+    raw = np.stack(images)
+    images = tf.keras.layers.CenterCrop(height=70, width=120)(images)
+    images = tf.keras.layers.Rescaling(scale=1 / 255)(images)
+    assert images.shape == (2, 70, 120, 3) and images.dtype == tf.float32
+    top, left = (427 - 70) // 2, (640 - 120) // 2
+    np.testing.assert_allclose(images.numpy(), raw[:, top:top + 70, left:left + 120] / 255,
+                               rtol=1e-6)
+
+    tf.random.set_seed(42)  # extra code – ensures reproducibility
+    conv_layer = tf.keras.layers.Conv2D(filters=32, kernel_size=7)
+    fmaps = conv_layer(images)
+    assert fmaps.shape == (2, 64, 114, 32)
+    conv_layer = tf.keras.layers.Conv2D(filters=32, kernel_size=7,
+                                        padding="same")
+    fmaps = conv_layer(images)
+    assert fmaps.shape == (2, 70, 120, 32)
+    conv_layer = tf.keras.layers.Conv2D(filters=32, kernel_size=7, padding="same",
+                                        strides=2)
+    fmaps = conv_layer(images)
+    assert fmaps.shape == (2, 35, 60, 32)
+
+    def conv_output_size(input_size, kernel_size, strides=1, padding="valid"):
+        if padding=="valid":
+            z = input_size - kernel_size + strides
+            output_size = z // strides
+            num_ignored = z % strides
+            return output_size, num_ignored
+        else:
+            output_size = (input_size - 1) // strides + 1
+            num_padded = (output_size - 1) * strides + kernel_size - input_size
+            return output_size, num_padded
+
+    size, padded = conv_output_size(np.array([70, 120]), kernel_size=7, strides=2,
+                                    padding="same")
+    assert list(size) == list(fmaps.shape[1:3]) == [35, 60] and list(padded) == [5, 5]
+
+    kernels, biases = conv_layer.get_weights()
+    assert kernels.shape == (7, 7, 3, 32) and biases.shape == (32,)
+
+    tf.random.set_seed(42)
+    filters = tf.random.normal([7, 7, 3, 2])
+    biases = tf.zeros([2])
+    fmaps = tf.nn.conv2d(images, filters, strides=1, padding="SAME") + biases
+    assert fmaps.shape == (2, 70, 120, 2)
+
+    # The hand-made filters of Figure 14-5: a vertical and a horizontal line of ones.
+    filters = np.zeros([7, 7, 3, 2])
+    filters[:, 3, :, 0] = 1
+    filters[3, :, :, 1] = 1
+    fmaps = tf.nn.conv2d(images, filters, strides=1, padding="SAME") + biases
+    padded_images = np.pad(images.numpy().sum(axis=3), ((0, 0), (3, 3), (3, 3)))
+    vertical = sum(padded_images[:, i:i + 70, 3:3 + 120] for i in range(7))
+    horizontal = sum(padded_images[:, 3:3 + 70, j:j + 120] for j in range(7))
+    np.testing.assert_allclose(fmaps.numpy()[..., 0], vertical, rtol=1e-5)
+    np.testing.assert_allclose(fmaps.numpy()[..., 1], horizontal, rtol=1e-5)
+
+
+def test_geron_14_pooling_layers():
+    images = tf.constant(np.random.default_rng(0).uniform(0, 1, (2, 70, 120, 3)),
+                         dtype=tf.float32)
+    max_pool = tf.keras.layers.MaxPool2D(pool_size=2)
+    output = max_pool(images)
+    np.testing.assert_array_equal(
+        output.numpy(), images.numpy().reshape(2, 35, 2, 60, 2, 3).max(axis=(2, 4)))
+
+    # extra code – shows how to use the max_pool() op; only works on the CPU
+    np.random.seed(42)
+    fmaps = np.random.rand(2, 70, 120, 60)
+    with tf.device("/cpu:0"):
+        output = tf.nn.max_pool(fmaps, ksize=(1, 1, 1, 3), strides=(1, 1, 1, 3),
+                                padding="VALID")
+    assert output.shape == (2, 70, 120, 20)
+    np.testing.assert_array_equal(output.numpy(), fmaps.reshape(2, 70, 120, 20, 3).max(-1))
+
+    class DepthPool(tf.keras.layers.Layer):
+        def __init__(self, pool_size=2, **kwargs):
+            super().__init__(**kwargs)
+            self.pool_size = pool_size
+
+        def call(self, inputs):
+            shape = tf.shape(inputs)  # shape[-1] is the number of channels
+            groups = shape[-1] // self.pool_size  # number of channel groups
+            new_shape = tf.concat([shape[:-1], [groups, self.pool_size]], axis=0)
+            return tf.reduce_max(tf.reshape(inputs, new_shape), axis=-1)
+
+    assert np.allclose(DepthPool(pool_size=3)(fmaps), output)
+    assert DepthPool(pool_size=3)(images).shape == (2, 70, 120, 1)
+    with pytest.raises(ValueError, match="channels"):
+        tf.nn.max_pool(fmaps, ksize=(1, 1, 1, 7), strides=(1, 1, 1, 7), padding="VALID")
+
+    global_avg_pool = tf.keras.layers.GlobalAvgPool2D()
+    expected = global_avg_pool(images)
+    global_avg_pool = tf.keras.layers.Lambda(
+        lambda X: tf.reduce_mean(X, axis=[1, 2]))
+    np.testing.assert_allclose(global_avg_pool(images).numpy(), expected.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(expected.numpy(), images.numpy().mean(axis=(1, 2)), rtol=1e-5)
+
+
+def test_geron_14_cnn_on_fashion_mnist(fashion):  # noqa: F811
+    # extra code – loads the mnist dataset, add the channels axis to the inputs,
+    #              scales the values to the 0-1 range, and splits the dataset
+    mnist = tf.keras.datasets.fashion_mnist.load_data()
+    (X_train_full, y_train_full), (X_test, y_test) = mnist
+    X_train_full = np.expand_dims(X_train_full, axis=-1).astype(np.float32) / 255
+    X_test = np.expand_dims(X_test.astype(np.float32), axis=-1) / 255
+    X_train, X_valid = X_train_full[:-5000], X_train_full[-5000:]
+    y_train, y_valid = y_train_full[:-5000], y_train_full[-5000:]
+    # (128 synthetic images: the slices above keep none for training; 24 and 8 here.)
+    X_train, X_valid = X_train_full[:24], X_train_full[-8:]
+    y_train, y_valid = y_train_full[:24], y_train_full[-8:]
+
+    tf.random.set_seed(42)  # extra code – ensures reproducibility
+    DefaultConv2D = partial(tf.keras.layers.Conv2D, kernel_size=3, padding="same",
+                            activation="relu", kernel_initializer="he_normal")
+    model = tf.keras.Sequential([
+        DefaultConv2D(filters=64, kernel_size=7, input_shape=[28, 28, 1]),
+        tf.keras.layers.MaxPool2D(),
+        DefaultConv2D(filters=128),
+        DefaultConv2D(filters=128),
+        tf.keras.layers.MaxPool2D(),
+        DefaultConv2D(filters=256),
+        DefaultConv2D(filters=256),
+        tf.keras.layers.MaxPool2D(),
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(units=128, activation="relu",
+                              kernel_initializer="he_normal"),
+        tf.keras.layers.Dropout(0.5),
+        tf.keras.layers.Dense(units=64, activation="relu",
+                              kernel_initializer="he_normal"),
+        tf.keras.layers.Dropout(0.5),
+        tf.keras.layers.Dense(units=10, activation="softmax")
+    ])
+    assert [layer.output.shape[1:] if hasattr(layer, "output") else None
+            for layer in model.layers][:1] in ([None], [(28, 28, 64)])
+    model.compile(loss="sparse_categorical_crossentropy", optimizer="nadam",
+                  metrics=["accuracy"])
+    history = model.fit(X_train, y_train, epochs=1,
+                        validation_data=(X_valid, y_valid), verbose=0)
+    score = model.evaluate(X_test, y_test, verbose=0)
+    X_new = X_test[:10]  # pretend we have new images
+    y_pred = model.predict(X_new, verbose=0)
+    assert y_pred.shape == (10, 10)
+    np.testing.assert_allclose(y_pred.sum(axis=1), 1.0, rtol=1e-5)
+    assert all(math.isfinite(v) for v in history.history["loss"] + list(np.ravel(score)))
+    # 28 -> 14 -> 7 -> 3 after the three poolings: Flatten gives 3 * 3 * 256 features.
+    assert model.layers[9].kernel.shape == (3 * 3 * 256, 128)
+
+
+def test_geron_14_resnet34():
+    DefaultConv2D = partial(tf.keras.layers.Conv2D, kernel_size=3, strides=1,
+                            padding="same", kernel_initializer="he_normal",
+                            use_bias=False)
+
+    class ResidualUnit(tf.keras.layers.Layer):
+        def __init__(self, filters, strides=1, activation="relu", **kwargs):
+            super().__init__(**kwargs)
+            self.activation = tf.keras.activations.get(activation)
+            self.main_layers = [
+                DefaultConv2D(filters, strides=strides),
+                tf.keras.layers.BatchNormalization(),
+                self.activation,
+                DefaultConv2D(filters),
+                tf.keras.layers.BatchNormalization()
+            ]
+            self.skip_layers = []
+            if strides > 1:
+                self.skip_layers = [
+                    DefaultConv2D(filters, kernel_size=1, strides=strides),
+                    tf.keras.layers.BatchNormalization()
+                ]
+
+        def call(self, inputs):
+            Z = inputs
+            for layer in self.main_layers:
+                Z = layer(Z)
+            skip_Z = inputs
+            for layer in self.skip_layers:
+                skip_Z = layer(skip_Z)
+            return self.activation(Z + skip_Z)
+
+    # 32x32 images instead of 224x224.
+    model = tf.keras.Sequential([
+        DefaultConv2D(64, kernel_size=7, strides=2, input_shape=[32, 32, 3]),
+        tf.keras.layers.BatchNormalization(),
+        tf.keras.layers.Activation("relu"),
+        tf.keras.layers.MaxPool2D(pool_size=3, strides=2, padding="same"),
+    ])
+    prev_filters = 64
+    for filters in [64] * 3 + [128] * 4 + [256] * 6 + [512] * 3:
+        strides = 1 if filters == prev_filters else 2
+        model.add(ResidualUnit(filters, strides=strides))
+        prev_filters = filters
+
+    model.add(tf.keras.layers.GlobalAvgPool2D())
+    model.add(tf.keras.layers.Flatten())
+    model.add(tf.keras.layers.Dense(10, activation="softmax"))
+
+    # input_shape= builds the model as the layers are added (each new layer on its own).
+    units = [layer for layer in model.layers if isinstance(layer, ResidualUnit)]
+    assert units[-1].main_layers[3].kernel.shape == (3, 3, 512, 512)
+    assert model.layers[-1].kernel.shape == (512, 10)
+    X = tf.constant(images((2, 32, 32, 3)), dtype=tf.float32)
+    assert model(X).shape == (2, 10)
+    assert len(units) == 16 and sum(bool(u.skip_layers) for u in units) == 3
+    # Each convolution of a unit is 3x3 without bias; the skip path is a 1x1 convolution.
+    assert units[3].main_layers[0].kernel.shape == (3, 3, 64, 128)
+    assert units[3].skip_layers[0].kernel.shape == (1, 1, 64, 128)
+    assert len(model.trainable_variables) == 1 + 2 + 16 * (2 + 2 * 2) + 3 * (1 + 2) + 2
+
+    # One training step of a shorter stack in float64 (two units, one with a skip path).
+    with float64_weights():
+        small = tf.keras.Sequential([
+            DefaultConv2D(8, kernel_size=3, strides=1),
+            ResidualUnit(8), ResidualUnit(16, strides=2),
+            tf.keras.layers.GlobalAvgPool2D(), tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(10)])
+        check_training_step(small, images((4, 8, 8, 3)), cross_entropy(labels(4)))
