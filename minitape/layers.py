@@ -707,6 +707,9 @@ class Conv2D(LayerMixin, Module):
             ``mt.random.normal``), returning a value of ``shape`` ``(kh, kw, in, filters)``.
         bias_initializer: ``"zeros"`` (the default) or any of the above, for ``(filters,)``.
         dtype: the weights' dtype, ``mt.keras.backend.floatx()`` (float32) by default.
+        groups: split the input channels into this many groups, each convolved with its own
+            ``filters / groups`` filters (kernel ``(kh, kw, in / groups, filters)``, as Keras;
+            ResNeXt's grouped convolution). 1 by default.
         **kwargs: Keras's ``kernel_regularizer``, ``bias_regularizer``,
             ``activity_regularizer`` (as ``Dense``) and ``input_shape=(h, w, channels)``.
 
@@ -724,12 +727,17 @@ class Conv2D(LayerMixin, Module):
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None,
                  use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 dtype=None, name=None, **kwargs):
+                 dtype=None, name=None, groups=1, **kwargs):
         super().__init__(name=name if name is not None else _default_name("conv2d"))
         _layer_options(self, kwargs, "Conv2D", weights=("kernel", "bias"))
         if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters < 1:
             raise ValueError(f"Conv2D: filters must be a positive int (the number of output "
                              f"channels), got {filters!r}")
+        if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
+                or filters % groups):
+            raise ValueError(f"Conv2D: groups must be a positive int that divides filters "
+                             f"({filters}), got {groups!r}")
+        self.groups = int(groups)
         kernel_initializer = _check_initializer(kernel_initializer, "Conv2D")
         self.bias_initializer = _check_initializer(bias_initializer, "Conv2D", "bias_initializer")
         self.filters = int(filters)
@@ -751,10 +759,13 @@ class Conv2D(LayerMixin, Module):
         """Make ``kernel`` and ``bias`` for ``in_channels`` input channels (or an input shape
         ``(None, h, w, channels)``, as Keras)."""
         in_channels = _last_dim(in_channels, "Conv2D")
+        if in_channels % self.groups:
+            raise ValueError(f"Conv2D '{self.name}': groups={self.groups} must divide the "
+                             f"input's {in_channels} channels")
         kh, kw = self.kernel_size
-        shape = (kh, kw, in_channels, self.filters)
+        shape = (kh, kw, in_channels // self.groups, self.filters)
         init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
-                               np.sqrt(6.0 / (kh * kw * (in_channels + self.filters))),
+                               np.sqrt(6.0 / (kh * kw * (shape[2] + self.filters))),
                                f"Conv2D '{self.name}'")
         self.kernel = _constrain(self, "kernel", Variable(init, name="kernel"))
         self.kernel.path = f"{self.name}/kernel"
@@ -769,11 +780,18 @@ class Conv2D(LayerMixin, Module):
         x = _images(inputs, self.dtype, f"Conv2D '{self.name}'")
         if self.kernel is None:
             self.build(x.shape[3])
-        elif x.shape[3] != self.kernel.shape[2]:
-            raise ValueError(f"Conv2D '{self.name}' was built for {self.kernel.shape[2]} input "
-                             f"channels, got inputs of shape {x.shape}")
+        elif x.shape[3] != self.kernel.shape[2] * self.groups:
+            raise ValueError(f"Conv2D '{self.name}' was built for "
+                             f"{self.kernel.shape[2] * self.groups} input channels, got inputs "
+                             f"of shape {x.shape}")
         from .ops import conv_ops
-        y = conv_ops.conv2d(x, self.kernel, self.strides, self.padding)
+        if self.groups == 1:
+            y = conv_ops.conv2d(x, self.kernel, self.strides, self.padding)
+        else:   # each group of input channels makes its own filters / groups outputs
+            y = array_ops.concat([
+                conv_ops.conv2d(xg, kg, self.strides, self.padding) for xg, kg in zip(
+                    array_ops.split(x, self.groups, axis=3),
+                    array_ops.split(self.kernel, self.groups, axis=3))], axis=3)
         if self.use_bias:
             y = y + self.bias
         y = self.activation(y) if self.activation is not None else y

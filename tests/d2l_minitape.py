@@ -9,7 +9,7 @@ Each piece is the book's ``#@save`` code as printed in its TensorFlow tab (the t
 ``SGD``, ``Trainer.fit_epoch``), 3.5 (``LinearRegression``), 4.2 (``FashionMNIST``), 4.3
 (``Classifier``), 4.5 (``SoftmaxRegression``), 6.7 (``cpu``, ``gpu``, ``num_gpus``,
 ``try_gpu``), 7.2 (``corr2d``), 7.6 (``LeNet``, ``Classifier.layer_summary``) and 8.6
-(``Residual``). Only ``import tensorflow as tf`` changed. ``tests/test_textbook_d2l.py`` runs
+(``Residual``, ``ResNeXtBlock``). Only ``import tensorflow as tf`` changed. ``tests/test_textbook_d2l.py`` runs
 the chapters' own code on top of it.
 """
 
@@ -497,6 +497,36 @@ class Residual(tf.keras.Model):  #@save
             X = self.conv3(X)
         Y += X
         return tf.keras.activations.relu(Y)
+
+
+class ResNeXtBlock(tf.keras.Model):  #@save
+    """The ResNeXt block."""
+    def __init__(self, num_channels, groups, bot_mul, use_1x1conv=False,
+                 strides=1):
+        super().__init__()
+        bot_channels = int(round(num_channels * bot_mul))
+        self.conv1 = tf.keras.layers.Conv2D(bot_channels, 1, strides=1)
+        self.conv2 = tf.keras.layers.Conv2D(bot_channels, 3, strides=strides,
+                                            padding="same",
+                                            groups=bot_channels//groups)
+        self.conv3 = tf.keras.layers.Conv2D(num_channels, 1, strides=1)
+        self.bn1 = tf.keras.layers.BatchNormalization()
+        self.bn2 = tf.keras.layers.BatchNormalization()
+        self.bn3 = tf.keras.layers.BatchNormalization()
+        if use_1x1conv:
+            self.conv4 = tf.keras.layers.Conv2D(num_channels, 1,
+                                                strides=strides)
+            self.bn4 = tf.keras.layers.BatchNormalization()
+        else:
+            self.conv4 = None
+
+    def call(self, X):
+        Y = tf.keras.activations.relu(self.bn1(self.conv1(X)))
+        Y = tf.keras.activations.relu(self.bn2(self.conv2(Y)))
+        Y = self.bn3(self.conv3(Y))
+        if self.conv4:
+            X = self.bn4(self.conv4(X))
+        return tf.keras.activations.relu(Y + X)
 
 
 # The aliases of d2l's config.ini (the part chapters 3-6 use).

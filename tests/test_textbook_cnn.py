@@ -793,6 +793,41 @@ def test_d2l_8_6_resnet():
         check_training_step(model, images((4, 16, 16, 1)), cross_entropy(labels(4)), lr=0.01)
 
 
+def test_d2l_8_6_resnext_block():
+    blk = d2l.ResNeXtBlock(32, 16, 1)
+    X = d2l.normal((4, 96, 96, 32))
+    Y = blk(X)
+    assert Y.shape == (4, 96, 96, 32)
+    # bot_channels // groups = 32 // 16 = 2 groups of 16 channels: a (3, 3, 16, 32) kernel.
+    assert blk.conv2.kernel.shape == (3, 3, 16, 32)
+    with float64_weights():
+        blk = d2l.ResNeXtBlock(8, 2, 0.5, use_1x1conv=True, strides=2)
+        X = images((4, 6, 6, 8))
+        assert blk(tf.constant(X)).shape == (4, 3, 3, 8)
+        loss = lambda Y: tf.reduce_mean(tf.reshape(Y, (4, -1)) ** 2)
+        check_training_step(blk, X, loss)
+
+
+def test_grouped_convolution_matches_a_numpy_loop():
+    x = np.random.default_rng(3).standard_normal((2, 5, 5, 6))
+    conv = tf.keras.layers.Conv2D(4, 3, padding="same", groups=2, use_bias=False)
+    y = conv(tf.constant(x, dtype=tf.float32)).numpy()
+    k = conv.kernel.numpy().astype(np.float64)   # (3, 3, 3, 4): inputs 0-2 -> outputs 0-1, ...
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    want = np.zeros((2, 5, 5, 4))
+    for o in range(4):
+        g = o // 2
+        for i in range(5):
+            for j in range(5):
+                want[:, i, j, o] = np.einsum("nabc,abc->n", xp[:, i:i + 3, j:j + 3,
+                                                               3 * g:3 * g + 3], k[..., o])
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="groups"):
+        tf.keras.layers.Conv2D(5, 3, groups=2)
+    with pytest.raises(ValueError, match="groups=4 must divide"):
+        tf.keras.layers.Conv2D(4, 3, groups=4)(tf.zeros([1, 4, 4, 6]))
+
+
 def test_d2l_8_7_densenet():
     class ConvBlock(tf.keras.layers.Layer):
         def __init__(self, num_channels):
