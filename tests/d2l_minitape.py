@@ -1,5 +1,5 @@
 # ruff: noqa: E701, E722, E731, E741  (the book's code as printed: one-line ifs, a bare except, lambdas, l)
-"""The library of "Dive into Deep Learning" (TensorFlow edition) that chapters 3-6 build, with
+"""The library of "Dive into Deep Learning" (TensorFlow edition) that chapters 3-8 build, with
 ``import minitape as tf``: what ``from d2l import tensorflow as d2l`` gives a learner there.
 
 Each piece is the book's ``#@save`` code as printed in its TensorFlow tab (the text of
@@ -9,8 +9,9 @@ Each piece is the book's ``#@save`` code as printed in its TensorFlow tab (the t
 ``SGD``, ``Trainer.fit_epoch``), 3.5 (``LinearRegression``), 4.2 (``FashionMNIST``), 4.3
 (``Classifier``), 4.5 (``SoftmaxRegression``), 6.7 (``cpu``, ``gpu``, ``num_gpus``,
 ``try_gpu``), 7.2 (``corr2d``), 7.6 (``LeNet``, ``Classifier.layer_summary``) and 8.6
-(``Residual``, ``ResNeXtBlock``). Only ``import tensorflow as tf`` changed. ``tests/test_textbook_d2l.py`` runs
-the chapters' own code on top of it.
+(``Residual``, ``ResNeXtBlock``). Only ``import tensorflow as tf`` changed.
+``tests/test_textbook_d2l.py`` (chapters 3-6) and ``tests/test_textbook_cnn.py`` (7-8) run the
+chapters' own code on top of it.
 """
 
 from __future__ import annotations
