@@ -1,7 +1,9 @@
 """Keras-style layers on ``Module``: ``Dense``, ``BatchNormalization``, ``Conv2D``,
 ``MaxPooling2D``, ``Flatten``, ``Dropout``, ``Sequential``; the small layers textbooks use
 (``Activation``, ``ReLU``, ``LeakyReLU``, ``Softmax``, ``Reshape``, ``Rescaling``, global
-pooling, ``Embedding``, ``LayerNormalization``) and the merging layers (``Add``, ...)."""
+pooling, ``Embedding``, ``LayerNormalization``), the merging layers (``Add``, ...), and those
+of the convolutional chapters (``AveragePooling2D``, ``ZeroPadding2D``, ``UpSampling2D``,
+``CenterCrop``; Keras's aliases ``MaxPool2D``, ``AvgPool2D``, ``GlobalAvgPool2D``, ...)."""
 
 from __future__ import annotations
 
@@ -871,13 +873,15 @@ class MaxPooling2D(LayerMixin, Module):
     No Variables.
     """
 
-    def __init__(self, pool_size=2, strides=None, padding="valid", name=None, **kwargs):
+    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, name=None,
+                 **kwargs):
         super().__init__(name=name if name is not None else _default_name("max_pooling2d"))
         _layer_options(self, kwargs, "MaxPooling2D")
         self.pool_size = _pair(pool_size, "MaxPooling2D", "pool_size")
         self.strides = self.pool_size if strides is None else \
             _pair(strides, "MaxPooling2D", "strides")
         self.padding = _keras_padding(padding, "MaxPooling2D")
+        self.data_format = _channels_last(data_format, "MaxPooling2D")
 
     def __call__(self, inputs):
         from .ops import conv_ops
@@ -1118,6 +1122,7 @@ class GlobalAveragePooling2D(LayerMixin, Module):
         super().__init__(name=name if name is not None else
                          _default_name("global_average_pooling2d"))
         _layer_options(self, kwargs, "GlobalAveragePooling2D")
+        self.data_format = _channels_last(data_format, "GlobalAveragePooling2D")
         self.keepdims = bool(keepdims)
 
     def __call__(self, inputs):
@@ -1135,6 +1140,7 @@ class GlobalMaxPooling2D(LayerMixin, Module):
         super().__init__(name=name if name is not None else
                          _default_name("global_max_pooling2d"))
         _layer_options(self, kwargs, "GlobalMaxPooling2D")
+        self.data_format = _channels_last(data_format, "GlobalMaxPooling2D")
         self.keepdims = bool(keepdims)
 
     def __call__(self, inputs):
@@ -1579,7 +1585,8 @@ class CenterCrop(LayerMixin, Module):
 
     Raises:
         ValueError: sizes that are not positive ints; at call time, an image smaller than
-            the crop (Keras would resize it first: use ``Resizing`` before, or a smaller crop).
+            the crop (Keras would resize it first: use ``mt.image.resize`` before, or a
+            smaller crop).
     """
 
     def __init__(self, height, width, data_format=None, dtype=None, name=None, **kwargs):
@@ -1599,7 +1606,7 @@ class CenterCrop(LayerMixin, Module):
         if h < self.height or w < self.width:
             raise ValueError(f"CenterCrop '{self.name}': images of {h}x{w} are smaller than "
                              f"the crop {self.height}x{self.width}; resize them first "
-                             "(mt.keras.layers.Resizing or mt.image.resize) or crop less")
+                             "(mt.image.resize) or crop less")
         top, left = (h - self.height) // 2, (w - self.width) // 2
         x = x[..., top:top + self.height, left:left + self.width, :]
         return x if x.dtype == self.dtype else math_ops.cast(x, self.dtype)
