@@ -306,12 +306,23 @@ def test_pooling_layers_match_a_numpy_loop(layer, mode, pool, strides, padding, 
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
 
 
-def test_avg_pool_documented_example():
-    # tf.nn.avg_pool2d's documentation: a 3x3 image, 2x2 windows, stride 1, "SAME".
-    x = tf.reshape(tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]), [1, 3, 3, 1])
-    y = tf.nn.avg_pool2d(x, ksize=2, strides=1, padding="SAME")
-    np.testing.assert_allclose(y.numpy()[0, :, :, 0], [[3.0, 4.0, 4.5], [6.0, 7.0, 7.5],
-                                                        [7.5, 8.5, 9.0]])
+def test_average_pooling_documented_examples():
+    # tf.keras.layers.AveragePooling2D's documentation (TensorFlow 2.x), its three examples.
+    x = tf.reshape(tf.constant([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]]), [1, 3, 3, 1])
+    avg_pool_2d = tf.keras.layers.AveragePooling2D(pool_size=(2, 2), strides=(1, 1),
+                                                   padding='valid')
+    np.testing.assert_array_equal(avg_pool_2d(x).numpy()[0, :, :, 0], [[3., 4.], [6., 7.]])
+    y = tf.reshape(tf.constant([[1., 2., 3., 4.], [5., 6., 7., 8.], [9., 10., 11., 12.]]),
+                   [1, 3, 4, 1])
+    avg_pool_2d = tf.keras.layers.AveragePooling2D(pool_size=(2, 2), strides=(2, 2),
+                                                   padding='valid')
+    np.testing.assert_array_equal(avg_pool_2d(y).numpy()[0, :, :, 0], [[3.5, 5.5]])
+    avg_pool_2d = tf.keras.layers.AveragePooling2D(pool_size=(2, 2), strides=(1, 1),
+                                                   padding='same')
+    np.testing.assert_array_equal(avg_pool_2d(x).numpy()[0, :, :, 0],
+                                  [[3., 4., 4.5], [6., 7., 7.5], [7.5, 8.5, 9.]])
+    np.testing.assert_array_equal(tf.nn.avg_pool2d(x, 2, 1, "SAME").numpy(),
+                                  avg_pool_2d(x).numpy())
 
 
 def test_zero_padding_and_upsampling_layers():
