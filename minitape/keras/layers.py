@@ -67,30 +67,6 @@ def accepts(fn, name) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-class ListWrapper(list):
-    """A list kept in an attribute of a ``Layer``, as TensorFlow 2's tracked ``ListWrapper``:
-    a plain list, plus ``.layers``, the layers (Modules) in it, nested lists included."""
-
-    @property
-    def layers(self):
-        out = []
-        for item in self:
-            if isinstance(item, Module):
-                out.append(item)
-            elif isinstance(item, (list, tuple)):
-                out.extend(ListWrapper(item).layers)
-        return out
-
-
-def _requires(fn, name) -> bool:
-    """Whether ``fn`` has a parameter ``name`` without a default value."""
-    try:
-        param = inspect.signature(fn).parameters.get(name)
-    except (TypeError, ValueError):
-        return False
-    return param is not None and param.default is inspect.Parameter.empty
-
-
 class Layer(_mt_layers.LayerMixin, Module):
     """Base class for layers, as ``keras.layers.Layer``.
 
@@ -140,7 +116,7 @@ class Layer(_mt_layers.LayerMixin, Module):
         self.built = False
         self.dtype = _mt_layers._layer_dtype(dtype)   # default: mt.keras.backend.floatx()
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name, value):   # (cnnqa)
         # A list kept in an attribute becomes TensorFlow 2's tracked list, whose ``.layers``
         # are the layers in it (d2l's DenseNet: ``for layer in self.listLayers.layers``).
         if type(value) is list:
@@ -178,7 +154,7 @@ class Layer(_mt_layers.LayerMixin, Module):
             training = _mt_layers._call_context.training[-1]
         if training is not None and accepts(self.call, "training"):
             kwargs["training"] = training
-        elif training is None and not args and _requires(self.call, "training"):
+        elif training is None and not args and _requires(self.call, "training"):   # (cnnqa)
             # A ``call(self, inputs, training)`` without a default (d2l's batch norm from
             # scratch) gets None, as Keras 2 passes it: the layer then takes its inference path.
             kwargs["training"] = None
@@ -267,7 +243,7 @@ class Layer(_mt_layers.LayerMixin, Module):
             self._added_weights = []
         return self._added_weights
 
-    def add_update(self, updates):
+    def add_update(self, updates):   # (cnnqa)
         """Keras 2's ``Layer.add_update`` (d2l's batch normalization from scratch calls it
         after ``moving_mean.assign(...)``), as TensorFlow 2 runs it eagerly: an update that
         is a Tensor or Variable has already happened and is left alone; a zero-argument
@@ -353,6 +329,37 @@ def _shape_of(inputs):
     if isinstance(inputs, Tensor):
         return inputs.shape
     return np.shape(inputs)
+
+
+# -- the convolutional chapters of the textbooks (cnnqa): d2l's DenseNet and batch norm -----
+# (Also in ``Layer``, marked "(cnnqa)": ``__setattr__``, ``add_update`` and ``training=None``.)
+
+
+class ListWrapper(list):
+    """A list kept in an attribute of a ``Layer``, as TensorFlow 2's tracked ``ListWrapper``:
+    a plain list, plus ``.layers``, the layers (Modules) in it, nested lists included."""
+
+    @property
+    def layers(self):
+        out = []
+        for item in self:
+            if isinstance(item, Module):
+                out.append(item)
+            elif isinstance(item, (list, tuple)):
+                out.extend(ListWrapper(item).layers)
+        return out
+
+
+def _requires(fn, name) -> bool:
+    """Whether ``fn`` has a parameter ``name`` without a default value."""
+    try:
+        param = inspect.signature(fn).parameters.get(name)
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
+
+
+# -- end of cnnqa ---------------------------------------------------------------------------
 
 
 def __getattr__(name):
