@@ -1163,3 +1163,61 @@ def test_geron_14_resnet34():
             tf.keras.layers.GlobalAvgPool2D(), tf.keras.layers.Flatten(),
             tf.keras.layers.Dense(10)])
         check_training_step(small, images((4, 8, 8, 3)), cross_entropy(labels(4)))
+
+
+# -- the fixes those chapters needed, one by one ---------------------------------------------
+
+def test_sequential_takes_one_layer_and_builds_each_added_layer_once(monkeypatch):
+    inner = tf.keras.Sequential([tf.keras.layers.Dense(3)])
+    model = tf.keras.models.Sequential(inner)   # (d2l: Sequential(self.b1()))
+    assert model.layers == [inner]
+
+    calls = []
+    original = tf.keras.layers.Dense.__call__
+
+    def counting(self, *args, **kwargs):
+        calls.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(tf.keras.layers.Dense, "__call__", counting)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(4, input_shape=(2,), name="a")])
+    model.add(tf.keras.layers.Dense(5, name="b"))
+    model.add(tf.keras.layers.Dense(6, name="c"))
+    assert calls == ["a", "b", "c"]   # each layer ran once, on zeros of its input's shape
+    assert [layer.kernel.shape for layer in model.layers] == [(2, 4), (4, 5), (5, 6)]
+    model.pop()
+    model.add(tf.keras.layers.Dense(7, name="d"))
+    assert model.layers[-1].kernel.shape == (5, 7)
+    assert model(tf.ones([3, 2])).shape == (3, 7)
+
+
+def test_a_list_attribute_of_a_layer_has_layers():
+    class Block(tf.keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.parts = [tf.keras.layers.Dense(2), "not a layer", [tf.keras.layers.ReLU()]]
+            self.parts.append(tf.keras.layers.Dense(1))
+
+    blk = Block()
+    assert isinstance(blk.parts, list)
+    assert [type(layer).__name__ for layer in blk.parts.layers] == ["Dense", "ReLU", "Dense"]
+
+
+def test_add_update_runs_callables_unless_frozen():
+    class Counter(tf.keras.layers.Layer):
+        def build(self, input_shape):
+            self.count = self.add_weight(shape=(), initializer="zeros", trainable=False)
+
+        def call(self, x):
+            self.add_update(self.count.assign_add(1.0))        # done already, eagerly
+            self.add_update(lambda: self.count.assign_add(10.0))
+            return x
+
+    layer = Counter()
+    layer(tf.ones([1]))
+    assert float(layer.count) == 11.0
+    layer.trainable = False
+    layer(tf.ones([1]))
+    assert float(layer.count) == 12.0
+    with pytest.raises(TypeError, match="add_update expects"):
+        layer.add_update(3)
