@@ -39,6 +39,7 @@ from .ops.math_ops import (
     sin, cos, tan, tanh, sigmoid, equal, not_equal, greater, greater_equal, less, less_equal,
     asin, acos, atan, atan2, sinh, cosh, asinh, acosh, atanh, floor,
 )
+from .ops.math_ops import floordiv
 from .ops.reduction_ops import reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, norm
 from .ops.reduction_ops import reduce_logsumexp, cumsum, argmax, argmin
 from .ops.array_ops import split, reverse, boolean_mask, one_hot

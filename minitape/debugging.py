@@ -187,7 +187,7 @@ _OPERATORS = {"__add__": "add", "__radd__": "add", "__sub__": "subtract",
               "__rsub__": "subtract", "__mul__": "multiply", "__rmul__": "multiply",
               "__truediv__": "divide", "__rtruediv__": "divide", "__pow__": "pow",
               "__rpow__": "pow", "__neg__": "negative", "__matmul__": "matmul",
-              "__rmatmul__": "matmul"}
+              "__rmatmul__": "matmul", "__floordiv__": "floordiv", "__rfloordiv__": "floordiv"}
 _registries: dict = {}   # filename -> the warnings registry of a recorded op's file
 
 

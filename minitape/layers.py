@@ -1,7 +1,9 @@
 """Keras-style layers on ``Module``: ``Dense``, ``BatchNormalization``, ``Conv2D``,
 ``MaxPooling2D``, ``Flatten``, ``Dropout``, ``Sequential``; the small layers textbooks use
 (``Activation``, ``ReLU``, ``LeakyReLU``, ``Softmax``, ``Reshape``, ``Rescaling``, global
-pooling, ``Embedding``, ``LayerNormalization``) and the merging layers (``Add``, ...)."""
+pooling, ``Embedding``, ``LayerNormalization``), the merging layers (``Add``, ...), and those
+of the convolutional chapters (``AveragePooling2D``, ``ZeroPadding2D``, ``UpSampling2D``,
+``CenterCrop``; Keras's aliases ``MaxPool2D``, ``AvgPool2D``, ``GlobalAvgPool2D``, ...)."""
 
 from __future__ import annotations
 
@@ -707,6 +709,9 @@ class Conv2D(LayerMixin, Module):
             ``mt.random.normal``), returning a value of ``shape`` ``(kh, kw, in, filters)``.
         bias_initializer: ``"zeros"`` (the default) or any of the above, for ``(filters,)``.
         dtype: the weights' dtype, ``mt.keras.backend.floatx()`` (float32) by default.
+        groups: split the input channels into this many groups, each convolved with its own
+            ``filters / groups`` filters (kernel ``(kh, kw, in / groups, filters)``, as Keras;
+            ResNeXt's grouped convolution). 1 by default.
         **kwargs: Keras's ``kernel_regularizer``, ``bias_regularizer``,
             ``activity_regularizer`` (as ``Dense``) and ``input_shape=(h, w, channels)``.
 
@@ -724,12 +729,17 @@ class Conv2D(LayerMixin, Module):
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None,
                  use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 dtype=None, name=None, **kwargs):
+                 dtype=None, name=None, groups=1, **kwargs):
         super().__init__(name=name if name is not None else _default_name("conv2d"))
         _layer_options(self, kwargs, "Conv2D", weights=("kernel", "bias"))
         if isinstance(filters, bool) or not isinstance(filters, (int, np.integer)) or filters < 1:
             raise ValueError(f"Conv2D: filters must be a positive int (the number of output "
                              f"channels), got {filters!r}")
+        if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
+                or filters % groups):
+            raise ValueError(f"Conv2D: groups must be a positive int that divides filters "
+                             f"({filters}), got {groups!r}")
+        self.groups = int(groups)
         kernel_initializer = _check_initializer(kernel_initializer, "Conv2D")
         self.bias_initializer = _check_initializer(bias_initializer, "Conv2D", "bias_initializer")
         self.filters = int(filters)
@@ -751,10 +761,13 @@ class Conv2D(LayerMixin, Module):
         """Make ``kernel`` and ``bias`` for ``in_channels`` input channels (or an input shape
         ``(None, h, w, channels)``, as Keras)."""
         in_channels = _last_dim(in_channels, "Conv2D")
+        if in_channels % self.groups:
+            raise ValueError(f"Conv2D '{self.name}': groups={self.groups} must divide the "
+                             f"input's {in_channels} channels")
         kh, kw = self.kernel_size
-        shape = (kh, kw, in_channels, self.filters)
+        shape = (kh, kw, in_channels // self.groups, self.filters)
         init = _initial_kernel(self.kernel_initializer, shape, self.dtype,
-                               np.sqrt(6.0 / (kh * kw * (in_channels + self.filters))),
+                               np.sqrt(6.0 / (kh * kw * (shape[2] + self.filters))),
                                f"Conv2D '{self.name}'")
         self.kernel = _constrain(self, "kernel", Variable(init, name="kernel"))
         self.kernel.path = f"{self.name}/kernel"
@@ -769,11 +782,18 @@ class Conv2D(LayerMixin, Module):
         x = _images(inputs, self.dtype, f"Conv2D '{self.name}'")
         if self.kernel is None:
             self.build(x.shape[3])
-        elif x.shape[3] != self.kernel.shape[2]:
-            raise ValueError(f"Conv2D '{self.name}' was built for {self.kernel.shape[2]} input "
-                             f"channels, got inputs of shape {x.shape}")
+        elif x.shape[3] != self.kernel.shape[2] * self.groups:
+            raise ValueError(f"Conv2D '{self.name}' was built for "
+                             f"{self.kernel.shape[2] * self.groups} input channels, got inputs "
+                             f"of shape {x.shape}")
         from .ops import conv_ops
-        y = conv_ops.conv2d(x, self.kernel, self.strides, self.padding)
+        if self.groups == 1:
+            y = conv_ops.conv2d(x, self.kernel, self.strides, self.padding)
+        else:   # each group of input channels makes its own filters / groups outputs
+            y = array_ops.concat([
+                conv_ops.conv2d(xg, kg, self.strides, self.padding) for xg, kg in zip(
+                    array_ops.split(x, self.groups, axis=3),
+                    array_ops.split(self.kernel, self.groups, axis=3))], axis=3)
         if self.use_bias:
             y = y + self.bias
         y = self.activation(y) if self.activation is not None else y
@@ -853,13 +873,15 @@ class MaxPooling2D(LayerMixin, Module):
     No Variables.
     """
 
-    def __init__(self, pool_size=2, strides=None, padding="valid", name=None, **kwargs):
+    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, name=None,
+                 **kwargs):
         super().__init__(name=name if name is not None else _default_name("max_pooling2d"))
         _layer_options(self, kwargs, "MaxPooling2D")
         self.pool_size = _pair(pool_size, "MaxPooling2D", "pool_size")
         self.strides = self.pool_size if strides is None else \
             _pair(strides, "MaxPooling2D", "strides")
         self.padding = _keras_padding(padding, "MaxPooling2D")
+        self.data_format = _channels_last(data_format, "MaxPooling2D")
 
     def __call__(self, inputs):
         from .ops import conv_ops
@@ -1100,6 +1122,7 @@ class GlobalAveragePooling2D(LayerMixin, Module):
         super().__init__(name=name if name is not None else
                          _default_name("global_average_pooling2d"))
         _layer_options(self, kwargs, "GlobalAveragePooling2D")
+        self.data_format = _channels_last(data_format, "GlobalAveragePooling2D")
         self.keepdims = bool(keepdims)
 
     def __call__(self, inputs):
@@ -1117,6 +1140,7 @@ class GlobalMaxPooling2D(LayerMixin, Module):
         super().__init__(name=name if name is not None else
                          _default_name("global_max_pooling2d"))
         _layer_options(self, kwargs, "GlobalMaxPooling2D")
+        self.data_format = _channels_last(data_format, "GlobalMaxPooling2D")
         self.keepdims = bool(keepdims)
 
     def __call__(self, inputs):
@@ -1419,3 +1443,178 @@ class Concatenate(_Merge):
 
     def __call__(self, inputs):
         return array_ops.concat(self._inputs(inputs), axis=self.axis)
+
+
+# -- the convolutional chapters of the textbooks (cnnqa): average pooling, padding, upsampling ----
+# d2l chapters 7-8 (LeNet's AvgPool2D, NiN's GlobalAvgPool2D, MaxPool2D everywhere), Geron 14.
+
+
+def _channels_last(data_format, layer):
+    """Keras's ``data_format``: only ``"channels_last"`` (NHWC, the default) is supported."""
+    if data_format not in (None, "channels_last"):
+        raise ValueError(f"{layer}: only data_format=\"channels_last\" (batch, height, width, "
+                         f"channels) is supported, got {data_format!r}; move the channels last "
+                         "with mt.transpose(x, [0, 2, 3, 1])")
+    return "channels_last"
+
+
+class AveragePooling2D(LayerMixin, Module):
+    """The mean of each ``pool_size`` window, as ``tf.keras.layers.AveragePooling2D`` (also
+    named ``AvgPool2D``), computed by ``mt.nn.avg_pool2d``.
+
+    ``(batch, h, w, c)`` -> ``(batch, ho, wo, c)`` with ``ho = (h - pool_h) // stride_h + 1``
+    for ``padding="valid"`` (the default) and ``ceil(h / stride_h)`` for ``"same"``, where,
+    as TensorFlow, a window over the border averages only the elements it covers. ``strides``
+    defaults to ``pool_size``. No Variables.
+
+    Raises:
+        ValueError: bad ``pool_size``, ``strides``, ``padding`` or ``data_format`` at
+            construction; an input that is not rank 4 at call time.
+
+    >>> import minitape as mt
+    >>> x = mt.reshape(mt.range(0.0, 16.0), [1, 4, 4, 1])
+    >>> mt.reshape(mt.keras.layers.AvgPool2D(pool_size=2)(x), [2, 2]).numpy()
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]], dtype=float32)
+    """
+
+    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, name=None,
+                 **kwargs):
+        super().__init__(name=name if name is not None else _default_name("average_pooling2d"))
+        _layer_options(self, kwargs, "AveragePooling2D")
+        self.pool_size = _pair(pool_size, "AveragePooling2D", "pool_size")
+        self.strides = self.pool_size if strides is None else \
+            _pair(strides, "AveragePooling2D", "strides")
+        self.padding = _keras_padding(padding, "AveragePooling2D")
+        self.data_format = _channels_last(data_format, "AveragePooling2D")
+
+    def __call__(self, inputs):
+        from .ops import conv_ops
+        x = math_ops.floating(inputs, f"AveragePooling2D '{self.name}'")
+        x = _images(x, x.dtype, f"AveragePooling2D '{self.name}'")
+        return conv_ops.avg_pool2d(x, self.pool_size, self.strides, self.padding)
+
+
+def _zero_padding(padding, layer):
+    """``ZeroPadding2D``'s ``padding`` -> ``((top, bottom), (left, right))``."""
+    def count(n):
+        return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
+    if count(padding):
+        return (int(padding),) * 2, (int(padding),) * 2
+    if isinstance(padding, (tuple, list)) and len(padding) == 2:
+        if all(count(n) for n in padding):
+            return (int(padding[0]),) * 2, (int(padding[1]),) * 2
+        if all(isinstance(p, (tuple, list)) and len(p) == 2 and all(count(n) for n in p)
+               for p in padding):
+            return tuple(int(n) for n in padding[0]), tuple(int(n) for n in padding[1])
+    raise ValueError(f"{layer}: padding must be an int, a pair (rows, columns) or a pair of "
+                     f"pairs ((top, bottom), (left, right)) of ints >= 0, got {padding!r}")
+
+
+class ZeroPadding2D(LayerMixin, Module):
+    """Zero rows and columns around each image, as ``tf.keras.layers.ZeroPadding2D``.
+
+    ``padding``: an int (the same on all four sides), ``(rows, columns)`` (symmetric) or
+    ``((top, bottom), (left, right))``; ``(batch, h, w, c)`` -> ``(batch, h + top + bottom,
+    w + left + right, c)``. Computed with ``mt.pad``. No Variables.
+
+    >>> import minitape as mt
+    >>> mt.keras.layers.ZeroPadding2D(((1, 0), (2, 1)))(mt.ones([2, 3, 3, 4])).shape
+    (2, 4, 6, 4)
+    """
+
+    def __init__(self, padding=(1, 1), data_format=None, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("zero_padding2d"))
+        _layer_options(self, kwargs, "ZeroPadding2D")
+        self.padding = _zero_padding(padding, "ZeroPadding2D")
+        self.data_format = _channels_last(data_format, "ZeroPadding2D")
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"ZeroPadding2D '{self.name}'")
+        x = _images(x, x.dtype, f"ZeroPadding2D '{self.name}'")
+        return array_ops.pad(x, [[0, 0], list(self.padding[0]), list(self.padding[1]), [0, 0]])
+
+
+class UpSampling2D(LayerMixin, Module):
+    """Repeat each row ``size[0]`` times and each column ``size[1]`` times, as
+    ``tf.keras.layers.UpSampling2D``: ``(batch, h, w, c)`` -> ``(batch, h * sh, w * sw, c)``.
+
+    ``interpolation="nearest"`` (the default) copies pixels (a reshape and a broadcast);
+    ``"bilinear"`` interpolates with ``mt.image.resize`` (half-pixel centres, as Keras).
+    No Variables.
+
+    >>> import minitape as mt
+    >>> x = mt.reshape(mt.constant([1.0, 2.0, 3.0, 4.0]), [1, 2, 2, 1])
+    >>> mt.reshape(mt.keras.layers.UpSampling2D(2)(x), [4, 4]).numpy()[0]
+    array([1., 1., 2., 2.], dtype=float32)
+    """
+
+    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", name=None,
+                 **kwargs):
+        super().__init__(name=name if name is not None else _default_name("up_sampling2d"))
+        _layer_options(self, kwargs, "UpSampling2D")
+        self.size = _pair(size, "UpSampling2D", "size")
+        self.data_format = _channels_last(data_format, "UpSampling2D")
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError(f"UpSampling2D: interpolation must be \"nearest\" or \"bilinear\", "
+                             f"got {interpolation!r}")
+        self.interpolation = interpolation
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"UpSampling2D '{self.name}'")
+        x = _images(x, x.dtype, f"UpSampling2D '{self.name}'")
+        n, h, w, c = x.shape
+        sh, sw = self.size
+        if self.interpolation == "bilinear":
+            from .ops import image_ops
+            return image_ops.resize(math_ops.floating(x, f"UpSampling2D '{self.name}'"),
+                                    [h * sh, w * sw], method="bilinear")
+        x = array_ops.reshape(x, [n, h, 1, w, 1, c])
+        x = array_ops.broadcast_to(x, [n, h, sh, w, sw, c])
+        return array_ops.reshape(x, [n, h * sh, w * sw, c])
+
+
+class CenterCrop(LayerMixin, Module):
+    """The central ``height x width`` part of each image, as ``tf.keras.layers.CenterCrop``
+    (Géron's chapter 14 crops the sample images with it).
+
+    ``(batch, h, w, c)`` or ``(h, w, c)`` -> ``(batch, height, width, c)`` / ``(height, width,
+    c)``, the crop starting at row ``(h - height) // 2`` and column ``(w - width) // 2``; the
+    result has the layer's dtype (float32 by default: uint8 pixels are cast, as Keras). No
+    Variables.
+
+    Raises:
+        ValueError: sizes that are not positive ints; at call time, an image smaller than
+            the crop (Keras would resize it first: use ``mt.image.resize`` before, or a
+            smaller crop).
+    """
+
+    def __init__(self, height, width, data_format=None, dtype=None, name=None, **kwargs):
+        super().__init__(name=name if name is not None else _default_name("center_crop"))
+        _layer_options(self, kwargs, "CenterCrop")
+        self.height, self.width = _pair((height, width), "CenterCrop", "(height, width)")
+        self.data_format = _channels_last(data_format, "CenterCrop")
+        self.dtype = _layer_dtype(dtype)
+
+    def __call__(self, inputs):
+        x = convert_to_tensor(inputs, what=f"CenterCrop '{self.name}'")
+        if x.ndim not in (3, 4):
+            raise ValueError(f"CenterCrop '{self.name}' expects images (batch, height, width, "
+                             f"channels) or one image (height, width, channels), got shape "
+                             f"{x.shape}")
+        h, w = x.shape[-3], x.shape[-2]
+        if h < self.height or w < self.width:
+            raise ValueError(f"CenterCrop '{self.name}': images of {h}x{w} are smaller than "
+                             f"the crop {self.height}x{self.width}; resize them first "
+                             "(mt.image.resize) or crop less")
+        top, left = (h - self.height) // 2, (w - self.width) // 2
+        x = x[..., top:top + self.height, left:left + self.width, :]
+        return x if x.dtype == self.dtype else math_ops.cast(x, self.dtype)
+
+
+# Keras's other names for the same layers (d2l writes MaxPool2D, AvgPool2D, GlobalAvgPool2D).
+MaxPool2D = MaxPooling2D
+AvgPool2D = AveragePooling2D
+GlobalAvgPool2D = GlobalAveragePooling2D
+GlobalMaxPool2D = GlobalMaxPooling2D
+# -- end of cnnqa ---------------------------------------------------------------------------------

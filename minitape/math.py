@@ -8,6 +8,7 @@ from .ops.math_ops import (  # noqa: F401
     greater, greater_equal, less, less_equal, equal, not_equal, cast,
 )
 from .ops.math_ops import divide_no_nan, rsqrt, l2_normalize  # noqa: F401
+from .ops.math_ops import floordiv  # noqa: F401  (x // y: Géron's chapter 14)
 from .ops.math_ops import (  # noqa: F401
     asin, acos, atan, atan2, sinh, cosh, asinh, acosh, atanh, floor, ceil, squared_difference,
 )

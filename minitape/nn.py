@@ -5,6 +5,7 @@ from .ops.nn_ops import relu, elu, leaky_relu, softmax, log_softmax  # noqa: F40
 from .ops.nn_ops import softmax_cross_entropy_with_logits  # noqa: F401
 from .ops.nn_ops import sparse_softmax_cross_entropy_with_logits, dropout  # noqa: F401
 from .ops.conv_ops import conv2d, conv2d_transpose, max_pool2d  # noqa: F401
+from .ops.conv_ops import avg_pool2d, max_pool  # noqa: F401  (d2l ch. 7: LeNet; Géron 14)
 
 
 def __getattr__(name):

@@ -1,5 +1,5 @@
 # ruff: noqa: E701, E722, E731, E741  (the book's code as printed: one-line ifs, a bare except, lambdas, l)
-"""The library of "Dive into Deep Learning" (TensorFlow edition) that chapters 3-6 build, with
+"""The library of "Dive into Deep Learning" (TensorFlow edition) that chapters 3-8 build, with
 ``import minitape as tf``: what ``from d2l import tensorflow as d2l`` gives a learner there.
 
 Each piece is the book's ``#@save`` code as printed in its TensorFlow tab (the text of
@@ -7,9 +7,11 @@ Each piece is the book's ``#@save`` code as printed in its TensorFlow tab (the t
 3.2 (object-oriented design: ``HyperParameters``, ``ProgressBoard``, ``Module``,
 ``DataModule``, ``Trainer``), 3.3 (``SyntheticRegressionData``), 3.4 (``LinearRegressionScratch``,
 ``SGD``, ``Trainer.fit_epoch``), 3.5 (``LinearRegression``), 4.2 (``FashionMNIST``), 4.3
-(``Classifier``), 4.5 (``SoftmaxRegression``) and 6.7 (``cpu``, ``gpu``, ``num_gpus``,
-``try_gpu``). Only ``import tensorflow as tf`` changed. ``tests/test_textbook_d2l.py`` runs
-the chapters' own code on top of it.
+(``Classifier``), 4.5 (``SoftmaxRegression``), 6.7 (``cpu``, ``gpu``, ``num_gpus``,
+``try_gpu``), 7.2 (``corr2d``), 7.6 (``LeNet``, ``Classifier.layer_summary``) and 8.6
+(``Residual``, ``ResNeXtBlock``). Only ``import tensorflow as tf`` changed.
+``tests/test_textbook_d2l.py`` (chapters 3-6) and ``tests/test_textbook_cnn.py`` (7-8) run the
+chapters' own code on top of it.
 """
 
 from __future__ import annotations
@@ -434,6 +436,100 @@ def try_all_gpus():  #@save
     return [gpu(i) for i in range(num_gpus())]
 
 
+# -- chapters 7-8 (cnnqa): convolutions, LeNet, ResNet --------------------------------------
+
+
+def corr2d(X, K):  #@save
+    """Compute 2D cross-correlation."""
+    h, w = K.shape
+    Y = tf.Variable(tf.zeros((X.shape[0] - h + 1, X.shape[1] - w + 1)))
+    for i in range(Y.shape[0]):
+        for j in range(Y.shape[1]):
+            Y[i, j].assign(tf.reduce_sum(
+                X[i: i + h, j: j + w] * K))
+    return Y
+
+
+class LeNet(d2l.Classifier):  #@save
+    """The LeNet-5 model."""
+    def __init__(self, lr=0.1, num_classes=10):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = tf.keras.models.Sequential([
+            tf.keras.layers.Conv2D(filters=6, kernel_size=5,
+                                   activation='sigmoid', padding='same'),
+            tf.keras.layers.AvgPool2D(pool_size=2, strides=2),
+            tf.keras.layers.Conv2D(filters=16, kernel_size=5,
+                                   activation='sigmoid'),
+            tf.keras.layers.AvgPool2D(pool_size=2, strides=2),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(120, activation='sigmoid'),
+            tf.keras.layers.Dense(84, activation='sigmoid'),
+            tf.keras.layers.Dense(num_classes)])
+
+
+@d2l.add_to_class(d2l.Classifier)  #@save
+def layer_summary(self, X_shape):
+    X = d2l.normal(X_shape)
+    for layer in self.net.layers:
+        X = layer(X)
+        print(layer.__class__.__name__, 'output shape:\t', X.shape)
+
+
+class Residual(tf.keras.Model):  #@save
+    """The Residual block of ResNet models."""
+    def __init__(self, num_channels, use_1x1conv=False, strides=1):
+        super().__init__()
+        self.conv1 = tf.keras.layers.Conv2D(num_channels, padding='same',
+                                            kernel_size=3, strides=strides)
+        self.conv2 = tf.keras.layers.Conv2D(num_channels, kernel_size=3,
+                                            padding='same')
+        self.conv3 = None
+        if use_1x1conv:
+            self.conv3 = tf.keras.layers.Conv2D(num_channels, kernel_size=1,
+                                                strides=strides)
+        self.bn1 = tf.keras.layers.BatchNormalization()
+        self.bn2 = tf.keras.layers.BatchNormalization()
+
+    def call(self, X):
+        Y = tf.keras.activations.relu(self.bn1(self.conv1(X)))
+        Y = self.bn2(self.conv2(Y))
+        if self.conv3 is not None:
+            X = self.conv3(X)
+        Y += X
+        return tf.keras.activations.relu(Y)
+
+
+class ResNeXtBlock(tf.keras.Model):  #@save
+    """The ResNeXt block."""
+    def __init__(self, num_channels, groups, bot_mul, use_1x1conv=False,
+                 strides=1):
+        super().__init__()
+        bot_channels = int(round(num_channels * bot_mul))
+        self.conv1 = tf.keras.layers.Conv2D(bot_channels, 1, strides=1)
+        self.conv2 = tf.keras.layers.Conv2D(bot_channels, 3, strides=strides,
+                                            padding="same",
+                                            groups=bot_channels//groups)
+        self.conv3 = tf.keras.layers.Conv2D(num_channels, 1, strides=1)
+        self.bn1 = tf.keras.layers.BatchNormalization()
+        self.bn2 = tf.keras.layers.BatchNormalization()
+        self.bn3 = tf.keras.layers.BatchNormalization()
+        if use_1x1conv:
+            self.conv4 = tf.keras.layers.Conv2D(num_channels, 1,
+                                                strides=strides)
+            self.bn4 = tf.keras.layers.BatchNormalization()
+        else:
+            self.conv4 = None
+
+    def call(self, X):
+        Y = tf.keras.activations.relu(self.bn1(self.conv1(X)))
+        Y = tf.keras.activations.relu(self.bn2(self.conv2(Y)))
+        Y = self.bn3(self.conv3(Y))
+        if self.conv4:
+            X = self.bn4(self.conv4(X))
+        return tf.keras.activations.relu(Y + X)
+
+
 # The aliases of d2l's config.ini (the part chapters 3-6 use).
 reshape = tf.reshape
 ones = tf.ones
@@ -452,4 +548,9 @@ int32 = tf.int32
 float32 = tf.float32
 log = tf.math.log
 numpy = lambda x, *args, **kwargs: x.numpy(*args, **kwargs)
+# (and those chapters 7-8 use)
+transpose = tf.transpose
+stack = tf.stack
+concat = tf.concat
+abs = tf.abs
 __all__ = [name for name in dir() if not name.startswith("_")] + ["plt", "np"]

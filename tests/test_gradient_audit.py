@@ -46,6 +46,7 @@ NOT_DIFFERENTIABLE = {
     "round": "piecewise constant: op Round is declared not differentiable, as in TensorFlow",
     "floor": "piecewise constant: TensorFlow's Floor gradient is None",
     "ceil": "piecewise constant: op Ceil is declared not differentiable, as in TensorFlow",
+    "floordiv": "piecewise constant: op FloorDiv is not differentiable, as in TensorFlow",
     "stop_gradient": "its whole point: the gradient stops here (op StopGradient)",
     "constant": "makes a new Tensor from a value, not connected on any tape (as the API says)",
     "zeros_like": "constant in its input (TensorFlow declares ZerosLike not differentiable)",
@@ -128,6 +129,9 @@ CALLS = {
     "dropout": lambda: (_x(), 0.5, None, 0),
     "conv2d": lambda: (_image(), mt.constant(np.ones((2, 2, 2, 3)) * 0.1), 1, "SAME"),
     "max_pool2d": lambda: (_image(), 2, 2, "VALID"),
+    "avg_pool2d": lambda: (_image(), 3, 2, "SAME"),
+    "floordiv": lambda: (_x() * 3.0, _scalar(2.0)),
+    "max_pool": lambda: (_image(), [1, 1, 1, 2], [1, 1, 1, 2], "VALID"),   # over channels
     "conv2d_transpose": lambda: (_image(), mt.constant(np.ones((2, 2, 3, 2)) * 0.1),
                                  (2, 8, 8, 3), 2, "SAME"),
 }

@@ -116,6 +116,13 @@ class Layer(_mt_layers.LayerMixin, Module):
         self.built = False
         self.dtype = _mt_layers._layer_dtype(dtype)   # default: mt.keras.backend.floatx()
 
+    def __setattr__(self, name, value):   # (cnnqa)
+        # A list kept in an attribute becomes TensorFlow 2's tracked list, whose ``.layers``
+        # are the layers in it (d2l's DenseNet: ``for layer in self.listLayers.layers``).
+        if type(value) is list:
+            value = ListWrapper(value)
+        super().__setattr__(name, value)
+
     def get_config(self):
         """``name``, ``trainable``, ``dtype`` and the constructor's arguments, as Keras 3.
 
@@ -147,6 +154,10 @@ class Layer(_mt_layers.LayerMixin, Module):
             training = _mt_layers._call_context.training[-1]
         if training is not None and accepts(self.call, "training"):
             kwargs["training"] = training
+        elif training is None and not args and _requires(self.call, "training"):   # (cnnqa)
+            # A ``call(self, inputs, training)`` without a default (d2l's batch norm from
+            # scratch) gets None, as Keras 2 passes it: the layer then takes its inference path.
+            kwargs["training"] = None
         with _mt_layers.training_scope(training):
             outputs = self.call(inputs, *args, **kwargs)
         if vars(self).get("activity_regularizer") is not None:
@@ -232,6 +243,25 @@ class Layer(_mt_layers.LayerMixin, Module):
             self._added_weights = []
         return self._added_weights
 
+    def add_update(self, updates):   # (cnnqa)
+        """Keras 2's ``Layer.add_update`` (d2l's batch normalization from scratch calls it
+        after ``moving_mean.assign(...)``), as TensorFlow 2 runs it eagerly: an update that
+        is a Tensor or Variable has already happened and is left alone; a zero-argument
+        callable (or a list of them) is called now, unless ``layer.trainable`` is False.
+
+        Raises:
+            TypeError: an update that is neither a Tensor, a Variable nor a callable.
+        """
+        items = updates if isinstance(updates, (list, tuple)) else [updates]
+        for update in items:
+            if callable(update) and not isinstance(update, Tensor):
+                if self.trainable:
+                    update()
+            elif not isinstance(update, Tensor):
+                raise TypeError(f"{type(self).__name__}.add_update expects the result of an "
+                                f"assign (a Variable or Tensor) or a function of no arguments "
+                                f"that makes the update, got {update!r:.60}")
+
 
 class Lambda(Layer):
     """Wrap a function of Tensors as a layer, as ``keras.layers.Lambda``.
@@ -299,6 +329,37 @@ def _shape_of(inputs):
     if isinstance(inputs, Tensor):
         return inputs.shape
     return np.shape(inputs)
+
+
+# -- the convolutional chapters of the textbooks (cnnqa): d2l's DenseNet and batch norm -----
+# (Also in ``Layer``, marked "(cnnqa)": ``__setattr__``, ``add_update`` and ``training=None``.)
+
+
+class ListWrapper(list):
+    """A list kept in an attribute of a ``Layer``, as TensorFlow 2's tracked ``ListWrapper``:
+    a plain list, plus ``.layers``, the layers (Modules) in it, nested lists included."""
+
+    @property
+    def layers(self):
+        out = []
+        for item in self:
+            if isinstance(item, Module):
+                out.append(item)
+            elif isinstance(item, (list, tuple)):
+                out.extend(ListWrapper(item).layers)
+        return out
+
+
+def _requires(fn, name) -> bool:
+    """Whether ``fn`` has a parameter ``name`` without a default value."""
+    try:
+        param = inspect.signature(fn).parameters.get(name)
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
+
+
+# -- end of cnnqa ---------------------------------------------------------------------------
 
 
 def __getattr__(name):

@@ -900,6 +900,8 @@ class Sequential(Model):
     def __init__(self, layers=None, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
         self._layers = []
+        if layers is not None and not isinstance(layers, (list, tuple)):
+            layers = [layers]   # one layer, as Keras 2 (d2l: ``Sequential(self.b1())``)
         for layer in layers or []:
             self.add(layer, rebuild=False)
         self._maybe_build()
@@ -930,11 +932,27 @@ class Sequential(Model):
 
     def _maybe_build(self):
         shape = getattr(self, "_build_input_shape", None)
-        if shape is not None and self._layers:
-            self.build(shape)
+        if shape is None or not self._layers:
+            return
+        built = vars(self).get("_built_upto")   # (how many layers are built, their shape)
+        if built is not None and built[0] == len(self._layers) - 1 and self.built:
+            # Only the new layer runs, on zeros of the shape the others give: adding the
+            # layers of a deep network one by one (Géron's ResNet-34) costs one pass in all.
+            with unrecorded():
+                y = self._layers[-1](_zeros(built[1]))
+        else:
+            self._build_output = None   # (``call`` keeps its output there while building)
+            try:
+                self.build(shape)
+                y = self._build_output
+            finally:
+                del self._build_output
+        self._built_upto = ((len(self._layers), (None,) + tuple(y.shape[1:]))
+                            if isinstance(y, Tensor) else None)
 
     def pop(self):
         """Remove and return the last layer."""
+        self._built_upto = None
         return self._layers.pop()
 
     @property
@@ -961,6 +979,8 @@ class Sequential(Model):
                 x = layer(x, training=training)
             else:
                 x = layer(x)
+        if "_build_output" in vars(self):   # (building: see _maybe_build)
+            self._build_output = x
         return x
 
 

@@ -35,7 +35,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..engine.recording import record
 from ..engine.registry import RegisterGradient, register_forward
-from ..engine.tensor import Tensor
+from ..engine.tensor import Tensor, convert_to_tensor
 from . import array_ops
 from .math_ops import floating, wanted
 
@@ -206,6 +206,12 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
            [42., 50.]], dtype=float32)
     """
     what = "conv2d"
+    # An array or list next to a Tensor takes the Tensor's dtype, as TensorFlow converts it
+    # (Géron's chapter 14: float64 NumPy filters on float32 images).
+    if isinstance(input, Tensor) and not isinstance(filters, Tensor):
+        filters = convert_to_tensor(filters, dtype=input.dtype, what=what)
+    elif isinstance(filters, Tensor) and not isinstance(input, Tensor):
+        input = convert_to_tensor(input, dtype=filters.dtype, what=what)  # noqa: A001
     x = floating(input, what)
     w = floating(filters, what)
     _rank4(x, what, "input", "(batch, height, width, channels)")
@@ -430,6 +436,37 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  
     return y
 
 
+def max_pool(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    """``tf.nn.max_pool`` on NHWC images: ``max_pool2d``, or, with ``ksize`` and ``strides``
+    both ``[1, 1, 1, k]`` and ``"VALID"``, the maximum over each group of ``k`` consecutive
+    channels ("depthwise" pooling, as TensorFlow on the CPU: Géron's chapter 14), computed as
+    a reshape to ``(..., channels // k, k)`` and ``reduce_max``.
+
+    Raises:
+        ValueError: a depth window that differs from its stride, does not divide the
+            channels, is combined with spatial pooling or with ``"SAME"``; and whatever
+            ``max_pool2d`` raises.
+    """
+    what = "max_pool"
+    depth = [list(v) if isinstance(v, (list, tuple)) and len(v) == 4 else None
+             for v in (ksize, strides)]
+    if depth[0] is None or depth[0][3] == 1:
+        return max_pool2d(input, ksize, strides, padding, data_format, name=name)
+    x = floating(input, what)
+    _rank4(x, what, "input", "(batch, height, width, channels)")
+    _check_format(data_format, None, what)
+    k = depth[0][3]
+    if (depth[0][:3] != [1, 1, 1] or depth[1] != depth[0] or _padding(padding, what) != "VALID"
+            or x.shape[3] % k):
+        raise ValueError(f"{what}: pooling over channels needs ksize = strides = [1, 1, 1, k] "
+                         f"with k dividing the {x.shape[3]} channels and padding \"VALID\" "
+                         f"(as TensorFlow), got ksize={ksize}, strides={strides}, "
+                         f"padding={padding!r}")
+    from .reduction_ops import reduce_max
+    grouped = array_ops.reshape(x, x.shape[:3] + (x.shape[3] // k, k))
+    return reduce_max(grouped, axis=-1, name=name)
+
+
 register_forward("MaxPool", lambda op, x: max_pool2d(
     x, op.get_attr("ksize"), op.get_attr("strides"), op.get_attr("padding")))
 
@@ -437,3 +474,103 @@ register_forward("MaxPool", lambda op, x: max_pool2d(
 @RegisterGradient("MaxPool", batched=True)
 def _max_pool_grad(op, dy):
     return array_ops.scatter_add(dy, op.get_attr("argmax"), op.input_shapes[0], op.batch_ndim)
+
+
+# -- AvgPool (chapter 7 of "Dive into Deep Learning": LeNet's pooling) ----------------------------
+
+
+def _avg_counts(in_shape, window, strides, pads):
+    """How many input elements (padding excluded) each window holds: ``(1, Ho, Wo, 1)``."""
+    ones = np.ones((1,) + tuple(in_shape[1:3]) + (1,))
+    return _windows(ones, window, strides, pads).sum(axis=(-2, -1))
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    """The mean of each window (op ``AvgPool``), as ``tf.nn.avg_pool2d``.
+
+    Args:
+        input: ``(batch, height, width, channels)`` floating Tensor (NHWC).
+        ksize, strides: an int, ``[h, w]`` or ``[1, h, w, 1]``.
+        padding: ``"VALID"`` or ``"SAME"``. As TensorFlow, padding is not averaged in: a
+            window that hangs over the border is the mean of the elements it covers.
+
+    Returns:
+        ``(batch, Ho, Wo, channels)``, sizes as in ``conv2d``.
+
+    ``AvgPool`` is linear; its gradient is ``AvgPoolGrad`` (each ``dy`` divided by its
+    window's count and spread over the window, overlaps adding up, as TensorFlow's op of that
+    name), whose own gradient is ``AvgPool`` again: every order works.
+
+    Raises:
+        ValueError: a rank other than 4, a bad ``padding`` string, ``ksize`` or stride.
+
+    >>> import minitape as mt
+    >>> x = mt.reshape(mt.range(0.0, 16.0), [1, 4, 4, 1])
+    >>> mt.reshape(mt.nn.avg_pool2d(x, ksize=2, strides=2, padding="VALID"), [2, 2]).numpy()
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]], dtype=float32)
+    """
+    what = "avg_pool2d"
+    x = floating(input, what)
+    _rank4(x, what, "input", "(batch, height, width, channels)")
+    _check_format(data_format, None, what)
+    window = _pair(ksize, what, "ksize")
+    strides = _pair(strides, what, "strides")
+    padding = _padding(padding, what)
+    _, pads = _layout(x.shape, window, strides, padding, what)
+    sums = _windows(x._value, window, strides, pads).sum(axis=(-2, -1))
+    value = sums / _avg_counts(x.shape, window, strides, pads)
+    y = Tensor(value.astype(x._value.dtype, copy=False), name=name)
+    record("AvgPool", (x,), (y,), attrs={"ksize": window, "strides": strides,
+                                         "padding": padding}, keep_inputs=False)
+    return y
+
+
+register_forward("AvgPool", lambda op, x: avg_pool2d(
+    x, op.get_attr("ksize"), op.get_attr("strides"), op.get_attr("padding")))
+
+
+@RegisterGradient("AvgPool", batched=True)
+def _avg_pool_grad(op, dy):
+    g, batch = _fold(dy, op.batch_ndim, 0)  # images are pooled independently
+    sizes = (g.shape[0],) + op.input_shapes[0][1:]
+    return _unfold(avg_pool_grad(sizes, g, op.get_attr("ksize"), op.get_attr("strides"),
+                                 op.get_attr("padding")), batch, 0)
+
+
+def avg_pool_grad(orig_input_shape, grad, ksize, strides, padding, name=None):
+    """The gradient of ``avg_pool2d`` with respect to its input (op ``AvgPoolGrad``, as
+    TensorFlow's): each element of ``grad`` ``(N, Ho, Wo, C)``, divided by the number of
+    input elements its window averaged, is added to each of them -> ``orig_input_shape``."""
+    what = "avg_pool_grad"
+    dy = floating(grad, what)
+    in_shape = array_ops.as_shape(orig_input_shape, what)
+    window = _pair(ksize, what, "ksize")
+    strides, padding = _pair(strides, what, "strides"), _padding(padding, what)
+    (ho, wo), pads = _layout(in_shape, window, strides, padding, what)
+    if len(in_shape) != 4 or dy.shape != (in_shape[0], ho, wo, in_shape[3]):
+        raise ValueError(f"{what}: grad has shape {dy.shape}, expected "
+                         f"{(in_shape[0], ho, wo) + tuple(in_shape[3:])} for an input of shape "
+                         f"{tuple(in_shape)}")
+    share = dy._value / _avg_counts(in_shape, window, strides, pads)
+    patches = np.broadcast_to(share[:, :, :, None, None, :],
+                              (in_shape[0], ho, wo) + window + (in_shape[3],))
+    value = _col2im(patches, in_shape, (ho, wo), window, strides, pads)
+    dx = Tensor(value.astype(dy._value.dtype, copy=False), name=name)
+    record("AvgPoolGrad", (dy,), (dx,), attrs={"orig_input_shape": in_shape, "ksize": window,
+                                               "strides": strides, "padding": padding},
+           keep_inputs=False)
+    return dx
+
+
+register_forward("AvgPoolGrad", lambda op, dy: avg_pool_grad(
+    op.get_attr("orig_input_shape"), dy, op.get_attr("ksize"), op.get_attr("strides"),
+    op.get_attr("padding")))
+
+
+@RegisterGradient("AvgPoolGrad", batched=True)
+def _avg_pool_grad_grad(op, g):
+    # AvgPoolGrad is the adjoint (transpose) of the linear AvgPool: its gradient is AvgPool.
+    gf, batch = _fold(g, op.batch_ndim, 0)
+    return _unfold(avg_pool2d(gf, op.get_attr("ksize"), op.get_attr("strides"),
+                              op.get_attr("padding")), batch, 0)

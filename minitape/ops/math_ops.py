@@ -890,6 +890,24 @@ def ceil(x, name=None):
 no_gradient("Ceil")
 
 
+def floordiv(x, y, name=None):
+    """``floor(x / y)`` elementwise with broadcasting, as ``tf.math.floordiv`` and ``x // y``
+    (op ``FloorDiv``): integers stay integers (``tf.shape(x)[-1] // 3``, Géron's chapter 14).
+    Not differentiable (gradient ``None``, as TensorFlow).
+
+    >>> import minitape as mt
+    >>> (mt.constant([7, -7]) // 2).numpy()
+    array([ 3, -4], dtype=int32)
+    """
+    x, y = elementwise_operands(x, y, "FloorDiv")
+    z = _out(np.floor_divide(x._value, y._value), name)
+    record("FloorDiv", (x, y), (z,), keep_inputs=False)
+    return z
+
+
+no_gradient("FloorDiv")
+
+
 def squared_difference(x, y, name=None):
     """``(x - y)**2`` elementwise with broadcasting, as ``tf.math.squared_difference`` (two
     ops here, ``Sub`` then ``Square``, so a tape draws and differentiates each)."""
@@ -1316,6 +1334,8 @@ Tensor.__mul__ = multiply
 Tensor.__rmul__ = lambda x, y: multiply(y, x)
 Tensor.__truediv__ = divide
 Tensor.__rtruediv__ = lambda x, y: divide(y, x)
+Tensor.__floordiv__ = floordiv
+Tensor.__rfloordiv__ = lambda x, y: floordiv(y, x)
 Tensor.__pow__ = pow
 Tensor.__rpow__ = lambda x, y: pow(y, x)
 Tensor.__matmul__ = matmul
