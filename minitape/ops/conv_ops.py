@@ -390,6 +390,19 @@ def _conv2d_backprop_filter_grad(op, g):
 # -- MaxPool --------------------------------------------------------------------------------------
 
 
+def _pool_arguments(input, ksize, strides, padding, data_format, what):
+    """A pooling op's checked arguments: ``(x, window, strides, padding, (Ho, Wo), pads)``
+    (raises as ``max_pool2d`` and ``avg_pool2d`` say)."""
+    x = floating(input, what)
+    _rank4(x, what, "input", "(batch, height, width, channels)")
+    _check_format(data_format, None, what)
+    window = _pair(ksize, what, "ksize")
+    strides = _pair(strides, what, "strides")
+    padding = _padding(padding, what)
+    out_size, pads = _layout(x.shape, window, strides, padding, what)
+    return x, window, strides, padding, out_size, pads
+
+
 def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
     """The maximum of each window (op ``MaxPool``), as ``tf.nn.max_pool2d``.
 
@@ -414,13 +427,8 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  
            [13., 15.]], dtype=float32)
     """
     what = "max_pool2d"
-    x = floating(input, what)
-    _rank4(x, what, "input", "(batch, height, width, channels)")
-    _check_format(data_format, None, what)
-    window = _pair(ksize, what, "ksize")
-    strides = _pair(strides, what, "strides")
-    padding = _padding(padding, what)
-    (ho, wo), pads = _layout(x.shape, window, strides, padding, what)
+    x, window, strides, padding, (ho, wo), pads = _pool_arguments(
+        input, ksize, strides, padding, data_format, what)
     n, _, _, c = x.shape
     windows = _windows(x._value, window, strides, pads, fill=-np.inf)
     flat = windows.reshape(n, ho, wo, c, window[0] * window[1])
@@ -511,13 +519,8 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  
            [10.5, 12.5]], dtype=float32)
     """
     what = "avg_pool2d"
-    x = floating(input, what)
-    _rank4(x, what, "input", "(batch, height, width, channels)")
-    _check_format(data_format, None, what)
-    window = _pair(ksize, what, "ksize")
-    strides = _pair(strides, what, "strides")
-    padding = _padding(padding, what)
-    _, pads = _layout(x.shape, window, strides, padding, what)
+    x, window, strides, padding, _, pads = _pool_arguments(
+        input, ksize, strides, padding, data_format, what)
     sums = _windows(x._value, window, strides, pads).sum(axis=(-2, -1))
     value = sums / _avg_counts(x.shape, window, strides, pads)
     y = Tensor(value.astype(x._value.dtype, copy=False), name=name)
