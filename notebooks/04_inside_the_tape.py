@@ -73,8 +73,8 @@ tape
 
 # %% [markdown]
 # After `gradient`, the drawing shows in red the gradient that reached each tensor, with red
-# dashed arrows for the way it came back: $dz/dy = 2y = 18$, then
-# $dz/dx = dz/dy \cdot 2x = 108$.
+# dashed arrows for the way it came back: dz/dy = 2y = 18, then
+# dz/dx = dz/dy · 2x = 108.
 
 # %%
 print(tape.gradient(y, x).numpy())  # 6.0 (2 * x)
@@ -115,7 +115,7 @@ for t in g.tensors:
 # %% [markdown]
 # The edges run forward, tensor to op (`input`, with the argument position) and op to tensor
 # (`output`). `y = x * x` reads `x` twice, so there are two input edges from `x`, and in the
-# backward pass both contributions add up ($2x$).
+# backward pass both contributions add up (2x).
 
 # %%
 label |= {op.id: f'{op.type} #{op.number}' for op in g.ops}
@@ -126,7 +126,7 @@ for e in g.edges:
 # %% [markdown]
 # After `gradient`, the graph also says what the backward pass did: `op.visited` is True for
 # every op it went through, and each input edge carries the *contribution* it sent back to its
-# tensor. `y = x * x` sends $y$'s gradient times `x` along each of its two edges; `x`'s gradient
+# tensor. `y = x * x` sends y's gradient times `x` along each of its two edges; `x`'s gradient
 # is the sum of the two.
 
 # %%
@@ -168,8 +168,8 @@ for op in reversed(tape.operations):
 # its inputs (the gradient arriving at its output times its local derivative), and last the
 # gradient that reached each source.
 #
-# A slightly longer function, with a Variable: $z = \sin(x^2) \cdot x$ at $x = 2$. Its
-# derivative is $2x^2\cos(x^2) + \sin(x^2)$, which is $8\cos 4 + \sin 4 \approx -5.986$.
+# A slightly longer function, with a Variable: z = sin(x²) · x at x = 2. Its
+# derivative is 2x² cos(x²) + sin(x²), which is 8 cos 4 + sin 4 ≈ −5.986.
 # The player needs the tensors the ops saved, so the tape is persistent (or create the player
 # before calling `gradient`).
 
@@ -196,9 +196,9 @@ player.step = 0
 
 # %% [markdown]
 # Read steps 3 to 6 in order: the gradient starts at `z` as 1; the last `Mul` sends `x` (2.0)
-# to `s` and `s` ($\sin 4$) straight to `x`; `Sin` multiplies what arrived by $\cos y$; the
-# first `Mul` multiplies that by $2x$; and `x` adds up its two contributions,
-# $-0.7568 - 5.229 = -5.986$.
+# to `s` and `s` (sin 4) straight to `x`; `Sin` multiplies what arrived by cos y; the
+# first `Mul` multiplies that by 2x; and `x` adds up its two contributions,
+# −0.7568 − 5.229 = −5.986.
 #
 # And as a widget: press **Play**, or drag the slider. The sentence and the highlighted node
 # follow the step; after each backward step the gradients reached so far are drawn in red.
@@ -213,9 +213,9 @@ player
 # you have answered in the box, the drawing shows the graph as it was before the step. Then,
 # right or wrong, the step shows its number with the chain-rule product that gives it.
 #
-# A new function to work out by hand: $q = (3p)^2 + p$ at $p = 2$. The quiz starts at its first
+# A new function to work out by hand: q = (3p)² + p at p = 2. The quiz starts at its first
 # backward step: work out each number, type it in the box and press Enter, then move on with
-# the slider. (Check the last step against $dq/dp = 18p + 1$.)
+# the slider. (Check the last step against dq/dp = 18p + 1.)
 
 # %% tags=["nbval-ignore-output"]
 p = mt.Variable(2.0, name='p')
@@ -261,7 +261,7 @@ print('links to other sites:', 'http' in page.replace('http://www.w3.org', ''))
 # %% [markdown]
 # ## 4. Nested tapes: a second derivative
 #
-# The advanced guide's higher-order example. The inner tape `t1` records $y = x^3$; its
+# The advanced guide's higher-order example. The inner tape `t1` records y = x³; its
 # `gradient` runs *inside* the outer tape `t2`, and the backward pass is made of ordinary
 # minitape ops, so `t2` records it. Differentiating that record again gives the second
 # derivative.
@@ -284,7 +284,7 @@ print('t2 recorded:', [op.type for op in t2.operations])
 # `t2` holds the two forward `Mul`s (it was recording too) followed by the ops of `t1`'s backward
 # pass. Drawn together, each op is coloured by the tapes that recorded it: the forward `Mul`s
 # carry both colours (tape 1 is `t1`, tape 2 is `t2`), the backward ops only the outer tape's.
-# The constant 1.0 that starts the backward pass is there too: $dy/dy = 1$. (The tensor labels
+# The constant 1.0 that starts the backward pass is there too: dy/dy = 1. (The tensor labels
 # `t1`, `t2`, ... are the drawing's short names for unnamed tensors; they have nothing to do
 # with the tapes `t1` and `t2`.)
 
@@ -469,7 +469,7 @@ mt.viz.draw_tape(tape, out, w)
 # central finite differences of the op's own forward, at the inputs the op recorded, in
 # float64. So it does not just say "wrong somewhere": it names the op.
 #
-# Here a new op `Cube` gets a gradient with a planted mistake, $3x$ instead of $3x^2$:
+# Here a new op `Cube` gets a gradient with a planted mistake, 3x instead of 3x²:
 
 # %%
 @mt.primitive('Cube')
@@ -494,7 +494,7 @@ print(check)
 
 # %% [markdown]
 # Only `#2 Cube` fails: its rule's numbers are the finite differences divided by
-# $y = \sin x$, the factor the rule forgot. Shown in a notebook, the check draws the tape with
+# y = sin x, the factor the rule forgot. Shown in a notebook, the check draws the tape with
 # the failing op in red, its rule's values next to the finite differences:
 
 # %% tags=["nbval-ignore-output"]
@@ -536,13 +536,13 @@ print(mt.viz.check_tape(tape, loss, x))
 # ```
 # (Without `names=`, the player numbers the tensors it has no name for: `t1`, `t2`, ...)
 # The forward pass has three ops (`Sin`, `Cos`, `Mul`), the backward pass visits the same
-# three in reverse, and the last step gives $dz/dx = \cos^2 x - \sin^2 x = \cos 1 \approx
-# 0.5403$.
+# three in reverse, and the last step gives dz/dx = cos² x − sin² x = cos 1 ≈
+# 0.5403.
 #
 # </details>
 
 # %% [markdown]
-# **2.** Extend the nested-tape example to a *third* derivative of $y = x^3$ (it is 6
+# **2.** Extend the nested-tape example to a *third* derivative of y = x³ (it is 6
 # everywhere). How many tapes do you need, and how many ops does the outermost one record?
 #
 # <details><summary>Answer</summary>

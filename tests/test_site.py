@@ -5,8 +5,9 @@ The site is built from the stored lessons (scripts/build_site.py: Sphinx and mys
 executed) into a temporary folder, then opened from disk. In the page: the navigation leads
 from the index to every lesson; lesson 04's drawings and its players show with no kernel
 (their static HTML, never an empty widget view), and a player steps to its next frame; an
-exercise's hidden answer opens when asked; the formulas are typeset by the site's own
-MathJax; and the page asked for nothing outside the site (no CDN).
+exercise's hidden answer opens when asked; the lessons' formulas are plain text and TeX on a
+page (the index's) is typeset by the site's own MathJax; and the page asked for nothing outside
+the site (no CDN).
 
 Skipped without Sphinx/myst-nb (the docs extra), Playwright or Debian's chromium.
 """
@@ -138,12 +139,22 @@ def test_lesson_04_offline_navigation_drawings_player_answers_and_math(site, pag
     answer.locator("summary").click()
     assert body.is_visible() and len(body.inner_text()) > 20
 
-    # Formulas typeset by the site's own MathJax (no CDN).
-    page.wait_for_selector(".MathJax_CHTML, .MathJax, mjx-container", state="attached")
+    # The lessons' formulas are plain text (the same on every surface): no TeX left raw.
+    text = page.locator("article, .body, main").first.inner_text()
+    assert "\\cdot" not in text and "$" not in text
     page.screenshot(path=str(tmp_path / "lesson04.png"), full_page=False)
     shot = os.environ.get("MINITAPE_SITE_SCREENSHOT")
     if shot:
         page.screenshot(path=shot)
+    assert page.blocked == [], f"the page asked for something outside the site: {page.blocked}"
+
+
+def test_formulas_are_typeset_by_the_sites_own_mathjax(site, page):
+    """TeX on a page of the site (the index's chain rule) is typeset offline, by the MathJax
+    copy inside the site: no CDN."""
+    page.goto(site.as_uri())
+    page.wait_for_selector(".MathJax_CHTML, .MathJax, mjx-container", state="attached")
+    assert "\\frac" not in page.locator(".body, main").first.inner_text()
     assert page.blocked == [], f"the page asked for something outside the site: {page.blocked}"
 
 
