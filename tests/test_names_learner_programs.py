@@ -574,3 +574,24 @@ def test_a_comprehension_calling_a_layer_names_each_call_by_its_element():
     g = tape_graph(tape)
     assert [g.label(t) for t in xs + outputs + [total]] == [
         "xs[0]", "xs[1]", "xs[2]", "outputs[0]", "outputs[1]", "outputs[2]", "total"]
+
+
+def test_a_tensor_made_inline_by_a_long_call_is_called_by_the_function():
+    # The GAN losses of TensorFlow's DCGAN tutorial: ``mt.ones_like(fake_output)`` makes a
+    # tensor no tape records (drawn t1 before); its text is too long for a label, so the
+    # drawing calls it by the function that made it.
+    cross_entropy = mt.keras.losses.BinaryCrossentropy(from_logits=True)
+    w = mt.Variable([[0.5], [-0.3]], name="w")
+    x = mt.constant(np.array([[1.0, 2.0], [0.5, -1.0]], np.float32))
+    with mt.GradientTape() as tape:
+        fake_output = mt.matmul(x, w)
+        gen_loss = cross_entropy(mt.ones_like(fake_output), fake_output)
+        shifted = mt.zeros_like(fake_output) + fake_output   # read by one op directly
+    labels = all_labels(tape)
+    assert "ones_like(…)" in labels and "zeros_like(…)" in labels, labels
+    assert "fake_output" in labels and tape_graph(tape).label(gen_loss) == "gen_loss"
+    assert tape_graph(tape).label(shifted) == "shifted"
+    assert not [label for label in labels if re.fullmatch(r"t\d+", label)], labels
+    with mt.GradientTape() as tape:
+        y = mt.ones_like(w) * w
+    assert all_labels(tape) == ["ones_like(…)", "w", "y"]

@@ -280,10 +280,26 @@ def _operand_names(ops, lines, named, direct):
         for i, operand in zip(op.input_ids, operands):
             if i not in inputs or _is_number(operand):
                 continue
-            text = " ".join(ast.unparse(operand).split())
-            if len(text) <= MAX_EXPRESSION and text.isprintable():
+            text = _operand_text(operand)
+            if text is not None:
                 found[i] = (text, isinstance(operand, ast.Name))
     return found
+
+
+def _operand_text(operand):
+    """The label an operand's source text gives the tensor it made: the text when short
+    (``h``, ``x[0]``), a long call by its function's name (``mt.ones_like(fake_output)`` is
+    ``ones_like(…)``: the tensor it made is on no tape, so it has no op number), else None."""
+    text = " ".join(ast.unparse(operand).split())
+    if len(text) <= MAX_EXPRESSION and text.isprintable():
+        return text
+    if isinstance(operand, ast.Call):
+        func = operand.func
+        name = func.attr if isinstance(func, ast.Attribute) else \
+            func.id if isinstance(func, ast.Name) else None
+        if name is not None and len(name) <= MAX_EXPRESSION:
+            return f"{name}(…)"
+    return None
 
 
 def _call_argument_names(runs, lines, known, from_code, direct):
@@ -314,6 +330,14 @@ def _call_argument_names(runs, lines, known, from_code, direct):
         names = [a.id for a in operands if isinstance(a, ast.Name) and a.id not in labels]
         if len(names) == 1:
             found[unknown[0]] = names[0]
+            continue
+        # ``loss_fn(mt.ones_like(fake_output), fake_output)``: the one argument that is
+        # neither a name the drawing knows nor a number made the one unnamed tensor.
+        others = [a for a in operands if not isinstance(a, ast.Name) and not _is_number(a)]
+        if not names and len(others) == 1 and isinstance(others[0], ast.Call):
+            text = _operand_text(others[0])
+            if text is not None:
+                found[unknown[0]] = text
     return found
 
 
@@ -622,7 +646,8 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
     known = produced_ids | explicit_ids | set(from_code) | set(constants or {})
     for i, name in _call_argument_names(runs, lines, known, from_code, direct).items():
         from_code[i] = name
-        assigned_ids.add(i)
+        if name.isidentifier():      # (a name is numbered by version; ``ones_like(…)`` not)
+            assigned_ids.add(i)
     labels, unnamed = {}, 0
     for i in tensors:
         explicit = names.get(i)
