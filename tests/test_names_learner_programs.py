@@ -595,3 +595,20 @@ def test_a_tensor_made_inline_by_a_long_call_is_called_by_the_function():
     with mt.GradientTape() as tape:
         y = mt.ones_like(w) * w
     assert all_labels(tape) == ["ones_like(…)", "w", "y"]
+
+
+def test_a_sub_expression_run_in_a_loop_calls_each_value_by_its_op_and_number():
+    # ``mt.sin(y)`` in a loop made three values; its text called all three the same, and a
+    # sentence read "mt.sin(y) = Sin(x)" though y was x only the first time.
+    x = mt.Variable(0.5)
+    with mt.GradientTape() as tape:
+        y = x
+        for _ in range(3):
+            y = mt.sin(y) * 2.0
+    assert all_labels(tape) == ["x", "sin #1", "2.0", "y₁", "sin #3", "2.0", "y₂", "sin #5",
+                                "2.0", "y"]
+    sentences = [s.text for s in TapePlayer(tape, y, x).steps]
+    assert "forward through Sin (#3): sin #3 = Sin(y₁) = 0.8185" in sentences
+    with mt.GradientTape() as tape:                  # once: the text is the label
+        z = mt.sin(x) * 2.0
+    assert all_labels(tape) == ["x", "mt.sin(x)", "2.0", "z"]

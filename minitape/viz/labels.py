@@ -62,6 +62,7 @@ explicit ``name=`` is never numbered.
 from __future__ import annotations
 
 import ast
+import collections
 import dis
 import linecache
 import re
@@ -571,6 +572,7 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
     counts = {}              # a comprehension's element instruction -> (elements, scope)
     ops_notes = {id(op): note for op, note, _ in ops}
     runs = []                # (group, frames) of each run, for ``_call_argument_names``
+    expressions = set()      # the op outputs called by the text of their sub-expression
     for group, frames in _instructions(ops):
         runs.append((group, frames))
         if len(group) == 1:
@@ -612,8 +614,9 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
         last = group[-1]
         if len(last.output_ids) == 1:
             expression = _call_text(frames, lines)
-            if expression is not None:
-                from_code.setdefault(last.output_ids[0], expression)
+            if expression is not None and last.output_ids[0] not in from_code:
+                from_code[last.output_ids[0]] = expression
+                expressions.add(last.output_ids[0])
     made = dict(origins or {})
     for i in live:                   # ``x = mt.Variable(3.0)``: the Variable is ``x``
         origin = created(i)
@@ -661,6 +664,12 @@ def tensor_labels(ops, tensors, live, names, constants=None, origins=None, held=
             unnamed += 1
             label = f"t{unnamed}"
         labels[i] = label
+    # One sub-expression run several times (``mt.sin(y)`` in a loop) made several values:
+    # its text would call them all the same, so each is called by its op and number.
+    texts = collections.Counter(labels[i] for i in tensors if i in expressions)
+    for i in tensors:
+        if i in expressions and texts[labels[i]] > 1 and labels[i] == from_code.get(i):
+            labels[i] = op_label(*produced[i])
     _number_versions(labels, [i for i in tensors if i in assigned_ids and labels[i] ==
                               from_code[i]])
     # A layer called twice (a GAN's discriminator on real and on generated data): its
