@@ -104,20 +104,23 @@ def _with_callers(frame, code, lasti):
 
 
 _returns: dict = {}
-"""code object -> the instruction offsets on its lines that hold a ``return`` (a frozenset):
-met by ``_return_offsets``, so that each code object is read once."""
+"""``id(code)`` -> ``(code, offsets)``: the instruction offsets on the lines of the code
+object that hold a ``return`` (a frozenset), met by ``_return_offsets``, so that each code
+object is read once. Keyed by ``id``, not by the code object: hashing a code object hashes
+its constants again every time (a notebook cell's are many), and this is read for every op.
+The entry holds the code object, so its id is not reused while the entry lives."""
 
 
 def _return_offsets(code):
     """The offsets of the instructions of ``code`` whose line holds a ``return``: the
     instructions whose value the function may return, the only ones whose callers' lines
     name what they computed."""
-    offsets = _returns.get(code)
-    if offsets is None:
+    entry = _returns.get(id(code))
+    if entry is None or entry[0] is not code:
         if len(_returns) > 10_000:     # (every run of a notebook cell makes new code objects)
             _returns.clear()
-        offsets = _returns[code] = _find_return_offsets(code)
-    return offsets
+        entry = _returns[id(code)] = (code, _find_return_offsets(code))
+    return entry[1]
 
 
 def _find_return_offsets(code):
@@ -438,8 +441,9 @@ class TapeRecord(TapeObserver):
             first = lasti = None
         else:
             frame, first, lasti = found
-            offsets = _returns.get(first)   # (``_return_offsets``, its common case written out)
-            if lasti in (offsets if offsets is not None else _return_offsets(first)):
+            entry = _returns.get(id(first))   # (``_return_offsets``, its common case inline)
+            if lasti in (entry[1] if entry is not None and entry[0] is first
+                         else _return_offsets(first)):
                 first, lasti = _with_callers(frame, first, lasti), None
         calls = module_calls() if calls_running else ()
         backward_of = _passes.running[-1] if _passes_running and _passes.running else None
