@@ -6,8 +6,9 @@ tensorflow/docs and point this script at a notebook:
 
     python scripts/run_tf_notebook.py path/to/docs/site/en/guide/tensor.ipynb
 
-Each code cell runs in one namespace, in order, with the import line switched and nothing else
-changed (the licence cell and shell lines ``!pip ...`` / ``%magic`` are skipped, as the guides'
+Each code cell runs in one namespace, in order, with the import lines switched
+(``import tensorflow as tf``, ``from tensorflow import keras``, ``from tensorflow.keras import
+layers``) and nothing else changed (the licence cell and shell lines ``!pip ...`` / ``%magic`` are skipped, as the guides'
 own notebooks skip them offline). The script prints each failing cell with its error, then a
 summary line, and exits with status 1 if a cell failed. ``-v`` prints every cell and what it
 printed. Nothing is downloaded: a cell that needs the network fails, and says so.
@@ -40,8 +41,17 @@ def code_cells(notebook: dict) -> list:
         lines = [re.match(r"\s*", line).group(0) + "pass"
                  if line.strip().startswith(("!", "%")) else line
                  for line in source.splitlines()]
-        cells.append("\n".join(lines).replace("import tensorflow as tf", "import minitape as tf"))
+        cells.append(switch_imports("\n".join(lines)))
     return cells
+
+
+def switch_imports(source: str) -> str:
+    """The import lines switched to minitape: ``import tensorflow as tf``, and the guides'
+    ``from tensorflow import keras`` / ``from tensorflow.keras import layers`` (minitape's
+    ``keras`` is TensorFlow's ``tf.keras``). Nothing else changes."""
+    source = source.replace("import tensorflow as tf", "import minitape as tf")
+    return re.sub(r"^(\s*)from tensorflow(\.keras[\w.]*)? import ", r"\1from minitape\2 import ",
+                  source, flags=re.MULTILINE)
 
 
 def run(path, verbose=False, out=sys.stdout) -> list:

@@ -371,3 +371,8 @@ def test_the_notebook_runner_switches_the_import_and_reports_each_cell(tmp_path)
     assert "import minitape as tf" in results[0][1] and "pass" in results[0][1]
     assert "tf.strings is outside minitape's scope" in results[2][2]
     assert out.getvalue().endswith("guide.ipynb: 2 of 3 code cells ran; failed: [3]\n")
+    assert runner.switch_imports(
+        "import tensorflow as tf\nfrom tensorflow import keras\n"
+        "  from tensorflow.keras import layers\nimport tensorflow_datasets as tfds") == (
+        "import minitape as tf\nfrom minitape import keras\n"
+        "  from minitape.keras import layers\nimport tensorflow_datasets as tfds")
