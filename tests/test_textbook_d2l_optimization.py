@@ -1,0 +1,681 @@
+# ruff: noqa: E111, E117, E701, E703, E731, E741, F811  (the book's code as printed: two-space indents, one-line ifs, semicolons, lambdas, l, redefined functions)
+"""The TensorFlow code of "Dive into Deep Learning" (d2l.ai) chapter 12, optimization
+algorithms, run with ``import minitape as tf``: one test per section, the section's code as
+printed in its TensorFlow tab (and its ``#@tab all`` blocks), only the import switched.
+
+``tests/d2l_minitape_ch12.py`` is the d2l library as the chapter has it (chapters 3-8's
+``tests/d2l_minitape.py`` plus what chapter 12 adds). The airfoil data (``DATA_HUB['airfoil']``,
+1503 rows of 6 tab-separated numbers) is replaced by a synthetic file of the same format in a
+temporary ``../data``, which d2l's own ``download`` finds in its cache (its SHA-1 registered);
+where the section registers the real file's SHA-1 again, the "download" is served from the same
+synthetic bytes (``requests.get`` stands in for the network). Fashion-MNIST (12.11) is the
+synthetic Keras cache of ``tests/test_textbook_d2l.py``.
+
+Numbers are checked against independent values: what the book prints where it is
+deterministic (closed forms: ``10 * 0.6**10`` for ``gd(0.2, f_grad)``, Newton's iterates in
+float64); and every training run is replayed in NumPy float64 on the very batches it saw,
+from the same initial weights, with the update rules written from the book's equations (the
+scratch optimizers) or from Keras 3's documented rules (``train_concise_ch11`` with
+``tf.keras.optimizers``): the final weights must agree. The last part tests, one by one, the
+fixes the chapter needed in minitape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import time
+import types
+
+import numpy as np
+import pytest
+import requests
+
+import d2l_minitape_ch12 as d2l
+import minitape as tf
+from test_textbook_d2l import _no_rendering, write_fashion_mnist  # noqa: F401
+
+plt = d2l.plt
+
+
+@pytest.fixture(autouse=True)
+def _no_animation(monkeypatch):
+    """``Animator.add`` draws its figure as the book's; only showing it (IPython rendering an
+    SVG at every point) is left out, as ``_no_rendering`` does for the ProgressBoard."""
+    monkeypatch.setattr(d2l, "display", types.SimpleNamespace(
+        display=lambda *args, **kwargs: None, clear_output=lambda *args, **kwargs: None))
+
+
+# -- helpers: synthetic airfoil data, recording the training runs, NumPy replays -------------
+
+AIRFOIL_URL = d2l.DATA_URL + 'airfoil_self_noise.dat'
+
+
+def airfoil_bytes(n=1503, seed=0):
+    """NASA's airfoil self-noise table as d2l downloads it, synthetic: ``n`` rows of 6
+    tab-separated numbers (frequency, angle, chord, velocity, thickness, sound pressure in dB),
+    in the real columns' ranges; the last column is linear in the others plus noise, about
+    half of its variance explained (as a linear fit of the real table: loss ~0.25)."""
+    rng = np.random.default_rng(seed)
+    features = np.column_stack([
+        rng.choice([200, 250, 315, 400, 500, 630, 800, 1000, 1250, 1600, 2000, 2500, 3150,
+                    4000, 5000, 6300, 8000, 10000, 12500, 16000, 20000], n),
+        rng.uniform(0, 22.2, n).round(1),
+        rng.choice([0.0254, 0.0508, 0.1016, 0.1524, 0.2286, 0.3048], n),
+        rng.choice([31.7, 39.6, 55.5, 71.3], n),
+        rng.uniform(0.0004, 0.058, n).round(6)])
+    z = (features - features.mean(0)) / features.std(0)
+    sound = 125 + z @ [-4.0, -2.5, -3.5, 2.0, -1.5] + rng.normal(0, 6.0, n)
+    table = np.column_stack([features, sound.round(3)])
+    return "".join("\t".join(f"{v:g}" for v in row) + "\n" for row in table).encode()
+
+
+class Recorder:
+    """Installed as ``d2l.load_array``: the Dataset it returns keeps the batches of every
+    training pass over it, the passes not nested in another (``evaluate_loss`` runs its own
+    passes inside the training loop's). ``scratch`` / ``concise`` wrap ``train_ch11`` /
+    ``train_concise_ch11`` to keep each run's initial and final weights and its batches."""
+
+    def __init__(self, load_array):
+        self.load_array = load_array
+        self.passes = []
+        self.runs = []
+        self._depth = 0
+
+    def __call__(self, data_arrays, batch_size, is_train=True):
+        dataset = self.load_array(data_arrays, batch_size, is_train)
+
+        def iterate():
+            outer = self._depth == 0
+            self._depth += 1
+            batches = []
+            if outer:
+                self.passes.append(batches)
+            try:
+                for X, y in dataset:
+                    if outer:
+                        batches.append((X.numpy().astype(np.float64),
+                                        y.numpy().astype(np.float64)))
+                    yield X, y
+            finally:
+                self._depth -= 1
+        return tf.data.Dataset(iterate, len(dataset))
+
+    def _run(self, train, keep, *args, **kwargs):
+        run = types.SimpleNamespace(initial=None, variables=None)
+        start = len(self.passes)
+        result = train(*keep(run, args), **kwargs)
+        run.batches = [batch for one_pass in self.passes[start:] for batch in one_pass]
+        run.final = [v.numpy() for v in run.variables]
+        self.runs.append(run)
+        return result
+
+    def scratch(self, train_ch11):
+        def keep(run, args):
+            trainer_fn, states, hyperparams, *rest = args
+            run.hyperparams = dict(hyperparams)
+
+            def recording(params, grads, states, hyperparams):
+                if run.initial is None:
+                    run.initial = [p.numpy().astype(np.float64) for p in params]
+                    run.variables = list(params)
+                return trainer_fn(params, grads, states, hyperparams)
+            return (recording, states, hyperparams, *rest)
+        return lambda *args, **kwargs: self._run(train_ch11, keep, *args, **kwargs)
+
+    def concise(self, train_concise_ch11):
+        def keep(run, args):
+            trainer_fn, hyperparams, *rest = args
+            run.hyperparams = dict(hyperparams)
+
+            def make(**kwargs):
+                optimizer = trainer_fn(**kwargs)
+                apply = optimizer.apply_gradients
+
+                def recording(grads_and_vars):
+                    pairs = list(grads_and_vars)
+                    if run.initial is None:
+                        run.initial = [v.numpy().astype(np.float64) for _, v in pairs]
+                        run.variables = [v for _, v in pairs]
+                    return apply(pairs)
+                optimizer.apply_gradients = recording
+                run.optimizer = optimizer
+                return optimizer
+            return (make, hyperparams, *rest)
+        return lambda *args, **kwargs: self._run(train_concise_ch11, keep, *args, **kwargs)
+
+
+@pytest.fixture
+def airfoil(tmp_path, monkeypatch):
+    """``../data/airfoil_self_noise.dat`` (synthetic) in d2l's cache, registered in
+    ``DATA_HUB`` with its SHA-1; ``requests.get`` serves the same bytes for the real URL and
+    refuses any other. ``d2l.load_array``, ``d2l.train_ch11`` and ``d2l.train_concise_ch11``
+    record what they do (see ``Recorder``); returns the Recorder, with ``.table`` the whole
+    table in float64."""
+    content = airfoil_bytes()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "data" / "airfoil_self_noise.dat").write_bytes(content)
+    monkeypatch.chdir(tmp_path / "work")   # (d2l's folder is '../data')
+    monkeypatch.setitem(d2l.DATA_HUB, 'airfoil',
+                        (AIRFOIL_URL, hashlib.sha1(content).hexdigest()))
+
+    def get(url, **kwargs):
+        assert url == AIRFOIL_URL, f"no network in the tests: {url}"
+        return types.SimpleNamespace(content=content)
+    monkeypatch.setattr(requests, "get", get)
+    rec = Recorder(d2l.load_array)
+    monkeypatch.setattr(d2l, "load_array", rec)
+    monkeypatch.setattr(d2l, "train_ch11", rec.scratch(d2l.train_ch11))
+    monkeypatch.setattr(d2l, "train_concise_ch11", rec.concise(d2l.train_concise_ch11))
+    rec.table = np.loadtxt(tmp_path / "data" / "airfoil_self_noise.dat")
+    return rec
+
+
+def standardized(table, n=1500):
+    """``get_data_ch11``'s features and labels, in float64."""
+    data = (table - table.mean(0)) / table.std(0)
+    return data[:n, :-1], data[:n, -1]
+
+
+def half_mse(params, X, y):
+    """The mean of ``(X w + b - y)**2 / 2``: ``evaluate_loss`` with ``squared_loss``."""
+    w, b = params
+    return float(np.mean((X @ w.reshape(-1) + b[0] - y) ** 2) / 2)
+
+
+def linreg_grads(params, X, y, scale=1.0):
+    """Gradients of ``scale * mean((X w + b - y)**2 / 2)`` (scale 2: Keras's MSE)."""
+    w, b = params
+    r = (X @ w + b - y[:, None]) * scale / len(X)
+    return [X.T @ r, r.sum(0)]
+
+
+def replay(run, step, scale=1.0):
+    """The run's training in float64: from its initial weights over its batches, each
+    ``step(i, params, grads, state)`` (``i`` counts from 1) updating ``params`` in place."""
+    params = [p.copy() for p in run.initial]
+    state = {}
+    for i, (X, y) in enumerate(run.batches, start=1):
+        step(i, params, linreg_grads(params, X, y, scale), state)
+    return params
+
+
+def assert_final(run, expected, rtol=1e-4, atol=2e-5):
+    assert [f.shape for f in run.final] == [e.shape for e in expected]
+    for got, want in zip(run.final, expected):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def printed_loss(out):
+    """The losses of ``train_ch11``'s last lines, ``loss: 0.245, 0.030 sec/epoch``."""
+    return [float(v) for v in re.findall(r"^loss: (\d\.\d{3}), \d+\.\d{3} sec/epoch$", out, re.M)]
+
+
+def check_run(run, table, expected, out_loss, half=True):
+    """The final weights are ``expected`` (the replay) and the printed loss is the loss of
+    the replayed weights on the 1500 examples (``train_concise_ch11`` prints MSE / 2)."""
+    assert_final(run, expected)
+    X, y = standardized(table)
+    assert out_loss == pytest.approx(half_mse(expected, X, y), abs=5e-4 + 1e-9)
+
+
+# Keras 3's update rules (keras/src/optimizers/*.py), one step for every weight, in float64.
+
+def keras_sgd(lr, momentum=0.0):
+    def step(i, params, grads, state):
+        for k, (p, g) in enumerate(zip(params, grads)):
+            if momentum:
+                v = state[k] = momentum * state.get(k, 0.0) - lr * g
+                p += v
+            else:
+                p -= lr * g
+    return step
+
+
+def keras_adagrad(lr, initial_accumulator_value=0.1, epsilon=1e-7):
+    def step(i, params, grads, state):
+        for k, (p, g) in enumerate(zip(params, grads)):
+            s = state[k] = state.get(k, initial_accumulator_value) + g * g
+            p -= lr * g / np.sqrt(s + epsilon)
+    return step
+
+
+def keras_rmsprop(lr, rho=0.9, epsilon=1e-7):
+    def step(i, params, grads, state):
+        for k, (p, g) in enumerate(zip(params, grads)):
+            v = state[k] = rho * state.get(k, 0.0) + (1 - rho) * g * g
+            p -= lr * g / np.sqrt(v + epsilon)
+    return step
+
+
+def keras_adadelta(lr, rho=0.95, epsilon=1e-7):
+    def step(i, params, grads, state):
+        for k, (p, g) in enumerate(zip(params, grads)):
+            s, d = state.get(k, (0.0, 0.0))
+            s = rho * s + (1 - rho) * g * g
+            delta = np.sqrt(d + epsilon) / np.sqrt(s + epsilon) * g
+            d = rho * d + (1 - rho) * delta * delta
+            state[k] = (s, d)
+            p -= lr * delta
+    return step
+
+
+def keras_adam(lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    def step(i, params, grads, state):
+        for k, (p, g) in enumerate(zip(params, grads)):
+            m, v = state.get(k, (0.0, 0.0))
+            m = m + (g - m) * (1 - beta_1)
+            v = v + (g * g - v) * (1 - beta_2)
+            state[k] = (m, v)
+            alpha = lr * math.sqrt(1 - beta_2 ** i) / (1 - beta_1 ** i)
+            p -= alpha * m / (np.sqrt(v) + epsilon)
+    return step
+
+
+def concise_weights(run):
+    """The Dense layer's ``[kernel (5, 1), bias (1,)]``, as ``linreg``'s ``[w, b]``."""
+    assert [v.shape for v in run.variables] == [(5, 1), (1,)]
+    return run
+
+
+def line_data(ax=None):
+    ax = ax or plt.gca()
+    return [(np.asarray(line.get_xdata(), np.float64), np.asarray(line.get_ydata(), np.float64))
+            for line in ax.get_lines()]
+
+
+# == 12.1 Optimization and deep learning ====================================================
+
+def test_12_1_optimization_and_deep_learning():
+    from mpl_toolkits import mplot3d  # noqa: F401
+
+    def f(x):
+        return x * d2l.cos(np.pi * x)
+
+    def g(x):
+        return f(x) + 0.2 * d2l.cos(5 * np.pi * x)
+
+    def annotate(text, xy, xytext):  #@save
+        d2l.plt.gca().annotate(text, xy=xy, xytext=xytext,
+                               arrowprops=dict(arrowstyle='->'))
+
+    x = d2l.arange(0.5, 1.5, 0.01)
+    d2l.set_figsize((4.5, 2.5))
+    d2l.plot(x, [f(x), g(x)], 'x', 'risk')
+    annotate('min of\nempirical risk', (1.0, -1.2), (0.5, -1.1))
+    annotate('min of risk', (1.1, -1.05), (0.95, -0.5))
+    (x1, risk), (x2, empirical) = line_data()
+    xs = np.arange(0.5, 1.5, 0.01)
+    assert x.dtype == tf.float32 and len(x1) == len(xs) == 100
+    np.testing.assert_allclose(x1, xs, atol=2e-5)   # (tf.range: a running sum in float32)
+    np.testing.assert_allclose(risk, x1 * np.cos(np.pi * x1), atol=1e-5)
+    np.testing.assert_allclose(empirical, risk + 0.2 * np.cos(5 * np.pi * x1), atol=1e-5)
+    assert [t.get_text() for t in plt.gca().texts] == ['min of\nempirical risk', 'min of risk']
+
+    x = d2l.arange(-1.0, 2.0, 0.01)
+    d2l.plot(x, [f(x), ], 'x', 'f(x)')
+    annotate('local minimum', (-0.3, -0.25), (-0.77, -1.0))
+    annotate('global minimum', (1.1, -0.95), (0.6, 0.8))
+    (xs, ys), = line_data()
+    # the annotated minima: a local one near -0.3, the global one near 1.1
+    assert xs[np.argmin(ys)] == pytest.approx(1.1, abs=0.02)
+    left = xs < 0.2
+    assert xs[left][np.argmin(ys[left])] == pytest.approx(-0.3, abs=0.05)
+
+    x = d2l.arange(-2.0, 2.0, 0.01)
+    d2l.plot(x, [x**3], 'x', 'f(x)')
+    annotate('saddle point', (0, -0.2), (-0.52, -5.0))
+    (xs, ys), = line_data()
+    np.testing.assert_allclose(ys, xs ** 3, rtol=1e-5, atol=1e-6)
+
+    x, y = d2l.meshgrid(
+        d2l.linspace(-1.0, 1.0, 101), d2l.linspace(-1.0, 1.0, 101))
+    z = x**2 - y**2
+
+    ax = d2l.plt.figure().add_subplot(111, projection='3d')
+    ax.plot_wireframe(x, y, z, **{'rstride': 10, 'cstride': 10})
+    ax.plot([0], [0], [0], 'rx')
+    ticks = [-1, 0, 1]
+    d2l.plt.xticks(ticks)
+    d2l.plt.yticks(ticks)
+    ax.set_zticks(ticks)
+    d2l.plt.xlabel('x')
+    d2l.plt.ylabel('y');
+    X, Y = np.meshgrid(np.linspace(-1, 1, 101), np.linspace(-1, 1, 101))
+    np.testing.assert_allclose(z.numpy(), X ** 2 - Y ** 2, atol=1e-6)
+    assert z.shape == (101, 101) and len(ax.collections) == 1
+
+    x = d2l.arange(-2.0, 5.0, 0.01)
+    d2l.plot(x, [d2l.tanh(x)], 'x', 'f(x)')
+    annotate('vanishing gradient', (4, 1), (2, 0.0))
+    (xs, ys), = line_data()
+    np.testing.assert_allclose(ys, np.tanh(xs), atol=1e-6)
+
+
+# == 12.2 Convexity ===========================================================================
+
+def test_12_2_convexity():
+    from mpl_toolkits import mplot3d  # noqa: F401
+
+    f = lambda x: 0.5 * x**2  # Convex
+    g = lambda x: d2l.cos(np.pi * x)  # Nonconvex
+    h = lambda x: d2l.exp(0.5 * x)  # Convex
+
+    x, segment = d2l.arange(-2, 2, 0.01), d2l.tensor([-1.5, 1])
+    d2l.use_svg_display()
+    _, axes = d2l.plt.subplots(1, 3, figsize=(9, 3))
+    for ax, func in zip(axes, [f, g, h]):
+        d2l.plot([x, segment], [func(x), func(segment)], axes=ax)
+
+    # d2l.arange(-2, 2, 0.01): TensorFlow's range of an int and a float is float32, of
+    # ceil(4 / 0.01) elements computed in float32 (400; float64 arithmetic would give 401)
+    assert x.dtype == tf.float32 and x.shape == (400,) and segment.dtype == tf.float32
+    xs = x.numpy().astype(np.float64)
+    np.testing.assert_allclose(xs, np.arange(400) * 0.01 - 2, atol=1e-4)
+    for ax, fn, convex in zip(axes, [lambda t: 0.5 * t ** 2, lambda t: np.cos(np.pi * t),
+                                     lambda t: np.exp(0.5 * t)], [True, False, True]):
+        (cx, cy), (sx, sy) = line_data(ax)
+        np.testing.assert_allclose(cy, fn(xs), atol=1e-5)
+        np.testing.assert_allclose(sx, [-1.5, 1.0])
+        np.testing.assert_allclose(sy, fn(np.array([-1.5, 1.0])), rtol=1e-6, atol=1e-7)
+        # the chord lies above the curve between its ends exactly for the convex functions
+        inside = (xs > -1.5) & (xs < 1.0)
+        chord = np.interp(xs[inside], sx, sy)
+        assert bool(np.all(chord >= fn(xs[inside]) - 1e-9)) == convex
+
+    f = lambda x: (x - 1) ** 2
+    d2l.set_figsize()
+    d2l.plot([x, segment], [f(x), f(segment)], 'x', 'f(x)')
+    (cx, cy), (sx, sy) = line_data()
+    np.testing.assert_allclose(cy, (xs - 1) ** 2, atol=1e-5)
+    np.testing.assert_allclose(sy, [6.25, 0.0])
+
+
+# == 12.3 Gradient descent ====================================================================
+
+def test_12_3_gradient_descent(capsys):
+    def f(x):  # Objective function
+        return x ** 2
+
+    def f_grad(x):  # Gradient (derivative) of the objective function
+        return 2 * x
+
+    def gd(eta, f_grad):
+        x = 10.0
+        results = [x]
+        for i in range(10):
+            x -= eta * f_grad(x)
+            results.append(float(x))
+        print(f'epoch 10, x: {x:f}')
+        return results
+
+    results = gd(0.2, f_grad)
+    # x_{t+1} = (1 - 2 eta) x_t: 10 * 0.6**10, as the book prints
+    assert capsys.readouterr().out == 'epoch 10, x: 0.060466\n'
+    assert results[-1] == pytest.approx(10 * 0.6 ** 10, rel=1e-12)
+
+    def show_trace(results, f):
+        n = max(abs(min(results)), abs(max(results)))
+        f_line = d2l.arange(-n, n, 0.01)
+        d2l.set_figsize()
+        d2l.plot([f_line, results], [[f(x) for x in f_line], [
+            f(x) for x in results]], 'x', 'f(x)', fmts=['-', '-o'])
+
+    show_trace(results, f)
+    (lx, ly), (px, py) = line_data()
+    np.testing.assert_allclose(ly, lx ** 2, rtol=1e-5, atol=1e-6)
+    # tf.range(-10, 10, 0.01): 2000 elements, the last 9.990267 (a running sum in float32:
+    # TensorFlow's CPU output, quoted in tensorflow/tensorflow#58133)
+    assert len(lx) == 2000 and lx[0] == -10.0 and lx[-1] == pytest.approx(9.990267, abs=1e-6)
+    np.testing.assert_allclose(py, np.asarray(results) ** 2)
+
+    show_trace(gd(0.05, f_grad), f)
+    assert capsys.readouterr().out == f'epoch 10, x: {10 * 0.9 ** 10:f}\n' == \
+        'epoch 10, x: 3.486784\n'
+
+    show_trace(gd(1.1, f_grad), f)
+    assert capsys.readouterr().out == f'epoch 10, x: {10 * 1.2 ** 10:f}\n' == \
+        'epoch 10, x: 61.917364\n'
+
+    c = d2l.tensor(0.15 * np.pi)
+
+    def f(x):  # Objective function
+        return x * d2l.cos(c * x)
+
+    def f_grad(x):  # Gradient of the objective function
+        return d2l.cos(c * x) - c * x * d2l.sin(c * x)
+
+    show_trace(gd(2, f_grad), f)
+    # float64 replay of the iterates (x becomes a float32 Tensor after the first step)
+    c64, x = np.float32(0.15 * np.pi).astype(np.float64), 10.0
+    for _ in range(10):
+        x -= 2 * (np.cos(c64 * x) - c64 * x * np.sin(c64 * x))
+    out = capsys.readouterr().out
+    assert re.fullmatch(r'epoch 10, x: -?\d+\.\d{6}\n', out), out
+    assert float(out.split()[-1]) == pytest.approx(x, abs=2e-5)
+    assert x == pytest.approx(-1.528165, abs=2e-6)    # the book's value
+
+    def train_2d(trainer, steps=20, f_grad=None):  #@save
+        """Optimize a 2D objective function with a customized trainer."""
+        # `s1` and `s2` are internal state variables that will be used in Momentum, adagrad, RMSProp
+        x1, x2, s1, s2 = -5, -2, 0, 0
+        results = [(x1, x2)]
+        for i in range(steps):
+            if f_grad:
+                x1, x2, s1, s2 = trainer(x1, x2, s1, s2, f_grad)
+            else:
+                x1, x2, s1, s2 = trainer(x1, x2, s1, s2)
+            results.append((x1, x2))
+        print(f'epoch {i + 1}, x1: {float(x1):f}, x2: {float(x2):f}')
+        return results
+
+    def show_trace_2d(f, results):  #@save
+        """Show the trace of 2D variables during optimization."""
+        d2l.set_figsize()
+        d2l.plt.plot(*zip(*results), '-o', color='#ff7f0e')
+        x1, x2 = d2l.meshgrid(d2l.arange(-5.5, 1.0, 0.1),
+                              d2l.arange(-3.0, 1.0, 0.1))
+        d2l.plt.contour(x1, x2, f(x1, x2), colors='#1f77b4')
+        d2l.plt.xlabel('x1')
+        d2l.plt.ylabel('x2')
+
+    def f_2d(x1, x2):  # Objective function
+        return x1 ** 2 + 2 * x2 ** 2
+
+    def f_2d_grad(x1, x2):  # Gradient of the objective function
+        return (2 * x1, 4 * x2)
+
+    def gd_2d(x1, x2, s1, s2, f_grad):
+        g1, g2 = f_grad(x1, x2)
+        return (x1 - eta * g1, x2 - eta * g2, 0, 0)
+
+    plt.figure()
+    eta = 0.1
+    show_trace_2d(f_2d, train_2d(gd_2d, f_grad=f_2d_grad))
+    # x1 *= 0.8 and x2 *= 0.6 at each step
+    assert capsys.readouterr().out == \
+        f'epoch 20, x1: {-5 * 0.8 ** 20:f}, x2: {-2 * 0.6 ** 20:f}\n' == \
+        'epoch 20, x1: -0.057646, x2: -0.000073\n'
+    (tx, ty), = line_data()
+    np.testing.assert_allclose(tx, -5 * 0.8 ** np.arange(21))
+    assert len(plt.gca().collections) >= 1    # the contour lines
+    g1, g2 = d2l.meshgrid(d2l.arange(-5.5, 1.0, 0.1), d2l.arange(-3.0, 1.0, 0.1))
+    G1, G2 = np.meshgrid(np.arange(-5.5, 1.0, 0.1), np.arange(-3.0, 1.0, 0.1))
+    assert g1.shape == G1.shape == (40, 65)
+    np.testing.assert_allclose(f_2d(g1, g2).numpy(), G1 ** 2 + 2 * G2 ** 2, atol=1e-4)
+
+    c = d2l.tensor(0.5)
+
+    def f(x):  # Objective function
+        return d2l.cosh(c * x)
+
+    def f_grad(x):  # Gradient of the objective function
+        return c * d2l.sinh(c * x)
+
+    def f_hess(x):  # Hessian of the objective function
+        return c**2 * d2l.cosh(c * x)
+
+    def newton(eta=1):
+        x = 10.0
+        results = [x]
+        for i in range(10):
+            x -= eta * f_grad(x) / f_hess(x)
+            results.append(float(x))
+        print('epoch 10, x:', x)
+        return results
+
+    plt.figure()
+    results = newton()
+    show_trace(results, f)
+    # x - tanh(x / 2) / (1 / 2): from 10 to the minimum 0 (quadratically once near it)
+    x = 10.0
+    for _ in range(10):
+        x -= np.tanh(0.5 * x) / 0.5
+    assert abs(x) < 1e-30
+    assert capsys.readouterr().out == 'epoch 10, x: mt.Tensor(0.0, shape=(), dtype=float32)\n'
+    assert results[1] == pytest.approx(10 - 2 * np.tanh(5.0), rel=1e-6)
+
+    c = d2l.tensor(0.15 * np.pi)
+
+    def f(x):  # Objective function
+        return x * d2l.cos(c * x)
+
+    def f_grad(x):  # Gradient of the objective function
+        return d2l.cos(c * x) - c * x * d2l.sin(c * x)
+
+    def f_hess(x):  # Hessian of the objective function
+        return - 2 * c * d2l.sin(c * x) - x * c**2 * d2l.cos(c * x)
+
+    def newton64(eta):
+        x = 10.0
+        for _ in range(10):
+            x -= eta * ((np.cos(c64 * x) - c64 * x * np.sin(c64 * x))
+                        / (-2 * c64 * np.sin(c64 * x) - x * c64 ** 2 * np.cos(c64 * x)))
+        return x
+
+    show_trace(newton(), f)
+    out = capsys.readouterr().out
+    value = float(re.fullmatch(r'epoch 10, x: mt\.Tensor\((\S+), shape=\(\), '
+                               r'dtype=float32\)\n', out).group(1))
+    assert value == pytest.approx(newton64(1), rel=1e-5)
+    assert newton64(1) == pytest.approx(26.834133, abs=1e-5)     # the book's value
+
+    show_trace(newton(0.5), f)
+    out = capsys.readouterr().out
+    value = float(re.search(r'mt\.Tensor\((\S+),', out).group(1))
+    assert value == pytest.approx(newton64(0.5), rel=1e-5)
+    assert newton64(0.5) == pytest.approx(7.26986, abs=1e-5)    # the book's value
+
+
+# == 12.4 Stochastic gradient descent ========================================================
+
+def test_12_4_stochastic_gradient_descent(capsys):
+    global t   # (the book's t is a notebook global, which exponential_lr updates)
+
+    def f(x1, x2):  # Objective function
+        return x1 ** 2 + 2 * x2 ** 2
+
+    def f_grad(x1, x2):  # Gradient of the objective function
+        return 2 * x1, 4 * x2
+
+    def sgd(x1, x2, s1, s2, f_grad):
+        g1, g2 = f_grad(x1, x2)
+        # Simulate noisy gradient
+        g1 += d2l.normal([1], 0.0, 1)
+        g2 += d2l.normal([1], 0.0, 1)
+        eta_t = eta * lr()
+        return (x1 - eta_t * g1, x2 - eta_t * g2, 0, 0)
+
+    def replay64(seed, steps, lrs):
+        """The same run in float64, with the same normal draws (the same seed)."""
+        tf.random.set_seed(seed)
+        noise = [float(d2l.normal([1], 0.0, 1)[0]) for _ in range(2 * steps)]
+        x1, x2 = -5.0, -2.0
+        for i, lr_i in zip(range(steps), lrs):
+            eta_t = 0.1 * lr_i
+            x1, x2 = x1 - eta_t * (2 * x1 + noise[2 * i]), x2 - eta_t * (4 * x2 + noise[2 * i + 1])
+        return x1, x2
+
+    def check(results, seed, steps, lrs):
+        x1, x2 = replay64(seed, steps, lrs)
+        out = capsys.readouterr().out
+        match = re.fullmatch(rf'epoch {steps}, x1: (\S+), x2: (\S+)\n', out)
+        assert match, out
+        assert float(match.group(1)) == pytest.approx(x1, abs=2e-5)
+        assert float(match.group(2)) == pytest.approx(x2, abs=2e-5)
+        assert len(results) == steps + 1 and results[-1][0].shape == (1,)
+
+    def traced(f, results):
+        """``d2l.show_trace_2d(f, results)`` as printed fails with NumPy >= 1.24, in TensorFlow
+        as here: the trace mixes the start, Python ints, with the iterates, Tensors of shape
+        (1,) (``d2l.normal([1], ...)``), and ``plt.plot`` makes one array of them. NumPy
+        arrays in their place fail alike. The trace is then plotted as floats."""
+        with pytest.raises(ValueError, match="inhomogeneous"):
+            d2l.show_trace_2d(f, results)
+        with pytest.raises(ValueError, match="inhomogeneous"):
+            plt.plot(*zip(*[(x1 if isinstance(x1, int) else np.asarray(x1),
+                             x2 if isinstance(x2, int) else np.asarray(x2))
+                            for x1, x2 in results]))
+        d2l.show_trace_2d(f, [(float(x1), float(x2)) for x1, x2 in results])
+
+    def constant_lr():
+        return 1
+
+    eta = 0.1
+    lr = constant_lr  # Constant learning rate
+    tf.random.set_seed(1)
+    results = d2l.train_2d(sgd, steps=50, f_grad=f_grad)
+    traced(f, results)          # d2l.show_trace_2d(f, d2l.train_2d(sgd, steps=50, f_grad=f_grad))
+    check(results, 1, 50, [1] * 50)
+
+    def exponential_lr():
+        # Global variable that is defined outside this function and updated inside
+        global t
+        t += 1
+        return math.exp(-0.1 * t)
+
+    t = 1
+    lr = exponential_lr
+    tf.random.set_seed(2)
+    results = d2l.train_2d(sgd, steps=1000, f_grad=f_grad)
+    traced(f, results)
+    check(results, 2, 1000, [math.exp(-0.1 * t) for t in range(2, 1002)])
+    assert t == 1001
+
+    def polynomial_lr():
+        # Global variable that is defined outside this function and updated inside
+        global t
+        t += 1
+        return (1 + 0.1 * t) ** (-0.5)
+
+    t = 1
+    lr = polynomial_lr
+    tf.random.set_seed(3)
+    results = d2l.train_2d(sgd, steps=50, f_grad=f_grad)
+    traced(f, results)
+    check(results, 3, 50, [(1 + 0.1 * t) ** (-0.5) for t in range(2, 52)])
+
+
+# == The fixes chapter 12 needed ==============================================================
+
+def test_range_of_floats_is_computed_in_its_dtype_as_tensorflows_kernel():
+    # d2l.arange(-2, 2, 0.01) (12.2): TensorFlow's RangeOp casts the arguments to the result's
+    # dtype, counts ceil(|(limit - start) / delta|) in that dtype and fills a running sum;
+    # minitape used np.arange in float64 (401 elements, TensorFlow has 400).
+    x = tf.range(-2, 2, 0.01)
+    assert x.dtype == tf.float32 and x.shape == (400,)
+    expected = np.add.accumulate(np.r_[np.float32(-2), np.full(399, np.float32(0.01))],
+                                 dtype=np.float32)
+    np.testing.assert_array_equal(x.numpy(), expected)
+    # TensorFlow's CPU output, quoted in tensorflow/tensorflow#58133
+    y = tf.range(-10, 10, 0.01).numpy()
+    assert y.shape == (2000,)
+    np.testing.assert_allclose(y[-3:], [9.970266, 9.980267, 9.990267], atol=1e-6)
+    # float64 and integer ranges count in their own dtype; empty and downward ranges
+    assert tf.range(-2, 2, 0.01, dtype=tf.float64).shape == (400,)
+    assert tf.range(0.0, 1.0, 0.1, dtype=tf.float64).numpy()[-1] == pytest.approx(0.9)
+    assert tf.range(10, 0, -3).numpy().tolist() == [10, 7, 4, 1]
+    assert tf.range(1, 2, 0.25).numpy().tolist() == [1.0, 1.25, 1.5, 1.75]
+    assert tf.range(2, 1).shape == (0,) and tf.range(0, 1, -1).shape == (0,)
