@@ -679,3 +679,75 @@ def test_range_of_floats_is_computed_in_its_dtype_as_tensorflows_kernel():
     assert tf.range(10, 0, -3).numpy().tolist() == [10, 7, 4, 1]
     assert tf.range(1, 2, 0.25).numpy().tolist() == [1.0, 1.25, 1.5, 1.75]
     assert tf.range(2, 1).shape == (0,) and tf.range(0, 1, -1).shape == (0,)
+
+
+def test_data_experimental_cardinality_is_a_scalar_int64_tensor():
+    # train_ch11: q = p / tf.data.experimental.cardinality(data_iter).numpy()
+    ds = tf.data.Dataset.from_tensor_slices(np.zeros((1500, 5), np.float32)).batch(10)
+    n = tf.data.experimental.cardinality(ds)
+    assert isinstance(n, tf.Tensor) and n.dtype == tf.int64 and n.shape == ()
+    assert n.numpy() == 150 and int(ds.cardinality()) == 150
+    assert int(tf.data.experimental.cardinality(ds.shuffle(1000).batch(7))) == 22
+    assert int(tf.data.experimental.cardinality(ds.repeat())) == \
+        tf.data.INFINITE_CARDINALITY == tf.data.experimental.INFINITE_CARDINALITY == -1
+    assert tf.data.UNKNOWN_CARDINALITY == -2
+    with pytest.raises(TypeError, match="expected an mt.data.Dataset, got list"):
+        tf.data.experimental.cardinality([1, 2, 3])
+
+
+def test_adadelta_follows_keras_update_rule():
+    # 12.9: tf.keras.optimizers.Adadelta(learning_rate=5.0, rho=0.9); Keras 3's adadelta.py
+    opt = tf.keras.optimizers.Adadelta(learning_rate=5.0, rho=0.9)
+    assert (opt.rho, opt.epsilon, opt.name) == (0.9, 1e-7, "adadelta")
+    defaults = tf.keras.optimizers.get("adadelta")
+    assert type(defaults) is tf.keras.optimizers.Adadelta
+    assert (float(defaults.learning_rate), defaults.rho, defaults.epsilon) == \
+        (pytest.approx(0.001), 0.95, 1e-7)
+    w = tf.Variable([[1.0], [-2.0]])
+    b = tf.Variable([0.5])
+    rng = np.random.default_rng(0)
+    params = [np.array([[1.0], [-2.0]]), np.array([0.5])]
+    step, state = keras_adadelta(5.0, rho=0.9), {}
+    for i in range(1, 6):
+        grads = [rng.standard_normal((2, 1)), rng.standard_normal(1)]
+        opt.apply_gradients(zip([tf.constant(g, tf.float32) for g in grads], [w, b]))
+        step(i, params, [g.astype(np.float32).astype(np.float64) for g in grads], state)
+    np.testing.assert_allclose(w.numpy(), params[0], rtol=1e-5)
+    np.testing.assert_allclose(b.numpy(), params[1], rtol=1e-5)
+    # the first step by hand: s = 0.1 g^2, step = sqrt(eps) / sqrt(s + eps) * g
+    v = tf.Variable(1.0)
+    tf.keras.optimizers.Adadelta(learning_rate=1.0, rho=0.9, epsilon=1e-6).apply_gradients(
+        [(tf.constant(2.0), v)])
+    assert float(v) == pytest.approx(1 - 1e-3 / math.sqrt(0.4 + 1e-6) * 2, rel=1e-6)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    model.compile(optimizer="adadelta", loss="mse")
+    assert type(model.optimizer) is tf.keras.optimizers.Adadelta
+    with pytest.raises(ValueError, match="rho must be between 0 and 1"):
+        tf.keras.optimizers.Adadelta(rho=1.5)
+    config = opt.get_config()
+    assert (config["rho"], config["epsilon"], config["learning_rate"]) == (0.9, 1e-7, 5.0)
+    assert tf.keras.optimizers.Adadelta.from_config(config).rho == 0.9
+
+
+def test_optimizer_lr_is_keras_2s_alias_of_learning_rate():
+    # 12.11: print(f'learning rate is now ,', dummy_model.optimizer.lr.numpy())
+    opt = tf.keras.optimizers.SGD(learning_rate=0.1)
+    assert opt.lr is opt.learning_rate and opt.lr.numpy() == np.float32(0.1)
+    opt.lr = 0.05
+    assert float(opt.learning_rate) == pytest.approx(0.05)
+    schedule = tf.keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+    decayed = tf.keras.optimizers.Adam(learning_rate=schedule)
+    assert float(decayed.lr) == pytest.approx(0.1)
+    with pytest.raises(TypeError, match="not settable"):
+        decayed.lr = 0.01
+
+
+def test_device_keeps_the_name_as_given_in__device_name():
+    # 12.11's train (d2l's train_ch6): device_name = device._device_name, then
+    # tf.distribute.OneDeviceStrategy(device_name), as TensorFlow's device context has it
+    assert d2l.try_gpu()._device_name == '/CPU:0'
+    assert tf.device('/GPU:1')._device_name == '/GPU:1' and tf.device(None)._device_name is None
+    strategy = tf.distribute.OneDeviceStrategy(d2l.try_gpu()._device_name)
+    with strategy.scope():
+        v = tf.Variable(1.0)
+    assert float(v) == 1.0
