@@ -1237,6 +1237,190 @@ def test_12_10_adam(airfoil, capsys):
               printed_loss(capsys.readouterr().out)[-1])
 
 
+# == 12.11 Learning rate scheduling ===========================================================
+
+@pytest.fixture
+def small_fashion(tmp_path, monkeypatch):
+    """A Keras cache with synthetic Fashion-MNIST, 24 training and 16 test images: one batch
+    of ``batch_size = 256`` per epoch (the five runs of 30 epochs take a quarter of a minute)."""
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))
+    return write_fashion_mnist(str(tmp_path / "keras"), n_train=24, n_test=16)
+
+
+def test_12_11_learning_rate_scheduling(small_fashion, monkeypatch, capsys):
+    from minitape.keras.callbacks import LearningRateScheduler
+
+    # (the test's record: the learning rate of every SGD step)
+    used = []
+    apply_gradients = tf.keras.optimizers.SGD.apply_gradients
+
+    def recording(self, grads_and_vars):
+        used.append(float(self.learning_rate))
+        return apply_gradients(self, grads_and_vars)
+    monkeypatch.setattr(tf.keras.optimizers.SGD, "apply_gradients", recording)
+
+    def net():
+        return tf.keras.models.Sequential([
+            tf.keras.layers.Conv2D(filters=6, kernel_size=5, activation='relu',
+                                   padding='same'),
+            tf.keras.layers.AvgPool2D(pool_size=2, strides=2),
+            tf.keras.layers.Conv2D(filters=16, kernel_size=5,
+                                   activation='relu'),
+            tf.keras.layers.AvgPool2D(pool_size=2, strides=2),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(120, activation='relu'),
+            tf.keras.layers.Dense(84, activation='sigmoid'),
+            tf.keras.layers.Dense(10)])
+
+
+    batch_size = 256
+    train_iter, test_iter = d2l.load_data_fashion_mnist(batch_size=batch_size)
+
+    # The code is almost identical to `d2l.train_ch6` defined in the
+    # lenet section of chapter convolutional neural networks
+    def train(net_fn, train_iter, test_iter, num_epochs, lr,
+                  device=d2l.try_gpu(), custom_callback = False):
+        device_name = device._device_name
+        strategy = tf.distribute.OneDeviceStrategy(device_name)
+        with strategy.scope():
+            optimizer = tf.keras.optimizers.SGD(learning_rate=lr)
+            loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            net = net_fn()
+            net.compile(optimizer=optimizer, loss=loss, metrics=['accuracy'])
+        callback = d2l.TrainCallback(net, train_iter, test_iter, num_epochs,
+                                 device_name)
+        if custom_callback is False:
+            net.fit(train_iter, epochs=num_epochs, verbose=0,
+                    callbacks=[callback])
+        else:
+             net.fit(train_iter, epochs=num_epochs, verbose=0,
+                     callbacks=[callback, custom_callback])
+        return net
+
+    def check_training(model, lrs):
+        """One SGD step an epoch (24 images, batches of 256) at the scheduled rates; the
+        callback's last lines; its test accuracy is the model's on the test images."""
+        np.testing.assert_allclose(used, np.float32(lrs), rtol=1e-6)
+        used.clear()
+        out = capsys.readouterr().out.splitlines()
+        match = re.fullmatch(r'loss (\d+\.\d{3}), train acc (\d\.\d{3}), test acc (\d\.\d{3})',
+                             out[-2])
+        assert match, out
+        assert re.fullmatch(r'\d+\.\d examples/sec on /CPU:0', out[-1]), out
+        X_test, y_test = small_fashion[1]
+        logits = model(tf.constant(X_test[..., None] / np.float32(255))).numpy()
+        assert float(match.group(3)) == pytest.approx(np.mean(logits.argmax(1) == y_test),
+                                                      abs=5.1e-4)   # (3 decimals)
+        assert float(model.optimizer.learning_rate) == pytest.approx(lrs[-1], rel=1e-6)
+
+    lr, num_epochs = 0.3, 30
+    model = train(net, train_iter, test_iter, num_epochs, lr)
+    check_training(model, [0.3] * 30)
+
+    lr = 0.1
+    dummy_model = tf.keras.models.Sequential([tf.keras.layers.Dense(10)])
+    dummy_model.compile(tf.keras.optimizers.SGD(learning_rate=lr), loss='mse')
+    print(f'learning rate is now ,', dummy_model.optimizer.lr.numpy())
+    assert capsys.readouterr().out == 'learning rate is now , 0.1\n'
+
+    class SquareRootScheduler:
+        def __init__(self, lr=0.1):
+            self.lr = lr
+
+        def __call__(self, num_update):
+            return self.lr * pow(num_update + 1.0, -0.5)
+
+    scheduler = SquareRootScheduler(lr=0.1)
+    d2l.plot(d2l.arange(num_epochs), [scheduler(t) for t in range(num_epochs)])
+    expected = [0.1 / math.sqrt(t + 1) for t in range(30)]
+    np.testing.assert_allclose(line_data()[0][1], expected)
+
+    model = train(net, train_iter, test_iter, num_epochs, lr,
+                  custom_callback=LearningRateScheduler(scheduler))
+    check_training(model, expected)
+
+    class FactorScheduler:
+        def __init__(self, factor=1, stop_factor_lr=1e-7, base_lr=0.1):
+            self.factor = factor
+            self.stop_factor_lr = stop_factor_lr
+            self.base_lr = base_lr
+
+        def __call__(self, num_update):
+            self.base_lr = max(self.stop_factor_lr, self.base_lr * self.factor)
+            return self.base_lr
+
+    scheduler = FactorScheduler(factor=0.9, stop_factor_lr=1e-2, base_lr=2.0)
+    d2l.plot(d2l.arange(50), [scheduler(t) for t in range(50)])
+    np.testing.assert_allclose(line_data()[0][1],
+                               [max(0.01, 2.0 * 0.9 ** (t + 1)) for t in range(50)])
+
+    class MultiFactorScheduler:
+        def __init__(self, step, factor, base_lr):
+            self.step = step
+            self.factor = factor
+            self.base_lr = base_lr
+
+        def __call__(self, epoch):
+            if epoch in self.step:
+                self.base_lr = self.base_lr * self.factor
+                return self.base_lr
+            else:
+                return self.base_lr
+
+    scheduler = MultiFactorScheduler(step=[15, 30], factor=0.5, base_lr=0.5)
+    d2l.plot(d2l.arange(num_epochs), [scheduler(t) for t in range(num_epochs)])
+    np.testing.assert_allclose(line_data()[0][1], [0.5] * 15 + [0.25] * 15)
+
+    model = train(net, train_iter, test_iter, num_epochs, lr,
+          custom_callback=LearningRateScheduler(scheduler))
+    # (the scheduler keeps its state: the plot above already halved it once)
+    check_training(model, [0.25] * 15 + [0.125] * 15)
+
+    class CosineScheduler:
+        def __init__(self, max_update, base_lr=0.01, final_lr=0,
+                   warmup_steps=0, warmup_begin_lr=0):
+            self.base_lr_orig = base_lr
+            self.max_update = max_update
+            self.final_lr = final_lr
+            self.warmup_steps = warmup_steps
+            self.warmup_begin_lr = warmup_begin_lr
+            self.max_steps = self.max_update - self.warmup_steps
+
+        def get_warmup_lr(self, epoch):
+            increase = (self.base_lr_orig - self.warmup_begin_lr) \
+                           * float(epoch) / float(self.warmup_steps)
+            return self.warmup_begin_lr + increase
+
+        def __call__(self, epoch):
+            if epoch < self.warmup_steps:
+                return self.get_warmup_lr(epoch)
+            if epoch <= self.max_update:
+                self.base_lr = self.final_lr + (
+                    self.base_lr_orig - self.final_lr) * (1 + math.cos(
+                    math.pi * (epoch - self.warmup_steps) / self.max_steps)) / 2
+            return self.base_lr
+
+    scheduler = CosineScheduler(max_update=20, base_lr=0.3, final_lr=0.01)
+    d2l.plot(d2l.arange(num_epochs), [scheduler(t) for t in range(num_epochs)])
+    expected = [0.01 + 0.29 * (1 + math.cos(math.pi * min(t, 20) / 20)) / 2 for t in range(30)]
+    np.testing.assert_allclose(line_data()[0][1], expected)
+
+    model = train(net, train_iter, test_iter, num_epochs, lr,
+          custom_callback=LearningRateScheduler(scheduler))
+    check_training(model, expected)
+
+    scheduler = CosineScheduler(20, warmup_steps=5, base_lr=0.3, final_lr=0.01)
+    d2l.plot(d2l.arange(num_epochs), [scheduler(t) for t in range(num_epochs)])
+    expected = [0.3 * t / 5 if t < 5 else
+                0.01 + 0.29 * (1 + math.cos(math.pi * (min(t, 20) - 5) / 15)) / 2
+                for t in range(30)]
+    np.testing.assert_allclose(line_data()[0][1], expected)
+
+    model = train(net, train_iter, test_iter, num_epochs, lr,
+          custom_callback=LearningRateScheduler(scheduler))
+    check_training(model, expected)
+
+
 # == The fixes chapter 12 needed ==============================================================
 
 def test_range_of_floats_is_computed_in_its_dtype_as_tensorflows_kernel():
