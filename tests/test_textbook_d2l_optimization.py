@@ -1,4 +1,4 @@
-# ruff: noqa: E111, E117, E701, E703, E731, E741, F811  (the book's code as printed: two-space indents, one-line ifs, semicolons, lambdas, l, redefined functions)
+# ruff: noqa: E111, E117, E701, E703, E731, E741, F541, F811  (the book's code as printed: two-space indents, one-line ifs, semicolons, lambdas, l, an f-string, redefined functions)
 """The TensorFlow code of "Dive into Deep Learning" (d2l.ai) chapter 12, optimization
 algorithms, run with ``import minitape as tf``: one test per section, the section's code as
 printed in its TensorFlow tab (and its ``#@tab all`` blocks), only the import switched.
