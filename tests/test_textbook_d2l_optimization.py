@@ -214,7 +214,7 @@ def printed_loss(out):
     return [float(v) for v in re.findall(r"^loss: (\d\.\d{3}), \d+\.\d{3} sec/epoch$", out, re.M)]
 
 
-def check_run(run, table, expected, out_loss, half=True):
+def check_run(run, table, expected, out_loss):
     """The final weights are ``expected`` (the replay) and the printed loss is the loss of
     the replayed weights on the 500 examples (``train_concise_ch11`` prints MSE / 2)."""
     assert_final(run, expected)
