@@ -105,6 +105,9 @@ class device:  # noqa: N801 (TensorFlow's name: mt.device)
                 f"mt.device({device_name!r}): not a device name; write it as TensorFlow does, "
                 "e.g. '/CPU:0' or '/device:GPU:0' (minitape runs every op on the CPU)")
         self.name = device_name
+        # (TensorFlow's device context keeps the name as given in ``_device_name``, and "Dive
+        # into Deep Learning"'s ``train_ch6`` reads it there: ``device._device_name``.)
+        self._device_name = device_name
 
     def __enter__(self):
         return self

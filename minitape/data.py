@@ -20,9 +20,11 @@ from .ops import random_ops
 from .engine.tensor import Tensor
 from .ops.constant_op import constant
 
-__all__ = ["Dataset", "AUTOTUNE"]
+__all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "experimental"]
 
 AUTOTUNE = -1  # accepted where tf.data takes it (prefetch); minitape has nothing to tune
+INFINITE_CARDINALITY = -1  # what ``cardinality()`` gives after ``repeat()``, as tf.data
+UNKNOWN_CARDINALITY = -2  # tf.data's value for a count it cannot know (never here)
 
 
 def _structure_map(fn, structure):
@@ -98,8 +100,14 @@ class Dataset:
         return self._length
 
     def cardinality(self):
-        """The number of elements, or -1 for infinite, as ``tf.data.Dataset.cardinality``."""
-        return -1 if self._length is None else self._length
+        """The number of elements as a scalar int64 Tensor, as ``tf.data.Dataset.cardinality``:
+        ``mt.data.INFINITE_CARDINALITY`` (-1) after ``repeat()`` without a count.
+
+        >>> import minitape as mt
+        >>> mt.data.Dataset.range(10).batch(3).cardinality().numpy()
+        np.int64(4)
+        """
+        return Tensor(np.int64(INFINITE_CARDINALITY if self._length is None else self._length))
 
     def batch(self, batch_size, drop_remainder=False):
         """Stack ``batch_size`` consecutive elements into one, as ``tf.data.Dataset.batch``.
@@ -217,6 +225,35 @@ class Dataset:
     def __repr__(self):
         n = "infinite" if self._length is None else self._length
         return f"<mt.data.Dataset elements={n}>"
+
+
+class experimental:  # noqa: N801 (TensorFlow's name: tf.data.experimental)
+    """``tf.data.experimental``: the function form of ``cardinality``, which "Dive into Deep
+    Learning" uses (``tf.data.experimental.cardinality(data_iter).numpy()``, the number of
+    batches of an epoch), and the two constants it compares with.
+
+    >>> import minitape as mt
+    >>> ds = mt.data.Dataset.from_tensor_slices([1.0, 2.0, 3.0]).batch(2)
+    >>> int(mt.data.experimental.cardinality(ds))
+    2
+    """
+
+    INFINITE_CARDINALITY = INFINITE_CARDINALITY
+    UNKNOWN_CARDINALITY = UNKNOWN_CARDINALITY
+
+    @staticmethod
+    def cardinality(dataset):
+        """``dataset.cardinality()``: its number of elements, a scalar int64 Tensor (-1 for an
+        infinite one), as ``tf.data.experimental.cardinality``.
+
+        Raises:
+            TypeError: ``dataset`` is not an ``mt.data.Dataset``.
+        """
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"cardinality: expected an mt.data.Dataset, got "
+                            f"{type(dataset).__name__}; build one with "
+                            f"mt.data.Dataset.from_tensor_slices")
+        return dataset.cardinality()
 
 
 def _stack(elements):

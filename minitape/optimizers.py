@@ -1,5 +1,5 @@
 """Optimizers with Keras's names, defaults and update rules: ``SGD``, ``Adam``, ``RMSprop``,
-``Nadam``, ``Adagrad``, ``Adamax``, ``AdamW``.
+``Nadam``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``AdamW``.
 
 An optimizer turns gradients into new values for Variables::
 
@@ -13,8 +13,8 @@ steps (the momentum of SGD, the two moving averages of Adam) lives in non-traina
 of its own, one per model Variable, so ``mt.train.Checkpoint`` can save it.
 
 The formulas are Keras 3's (``keras/src/optimizers/sgd.py``, ``adam.py``, ``rmsprop.py``,
-``nadam.py``, ``adagrad.py``, ``adamax.py``, ``adamw.py``), written out in each class's
-docstring. ``weight_decay`` (every optimizer; AdamW's default is 0.004) is Keras's decoupled
+``nadam.py``, ``adagrad.py``, ``adadelta.py``, ``adamax.py``, ``adamw.py``), written out in each
+class's docstring. ``weight_decay`` (every optimizer; AdamW's default is 0.004) is Keras's decoupled
 weight decay: before the update, ``w = w - w * weight_decay * lr``.
 
 ``learning_rate`` may be a number or a schedule from ``mt.optimizers.schedules`` (Keras's
@@ -22,7 +22,8 @@ weight decay: before the update, ``w = w - w * weight_decay * lr``.
 ``CosineDecay``, or a ``LearningRateSchedule`` subclass), evaluated at each step.
 
 ``get(name)`` and ``Model.compile(optimizer=name)`` take Keras's names, in any case:
-``"sgd"``, ``"adam"``, ``"rmsprop"``, ``"nadam"``, ``"adagrad"``, ``"adamax"``, ``"adamw"``.
+``"sgd"``, ``"adam"``, ``"rmsprop"``, ``"nadam"``, ``"adagrad"``, ``"adadelta"``, ``"adamax"``,
+``"adamw"``.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from .module import Module
 from .engine.tensor import Tensor, Variable
 from .ops.constant_op import constant
 
-__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Nadam", "Adagrad", "Adamax", "AdamW", "get",
-           "schedules"]
+__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Nadam", "Adagrad", "Adadelta", "Adamax",
+           "AdamW", "get", "schedules"]
 
 
 class Optimizer(Module):
@@ -129,6 +130,17 @@ class Optimizer(Module):
             self._learning_rate.assign(value)
         else:   # (a callable before)
             self._learning_rate = Variable(value, trainable=False, name="learning_rate")
+
+    @property
+    def lr(self):
+        """The same as ``learning_rate`` (read and assign), as Keras 2's optimizers (TensorFlow
+        up to 2.15) have it: "Dive into Deep Learning" prints ``model.optimizer.lr.numpy()``.
+        (Keras 3 dropped this alias; ``learning_rate`` is the name to use.)"""
+        return self.learning_rate
+
+    @lr.setter
+    def lr(self, value):
+        self.learning_rate = value
 
     def _current_learning_rate(self):
         """The learning rate of the next update as a Python float (float32 precision): a
@@ -571,6 +583,60 @@ class Adagrad(Optimizer):
                 "epsilon": self.epsilon}
 
 
+class Adadelta(Optimizer):
+    """Adagrad with moving averages and no need of a learning rate, as
+    ``tf.keras.optimizers.Adadelta`` (Zeiler, 2012).
+
+    With ``g`` the gradient and both accumulators ``s`` (of the squared gradients) and
+    ``d`` (of the squared steps) starting at zero (Keras 3's rules; ``epsilon`` inside both
+    square roots; ``d`` accumulates the step *before* it is scaled by ``lr``)::
+
+        s = rho * s + (1 - rho) * g**2
+        step = sqrt(d + epsilon) / sqrt(s + epsilon) * g
+        d = rho * d + (1 - rho) * step**2
+        w = w - lr * step
+
+    Zeiler's algorithm is ``learning_rate=1.0``; Keras's defaults, kept here, are
+    ``learning_rate=0.001, rho=0.95, epsilon=1e-7`` (so Adadelta is slow unless given a larger
+    learning rate: "Dive into Deep Learning" uses 5.0).
+
+    Raises:
+        TypeError: an argument that is not a number.
+        ValueError: ``rho`` outside ``[0, 1]``.
+
+    >>> import minitape as mt
+    >>> w = mt.Variable(1.0)
+    >>> opt = mt.optimizers.Adadelta(learning_rate=1.0, rho=0.9, epsilon=1e-6)
+    >>> _ = opt.apply_gradients([(mt.constant(2.0), w)])   # 1 - sqrt(1e-6) / sqrt(0.4) * 2
+    >>> round(float(w), 5)
+    0.99684
+    """
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, weight_decay=None,
+                 name="adadelta", **kwargs):
+        super().__init__(learning_rate, name, weight_decay, **kwargs)
+        self.rho = _fraction(rho, "rho", "Adadelta")
+        self.epsilon = _number(epsilon, "epsilon")
+        self._accumulated_grads, self._accumulated_steps = [], []
+
+    def _build_slots(self, index, variable):
+        self._accumulated_grads.append(self._slot(variable, "accumulated_grad"))
+        self._accumulated_steps.append(self._slot(variable, "accumulated_delta_var"))
+
+    def _update(self, index, w, g, lr):
+        rho, eps = self.rho, self.epsilon
+        s_slot, d_slot = self._accumulated_grads[index], self._accumulated_steps[index]
+        s = rho * s_slot.value + (1.0 - rho) * (g * g)
+        step = np.sqrt(d_slot.value + eps) / np.sqrt(s + eps) * g
+        d = rho * d_slot.value + (1.0 - rho) * (step * step)
+        s_slot.assign(_handed_over(s, s_slot))
+        d_slot.assign(_handed_over(d, d_slot))
+        return w - lr * step
+
+    def get_config(self):
+        return {**super().get_config(), "rho": self.rho, "epsilon": self.epsilon}
+
+
 class Adamax(Optimizer):
     """Adam with the infinity norm, as ``tf.keras.optimizers.Adamax`` (Kingma & Ba, section 7).
 
@@ -658,9 +724,9 @@ def _rescaled(g, norm, limit):
 
 # Keras's optimizer names (``keras.optimizers.get`` lowercases the name it is given).
 _BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "nadam": Nadam, "adagrad": Adagrad,
-            "adamax": Adamax, "adamw": AdamW}
+            "adadelta": Adadelta, "adamax": Adamax, "adamw": AdamW}
 # Keras's other optimizers, which minitape does not implement.
-_KERAS_ONLY = ("adadelta", "adafactor", "ftrl", "lion", "lamb", "muon", "schedulefreeadamw",
+_KERAS_ONLY = ("adafactor", "ftrl", "lion", "lamb", "muon", "schedulefreeadamw",
                "lossscaleoptimizer")
 
 
@@ -669,14 +735,14 @@ def get(identifier):
 
     Args:
         identifier: an ``Optimizer`` (returned as it is); a Keras name in any case
-            (``"sgd"``, ``"adam"``, ``"rmsprop"``, ``"nadam"``, ``"adagrad"``, ``"adamax"``,
-            ``"adamw"``, ``"RMSprop"``...), which gives a new optimizer with Keras's
+            (``"sgd"``, ``"adam"``, ``"rmsprop"``, ``"nadam"``, ``"adagrad"``, ``"adadelta"``,
+            ``"adamax"``, ``"adamw"``, ``"RMSprop"``...), which gives a new optimizer with Keras's
             defaults; a ``{"class_name": ..., "config": {...}}`` dict as Keras serializes
             one; or None (returns None).
 
     Raises:
         ValueError: an unknown name, or one of Keras's optimizers that minitape does not
-            implement (``"adadelta"``, ``"ftrl"``, ...).
+            implement (``"ftrl"``, ``"lion"``, ...).
         TypeError: anything else.
 
     >>> import minitape as mt

@@ -7,9 +7,10 @@ implementation), the optimizers ``mt.optimizers``', a ``Model`` is a ``mt.Module
 - ``mt.keras.layers``: every ``mt.layers`` layer, plus ``Layer`` to subclass;
 - ``mt.keras.Model`` (subclass it; ``compile``, ``fit``, ``evaluate``, ``predict``,
   ``save_weights`` / ``load_weights``), ``mt.keras.Sequential``;
-- ``mt.keras.optimizers`` (``SGD``, ``Adam``, ``RMSprop``, ``Nadam``, ``Adagrad``, ``Adamax``,
-  ``AdamW``; ``mt.keras.optimizers.schedules``: ``ExponentialDecay``, ``PiecewiseConstantDecay``,
-  ...), ``mt.keras.losses``, ``mt.keras.activations``, ``mt.keras.initializers``,
+- ``mt.keras.optimizers`` (``SGD``, ``Adam``, ``RMSprop``, ``Nadam``, ``Adagrad``, ``Adadelta``,
+  ``Adamax``, ``AdamW``; ``mt.keras.optimizers.schedules``: ``ExponentialDecay``,
+  ``PiecewiseConstantDecay``, ...), ``mt.keras.losses``, ``mt.keras.activations``,
+  ``mt.keras.initializers``,
   ``mt.keras.backend`` (``floatx``, ``epsilon``, ``clear_session``, ``get_value``),
   ``mt.keras.callbacks`` (``Callback`` to subclass, ``EarlyStopping``, ``ModelCheckpoint``,
   ``LearningRateScheduler``, ``ReduceLROnPlateau``, ... for ``fit(..., callbacks=[...])``);

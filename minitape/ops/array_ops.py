@@ -743,7 +743,10 @@ def range(start, limit=None, delta=1, dtype=None, name=None):  # noqa: A001
     (without losing information, as ``mt.constant``).
 
     Returns:
-        A 1-D Tensor of ``ceil((limit - start) / delta)`` elements (none if that is <= 0).
+        A 1-D Tensor of ``ceil((limit - start) / delta)`` elements (none if that is <= 0),
+        counted and filled in its dtype as TensorFlow's kernel does: the elements are a
+        running sum ``start, start + delta, ...`` (in float32, ``range(-2, 2, 0.01)`` has 400
+        elements and its last is ``1.9899968``, where float64 would give 401 and ``1.99``).
 
     Raises:
         ValueError: ``delta`` is 0 (the range would never reach ``limit``), as TensorFlow; an
@@ -781,8 +784,19 @@ def range(start, limit=None, delta=1, dtype=None, name=None):  # noqa: A001
     if dtype is None:  # TensorFlow's order: int32 < int64 < float32 < float64
         dtype = max((t.dtype for t in args.values()),
                     key=lambda d: (d.kind == "f", d.itemsize))
-    value = np.arange(args["start"]._value, args["limit"]._value, args["delta"]._value)
-    return Tensor(value.astype(dtype), name=name)
+    # As TensorFlow's kernel (RangeOp): the arguments in the result's dtype, the length
+    # ceil(|(limit - start) / delta|) computed in that dtype (float32 for Python floats: 400
+    # elements for range(-2, 2, 0.01), where float64 arithmetic gives 401), and the values a
+    # running sum, start, start + delta, (start + delta) + delta, ... in that dtype.
+    start, limit, delta = (args[k]._value.astype(dtype) for k in ("start", "limit", "delta"))
+    if dtype.kind == "f":
+        size = int(np.ceil(np.abs((limit - start) / delta))) if (limit - start) / delta > 0 else 0
+    else:
+        size = max(0, -(-int(limit - start) // int(delta)))
+    steps = np.full(size, delta, dtype)
+    if size:
+        steps[0] = start
+    return Tensor(np.add.accumulate(steps, dtype=dtype), name=name)
 
 
 def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
