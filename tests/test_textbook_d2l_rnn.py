@@ -1,0 +1,392 @@
+# ruff: noqa: E701, E731, E741  (the book's code as printed: one-line ifs, lambdas, l)
+"""The TensorFlow code of "Dive into Deep Learning" (d2l.ai), chapters 9-10, run with
+``import minitape as tf``: recurrent neural networks (sequences, text, language models, RNNs
+from scratch and concise) and modern recurrent networks (LSTM, GRU, deep and bidirectional
+RNNs, machine translation, encoder-decoder, sequence to sequence), one test per section, the
+section's code as printed in its TensorFlow tab, with smaller sizes (epochs, hidden units,
+batches) so that the file runs in seconds.
+
+``tests/d2l_minitape_rnn.py`` is the d2l library those chapters build. No network: The Time
+Machine and the English-French pairs are small synthetic texts of the same format, written
+where the book's loaders look (``../data/timemachine.txt``, ``../data/fra-eng.zip``); d2l's
+own ``download`` finds them there (a cache hit, its SHA-1 check included).
+
+The numbers are checked against independent values: each model's gradient (after d2l's
+clipping, written with ``tf.reduce_sum`` and ``tf.math.sqrt``) against central finite
+differences in float64 of the loss along a random direction, or against a NumPy replay of
+the forward pass; shapes and printed outputs where deterministic; perplexity in closed form;
+the sequence-to-sequence loss and ``sequence_mask`` against NumPy. The last part tests the
+fixes those chapters needed one by one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import zipfile
+
+import numpy as np
+import pytest
+
+import d2l_minitape_rnn as d2l
+import minitape as tf
+from test_textbook_d2l import _no_rendering  # noqa: F401
+
+
+# -- helpers: the synthetic texts where the book's loaders look ------------------------------
+
+WORDS = ("the time traveller said that we could move freely in space but not in time "
+         "and so the psychologist asked him about the machine he had made").split()
+
+
+def time_machine_text(n_lines=120, seed=0):
+    """A text in The Time Machine's format (Project Gutenberg's plain text): lines of words
+    with capitals, punctuation and blank lines."""
+    rng = np.random.default_rng(seed)
+    lines = ["The Time Machine, by H. G. Wells [1898]", ""]
+    for i in range(n_lines):
+        words = [WORDS[j] for j in rng.integers(0, len(WORDS), rng.integers(4, 10))]
+        line = " ".join(words).capitalize() + rng.choice([".", ",", ";", "!", "?"])
+        lines.append(line)
+        if i % 9 == 8:
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+PAIRS = [("Go.", "Va\u202f!"), ("Hi.", "Salut\u202f!"), ("Run!", "Cours\u202f!"),
+         ("Run!", "Courez\u202f!"), ("Who?", "Qui\u202f?"), ("Wow!", "Ça alors\u202f!"),
+         ("I lost.", "J'ai perdu."), ("He's calm.", "Il est calme."),
+         ("I'm home.", "Je suis chez moi."), ("I'm calm.", "Je suis calme."),
+         ("He lost.", "Il a perdu."), ("Go home.", "Va chez toi."),
+         ("I'm lost.", "Je suis perdu."), ("He's home.", "Il est chez lui."),
+         ("Who lost?", "Qui a perdu\u202f?"), ("Go, run!", "Va, cours\u202f!")]
+
+
+def fra_eng_text(n_lines=96):
+    """English-French pairs in the format of d2l's ``fra-eng/fra.txt`` (Tatoeba, via
+    manythings.org): ``English<TAB>French`` per line, French with narrow no-break spaces
+    before ``!`` and ``?``."""
+    return "\n".join(f"{en}\t{fr}" for en, fr in
+                     (PAIRS * (n_lines // len(PAIRS) + 1))[:n_lines]) + "\n"
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """``../data`` (d2l's default root) holds ``timemachine.txt`` and ``fra-eng.zip``; the
+    book's ``download`` is called with their own SHA-1, so that it finds them in its cache,
+    and the network is refused."""
+    (tmp_path / "work").mkdir()
+    folder = tmp_path / "data"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    (folder / "timemachine.txt").write_text(time_machine_text())
+    with zipfile.ZipFile(folder / "fra-eng.zip", "w") as z:
+        z.writestr("fra-eng/fra.txt", fra_eng_text())
+        z.writestr("fra-eng/_about.txt", "Synthetic pairs for the tests.\n")
+    download = d2l.download
+
+    def cached(url, folder='../data', sha1_hash=None):
+        fname = os.path.join(folder, url.split('/')[-1])
+        assert os.path.exists(fname), f"{fname} should have been written by the test"
+        with open(fname, 'rb') as f:
+            return download(url, folder, hashlib.sha1(f.read()).hexdigest())
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("the test must not download anything")
+
+    monkeypatch.setattr(d2l, "download", cached)
+    monkeypatch.setattr(d2l.requests, "get", no_network)
+    return folder
+
+
+@contextlib.contextmanager
+def float64_weights():
+    """Layers make float64 weights inside (``tf.keras.backend.set_floatx``)."""
+    before = tf.keras.backend.floatx()
+    tf.keras.backend.set_floatx("float64")
+    try:
+        yield
+    finally:
+        tf.keras.backend.set_floatx(before)
+
+
+def check_gradient(variables, loss_fn, grads, seed=0, eps=1e-6, rtol=1e-6):
+    """``grads`` (the tape's, of ``loss_fn()`` w.r.t. ``variables``, float64 weights) must
+    agree with the central difference of ``loss_fn`` along a random unit direction."""
+    rng = np.random.default_rng(seed)
+    direction = [rng.standard_normal(v.shape) for v in variables]
+    norm = math.sqrt(sum(float(np.sum(d * d)) for d in direction))
+    direction = [d / norm for d in direction]
+    start = [v.numpy().copy() for v in variables]
+
+    def loss_at(t):
+        for v, w, d in zip(variables, start, direction):
+            v.assign(w + t * d)
+        return float(loss_fn())
+
+    numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
+    for v, w in zip(variables, start):
+        v.assign(w)
+    analytic = sum(float(np.sum(np.asarray(g) * d)) for g, d in zip(grads, direction))
+    assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=1e-9), (analytic, numeric)
+
+
+def softmax_ce_np(logits, labels):
+    """Mean softmax cross-entropy in NumPy (float64): ``logits`` (..., V), int ``labels`` (...)."""
+    z = np.asarray(logits, np.float64).reshape(-1, logits.shape[-1])
+    y = np.asarray(labels).reshape(-1)
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -logp[np.arange(len(y)), y]
+
+
+# -- d2l 9.1 Working with sequences -----------------------------------------------------------
+
+def test_d2l_9_1_sequence():
+    class Data(d2l.DataModule):
+        def __init__(self, batch_size=16, T=1000, num_train=600, tau=4):
+            self.save_hyperparameters()
+            self.time = d2l.arange(1, T + 1, dtype=d2l.float32)
+            self.x = d2l.sin(0.01 * self.time) + d2l.normal([T]) * 0.2
+
+    data = Data()
+    d2l.plot(data.time, data.x, 'time', 'x', xlim=[1, 1000], figsize=(6, 3))
+
+    @d2l.add_to_class(Data)
+    def get_dataloader(self, train):
+        features = [self.x[i : self.T-self.tau+i] for i in range(self.tau)]
+        self.features = d2l.stack(features, 1)
+        self.labels = d2l.reshape(self.x[self.tau:], (-1, 1))
+        i = slice(0, self.num_train) if train else slice(self.num_train, None)
+        return self.get_tensorloader([self.features, self.labels], train, i)
+
+    model = d2l.LinearRegression(lr=0.01)
+    trainer = d2l.Trainer(max_epochs=5)
+    trainer.fit(model, data)
+
+    x = data.x.numpy().astype(np.float64)
+    assert data.time.dtype == tf.float32 and data.time.numpy()[[0, -1]].tolist() == [1, 1000]
+    windows = np.stack([x[i:i + 996] for i in range(4)], 1)
+    np.testing.assert_array_equal(data.features.numpy(), windows.astype(np.float32))
+    np.testing.assert_array_equal(data.labels.numpy()[:, 0], x[4:].astype(np.float32))
+    assert trainer.train_batch_idx == 5 * math.ceil(600 / 16)
+    # the fit beats predicting 0 by far (x is sin(0.01 t) plus noise of variance 0.04)
+    losses = [p.y for p in model.board.data["val_loss"]]
+    assert losses[-1] < 0.5 * np.mean(x[600 + 4:] ** 2) / 2
+
+    onestep_preds = d2l.numpy(model(data.features))
+    d2l.plot(data.time[data.tau:], [data.labels, onestep_preds], 'time', 'x',
+             legend=['labels', '1-step preds'], figsize=(6, 3))
+    w, b = (np.asarray(a, np.float64) for a in model.get_w_b())
+    w, b = w.reshape(4), float(np.reshape(b, ()))
+    np.testing.assert_allclose(onestep_preds[:, 0], windows @ w + b, rtol=1e-5, atol=1e-6)
+
+    multistep_preds = tf.Variable(d2l.zeros(data.T))
+    multistep_preds[:].assign(data.x)
+    for i in range(data.num_train + data.tau, data.T):
+        multistep_preds[i].assign(d2l.reshape(model(
+            d2l.reshape(multistep_preds[i-data.tau : i], (1, -1))), ()))
+
+    d2l.plot([data.time[data.tau:], data.time[data.num_train+data.tau:]],
+             [onestep_preds, multistep_preds[data.num_train+data.tau:]], 'time',
+             'x', legend=['1-step preds', 'multistep preds'], figsize=(6, 3))
+    expected = x.copy()  # the same recursion in NumPy
+    for i in range(604, 1000):
+        expected[i] = expected[i - 4:i] @ w + b
+    np.testing.assert_allclose(multistep_preds.numpy(), expected, rtol=1e-4, atol=1e-5)
+
+    def k_step_pred(k):
+        features = []
+        for i in range(data.tau):
+            features.append(data.x[i : i+data.T-data.tau-k+1])
+        # The (i+tau)-th element stores the (i+1)-step-ahead predictions
+        for i in range(k):
+            preds = model(d2l.stack(features[i : i+data.tau], 1))
+            features.append(d2l.reshape(preds, -1))
+        return features[data.tau:]
+
+    steps = (1, 4, 16, 64)
+    preds = k_step_pred(steps[-1])
+    d2l.plot(data.time[data.tau+steps[-1]-1:],
+             [d2l.numpy(preds[k-1]) for k in steps], 'time', 'x',
+             legend=[f'{k}-step preds' for k in steps], figsize=(6, 3))
+    assert len(preds) == 64 and all(p.shape == (1000 - 4 - 64 + 1,) for p in preds)
+    cols = [x[i:i + 933] for i in range(4)]
+    for k in range(64):
+        cols.append(np.stack(cols[k:k + 4], 1) @ w + b)
+        np.testing.assert_allclose(preds[k].numpy(), cols[-1], rtol=1e-4, atol=1e-5)
+
+
+# -- d2l 9.2 Converting raw text into sequence data ------------------------------------------
+
+def test_d2l_9_2_text_sequence(data_dir, capsys):
+    import collections
+    import re
+
+    class TimeMachine(d2l.DataModule): #@save
+        """The Time Machine dataset."""
+        def _download(self):
+            fname = d2l.download(d2l.DATA_URL + 'timemachine.txt', self.root,
+                                 '090b5e7e70c295757f55df93cb0a180b9691891a')
+            with open(fname) as f:
+                return f.read()
+
+    data = TimeMachine()
+    raw_text = data._download()
+    assert raw_text[:60] == time_machine_text()[:60]
+
+    @d2l.add_to_class(TimeMachine)  #@save
+    def _preprocess(self, text):
+        return re.sub('[^A-Za-z]+', ' ', text).lower()
+
+    text = data._preprocess(raw_text)
+    assert text[:60].startswith('the time machine by h g wells ')
+    assert set(text) <= set('abcdefghijklmnopqrstuvwxyz ') and '  ' not in text
+
+    @d2l.add_to_class(TimeMachine)  #@save
+    def _tokenize(self, text):
+        return list(text)
+
+    tokens = data._tokenize(text)
+    assert ','.join(tokens[:30]).startswith('t,h,e, ,t,i,m,e, ,m,a,c,h,i,n,e')
+
+    class Vocab:  #@save
+        """Vocabulary for text."""
+        def __init__(self, tokens=[], min_freq=0, reserved_tokens=[]):
+            # Flatten a 2D list if needed
+            if tokens and isinstance(tokens[0], list):
+                tokens = [token for line in tokens for token in line]
+            # Count token frequencies
+            counter = collections.Counter(tokens)
+            self.token_freqs = sorted(counter.items(), key=lambda x: x[1],
+                                      reverse=True)
+            # The list of unique tokens
+            self.idx_to_token = list(sorted(set(['<unk>'] + reserved_tokens + [
+                token for token, freq in self.token_freqs if freq >= min_freq])))
+            self.token_to_idx = {token: idx
+                                 for idx, token in enumerate(self.idx_to_token)}
+
+        def __len__(self):
+            return len(self.idx_to_token)
+
+        def __getitem__(self, tokens):
+            if not isinstance(tokens, (list, tuple)):
+                return self.token_to_idx.get(tokens, self.unk)
+            return [self.__getitem__(token) for token in tokens]
+
+        def to_tokens(self, indices):
+            if hasattr(indices, '__len__') and len(indices) > 1:
+                return [self.idx_to_token[int(index)] for index in indices]
+            return self.idx_to_token[indices]
+
+        @property
+        def unk(self):  # Index for the unknown token
+            return self.token_to_idx['<unk>']
+
+    vocab = Vocab(tokens)
+    indices = vocab[tokens[:10]]
+    print('indices:', indices)
+    print('words:', vocab.to_tokens(indices))
+    assert vocab.idx_to_token == sorted(set(tokens) | {'<unk>'})  # ' ' < '<unk>' < 'a'
+    assert capsys.readouterr().out == (
+        f"indices: {[vocab.idx_to_token.index(c) for c in 'the time m']}\n"
+        "words: ['t', 'h', 'e', ' ', 't', 'i', 'm', 'e', ' ', 'm']\n")
+
+    @d2l.add_to_class(TimeMachine)  #@save
+    def build(self, raw_text, vocab=None):
+        tokens = self._tokenize(self._preprocess(raw_text))
+        if vocab is None: vocab = Vocab(tokens)
+        corpus = [vocab[token] for token in tokens]
+        return corpus, vocab
+
+    corpus, vocab = data.build(raw_text)
+    assert (len(corpus), len(vocab)) == (len(text), len(set(text)) + 1)
+
+    words = text.split()
+    vocab = Vocab(words)
+    counts = collections.Counter(words)
+    assert vocab.token_freqs[:10] == sorted(counts.items(), key=lambda x: x[1],
+                                            reverse=True)[:10]
+
+    freqs = [freq for token, freq in vocab.token_freqs]
+    d2l.plot(freqs, xlabel='token: x', ylabel='frequency: n(x)',
+             xscale='log', yscale='log')
+
+    bigram_tokens = ['--'.join(pair) for pair in zip(words[:-1], words[1:])]
+    bigram_vocab = Vocab(bigram_tokens)
+    assert sum(f for _, f in bigram_vocab.token_freqs) == len(words) - 1
+    assert bigram_vocab.token_freqs[0][1] == max(
+        collections.Counter(zip(words[:-1], words[1:])).values())
+
+    trigram_tokens = ['--'.join(triple) for triple in zip(
+        words[:-2], words[1:-1], words[2:])]
+    trigram_vocab = Vocab(trigram_tokens)
+    assert sum(f for _, f in trigram_vocab.token_freqs) == len(words) - 2
+
+    bigram_freqs = [freq for token, freq in bigram_vocab.token_freqs]
+    trigram_freqs = [freq for token, freq in trigram_vocab.token_freqs]
+    d2l.plot([freqs, bigram_freqs, trigram_freqs], xlabel='token: x',
+             ylabel='frequency: n(x)', xscale='log', yscale='log',
+             legend=['unigram', 'bigram', 'trigram'])
+    axes = d2l.plt.gca()
+    assert [t.get_text() for t in axes.get_legend().get_texts()] == [
+        'unigram', 'bigram', 'trigram']
+    assert axes.get_xscale() == axes.get_yscale() == 'log'
+
+
+# -- d2l 9.3 Language models -----------------------------------------------------------------
+
+def test_d2l_9_3_language_model(data_dir, capsys):
+    @d2l.add_to_class(d2l.TimeMachine)  #@save
+    def __init__(self, batch_size, num_steps, num_train=10000, num_val=5000):
+        super(d2l.TimeMachine, self).__init__()
+        self.save_hyperparameters()
+        corpus, self.vocab = self.build(self._download())
+        array = d2l.tensor([corpus[i:i+num_steps+1]
+                            for i in range(len(corpus)-num_steps)])
+        self.X, self.Y = array[:,:-1], array[:,1:]
+
+    @d2l.add_to_class(d2l.TimeMachine)  #@save
+    def get_dataloader(self, train):
+        idx = slice(0, self.num_train) if train else slice(
+            self.num_train, self.num_train + self.num_val)
+        return self.get_tensorloader([self.X, self.Y], train, idx)
+
+    data = d2l.TimeMachine(batch_size=2, num_steps=10)
+    for X, Y in data.train_dataloader():
+        print('X:', X, '\nY:', Y)
+        break
+
+    out = capsys.readouterr().out
+    assert out == f'X: {X} \nY: {Y}\n' and out.endswith('shape=(2, 10), dtype=int32)\n')
+    # Y is X shifted by one token, in the corpus
+    corpus, _ = data.build(data._download())
+    assert X.shape == Y.shape == (2, 10) and X.dtype == tf.int32
+    for x, y in zip(X.numpy(), Y.numpy()):
+        starts = [i for i in range(len(corpus) - 10) if corpus[i:i + 10] == list(x)]
+        assert any(corpus[i + 1:i + 11] == list(y) for i in starts)
+    assert data.X.shape == (len(corpus) - 10, 10)
+
+    # Perplexity: exp of the mean negative log-likelihood; a uniform model's is the
+    # vocabulary's size, a perfect one's is 1.
+    V = len(data.vocab)
+    uniform = d2l.Classifier.loss(None, tf.zeros((2, 10, V)), Y)
+    assert math.isclose(float(d2l.exp(uniform)), V, rel_tol=1e-5)
+    sure = tf.one_hot(Y, V) * 50.0
+    assert math.isclose(float(d2l.exp(d2l.Classifier.loss(None, sure, Y))), 1, rel_tol=1e-5)
+
+
+# -- d2l 9.4 Recurrent neural networks -------------------------------------------------------
+
+def test_d2l_9_4_rnn():
+    X, W_xh = d2l.normal((3, 1)), d2l.normal((1, 4))
+    H, W_hh = d2l.normal((3, 4)), d2l.normal((4, 4))
+    a = d2l.matmul(X, W_xh) + d2l.matmul(H, W_hh)
+
+    b = d2l.matmul(d2l.concat((X, H), 1), d2l.concat((W_xh, W_hh), 0))
+    assert a.shape == b.shape == (3, 4)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    x, wx, h, wh = (np.asarray(t, np.float64) for t in (X, W_xh, H, W_hh))
+    np.testing.assert_allclose(b.numpy(), x @ wx + h @ wh, rtol=1e-5, atol=1e-6)
