@@ -390,3 +390,281 @@ def test_d2l_9_4_rnn():
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
     x, wx, h, wh = (np.asarray(t, np.float64) for t in (X, W_xh, H, W_hh))
     np.testing.assert_allclose(b.numpy(), x @ wx + h @ wh, rtol=1e-5, atol=1e-6)
+
+
+# -- helpers: a language model's training step against NumPy --------------------------------
+
+def check_lm_step(model, batch, loss_np, seed=0, rtol=1e-4):
+    """The tape's gradient of ``model``'s loss on ``batch`` (``(X, Y)``), and d2l's clipping
+    of it, against NumPy: ``loss_np(get)`` is the same loss written in NumPy (float64), with
+    ``get(variable)`` the variable's value. The loss must agree, the gradient must agree with
+    the central difference of ``loss_np`` along a random unit direction, and
+    ``Trainer.clip_gradients(theta, grads)`` must scale the gradient by ``min(1, theta /
+    norm)`` (norm in float64), for a ``theta`` below the norm and one above."""
+    variables = model.trainable_variables
+    assert variables
+    with tf.GradientTape() as tape:
+        l = model.loss(model(*batch[:-1]), batch[-1])
+    grads = tape.gradient(l, variables)
+    assert all(g is not None for g in grads)
+    start = {id(v): v.numpy().astype(np.float64) for v in variables}
+    assert math.isclose(float(l), loss_np(lambda v: start[id(v)]), rel_tol=1e-5)
+    rng = np.random.default_rng(seed)
+    direction = {id(v): rng.standard_normal(v.shape) for v in variables}
+    norm = math.sqrt(sum(float(np.sum(d * d)) for d in direction.values()))
+    direction = {k: d / norm for k, d in direction.items()}
+    f = lambda t: loss_np(lambda v: start[id(v)] + t * direction[id(v)])
+    eps = 1e-5
+    numeric = (f(eps) - f(-eps)) / (2 * eps)
+    dense = [np.asarray(tf.convert_to_tensor(g), np.float64) for g in grads]
+    analytic = sum(float(np.sum(g * direction[id(v)])) for g, v in zip(dense, variables))
+    assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=1e-7), (analytic, numeric)
+    grad_norm = math.sqrt(sum(float(np.sum(g * g)) for g in dense))
+    for theta in (grad_norm / 2, 2 * grad_norm):
+        clipped = d2l.Trainer.clip_gradients(None, theta, grads)
+        factor = min(1.0, theta / grad_norm)
+        for c, g in zip(clipped, dense):
+            np.testing.assert_allclose(np.asarray(tf.convert_to_tensor(c)), g * factor,
+                                       rtol=1e-5, atol=1e-9)
+    return float(l)
+
+
+def lm_loss_np(X, Y, V, step, H0, out):
+    """A language model's mean cross-entropy in NumPy: one-hot inputs ``(steps, batch, V)``,
+    ``H = step(x, H)`` at each step (``H`` a tuple of states), logits ``out(H[0])``."""
+    embs = np.eye(V)[np.asarray(X).T]
+    H, logits = H0, []
+    for x in embs:
+        H = step(x, H)
+        logits.append(out(H[0]))
+    return softmax_ce_np(np.stack(logits, 1), Y).mean()
+
+
+def sigmoid_np(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def greedy_np(prefix, num_preds, vocab, step, H0, out):
+    """What ``RNNLMScratch.predict`` computes, in NumPy: warm up on ``prefix``, then append
+    the most likely next character ``num_preds`` times."""
+    V = len(vocab)
+    H, outputs = H0, [vocab[prefix[0]]]
+    for i in range(len(prefix) + num_preds - 1):
+        H = step(np.eye(V)[[outputs[-1]]], H)
+        outputs.append(vocab[prefix[i + 1]] if i < len(prefix) - 1 else
+                       int(np.argmax(out(H[0]))))
+    return ''.join(vocab.idx_to_token[i] for i in outputs)
+
+
+def small_time_machine(batch_size=32, num_steps=8):
+    """d2l's ``TimeMachine`` with a few hundred windows (the book: 10000 and 5000)."""
+    return d2l.TimeMachine(batch_size=batch_size, num_steps=num_steps, num_train=256,
+                           num_val=64)
+
+
+# -- d2l 9.5 Recurrent neural network implementation from scratch ----------------------------
+
+def test_d2l_9_5_rnn_scratch(data_dir):
+    class RNNScratch(d2l.Module):  #@save
+        """The RNN model implemented from scratch."""
+        def __init__(self, num_inputs, num_hiddens, sigma=0.01):
+            super().__init__()
+            self.save_hyperparameters()
+            self.W_xh = tf.Variable(d2l.normal(
+                (num_inputs, num_hiddens)) * sigma)
+            self.W_hh = tf.Variable(d2l.normal(
+                (num_hiddens, num_hiddens)) * sigma)
+            self.b_h = tf.Variable(d2l.zeros(num_hiddens))
+
+    @d2l.add_to_class(RNNScratch)  #@save
+    def forward(self, inputs, state=None):
+        if state is None:
+            # Initial state with shape: (batch_size, num_hiddens)
+            state = d2l.zeros((inputs.shape[1], self.num_hiddens))
+        else:
+            state, = state
+            state = d2l.reshape(state, (-1, self.num_hiddens))
+        outputs = []
+        for X in inputs:  # Shape of inputs: (num_steps, batch_size, num_inputs)
+            state = d2l.tanh(d2l.matmul(X, self.W_xh) +
+                             d2l.matmul(state, self.W_hh) + self.b_h)
+            outputs.append(state)
+        return outputs, state
+
+    batch_size, num_inputs, num_hiddens, num_steps = 2, 16, 32, 100
+    rnn = RNNScratch(num_inputs, num_hiddens)
+    X = d2l.ones((num_steps, batch_size, num_inputs))
+    outputs, state = rnn(X)
+
+    def check_len(a, n):  #@save
+        """Check the length of a list."""
+        assert len(a) == n, f'list\'s length {len(a)} != expected length {n}'
+
+    def check_shape(a, shape):  #@save
+        """Check the shape of a tensor."""
+        assert a.shape == shape, \
+                f'tensor\'s shape {a.shape} != expected shape {shape}'
+
+    check_len(outputs, num_steps)
+    check_shape(outputs[0], (batch_size, num_hiddens))
+    check_shape(state, (batch_size, num_hiddens))
+    Wxh, Whh, bh = (v.numpy().astype(np.float64) for v in (rnn.W_xh, rnn.W_hh, rnn.b_h))
+    h = np.zeros((batch_size, num_hiddens))
+    for t in range(num_steps):
+        h = np.tanh(np.ones((batch_size, num_inputs)) @ Wxh + h @ Whh + bh)
+        np.testing.assert_allclose(outputs[t].numpy(), h, rtol=1e-5, atol=1e-7)
+
+    class RNNLMScratch(d2l.Classifier):  #@save
+        """The RNN-based language model implemented from scratch."""
+        def __init__(self, rnn, vocab_size, lr=0.01):
+            super().__init__()
+            self.save_hyperparameters()
+            self.init_params()
+
+        def init_params(self):
+            self.W_hq = tf.Variable(d2l.normal(
+                (self.rnn.num_hiddens, self.vocab_size)) * self.rnn.sigma)
+            self.b_q = tf.Variable(d2l.zeros(self.vocab_size))
+
+        def training_step(self, batch):
+            l = self.loss(self(*batch[:-1]), batch[-1])
+            self.plot('ppl', d2l.exp(l), train=True)
+            return l
+
+        def validation_step(self, batch):
+            l = self.loss(self(*batch[:-1]), batch[-1])
+            self.plot('ppl', d2l.exp(l), train=False)
+
+    one_hot = tf.one_hot(tf.constant([0, 2]), 5)
+    np.testing.assert_array_equal(one_hot.numpy(), [[1, 0, 0, 0, 0], [0, 0, 1, 0, 0]])
+    assert one_hot.dtype == tf.float32
+
+    @d2l.add_to_class(RNNLMScratch)  #@save
+    def one_hot(self, X):
+        # Output shape: (num_steps, batch_size, vocab_size)
+        return tf.one_hot(tf.transpose(X), self.vocab_size)
+
+    @d2l.add_to_class(RNNLMScratch)  #@save
+    def output_layer(self, rnn_outputs):
+        outputs = [d2l.matmul(H, self.W_hq) + self.b_q for H in rnn_outputs]
+        return d2l.stack(outputs, 1)
+
+    @d2l.add_to_class(RNNLMScratch)  #@save
+    def forward(self, X, state=None):
+        embs = self.one_hot(X)
+        rnn_outputs, _ = self.rnn(embs, state)
+        return self.output_layer(rnn_outputs)
+
+    model = RNNLMScratch(rnn, num_inputs)
+    outputs = model(d2l.ones((batch_size, num_steps), dtype=d2l.int64))
+    check_shape(outputs, (batch_size, num_steps, num_inputs))
+    assert model.one_hot(tf.constant([[1, 2, 3]])).shape == (3, 1, num_inputs)
+
+    @d2l.add_to_class(d2l.Trainer)  #@save
+    def clip_gradients(self, grad_clip_val, grads):
+        grad_clip_val = tf.constant(grad_clip_val, dtype=tf.float32)
+        new_grads = [tf.convert_to_tensor(grad) if isinstance(
+            grad, tf.IndexedSlices) else grad for grad in grads]
+        norm = tf.math.sqrt(sum((tf.reduce_sum(grad ** 2)) for grad in new_grads))
+        if tf.greater(norm, grad_clip_val):
+            for i, grad in enumerate(new_grads):
+                new_grads[i] = grad * grad_clip_val / norm
+            return new_grads
+        return grads
+
+    data = small_time_machine()
+    with d2l.try_gpu():
+        rnn = RNNScratch(num_inputs=len(data.vocab), num_hiddens=16)
+        model = RNNLMScratch(rnn, vocab_size=len(data.vocab), lr=1)
+    trainer = d2l.Trainer(max_epochs=3, gradient_clip_val=1)
+    trainer.fit(model, data)
+
+    @d2l.add_to_class(RNNLMScratch)  #@save
+    def predict(self, prefix, num_preds, vocab, device=None):
+        state, outputs = None, [vocab[prefix[0]]]
+        for i in range(len(prefix) + num_preds - 1):
+            X = d2l.tensor([[outputs[-1]]])
+            embs = self.one_hot(X)
+            rnn_outputs, state = self.rnn(embs, state)
+            if i < len(prefix) - 1:  # Warm-up period
+                outputs.append(vocab[prefix[i + 1]])
+            else:  # Predict num_preds steps
+                Y = self.output_layer(rnn_outputs)
+                outputs.append(int(d2l.reshape(d2l.argmax(Y, axis=2), 1)))
+        return ''.join([vocab.idx_to_token[i] for i in outputs])
+
+    prediction = model.predict('it has', 20, data.vocab)
+
+    # perplexity on the board: exp of the loss; training lowered it below the vocabulary's size
+    V = len(data.vocab)
+    ppl = [p.y for p in model.board.data['val_ppl']]
+    assert len(ppl) == 3 and ppl[-1] < 0.8 * V
+    # the training step and the prediction, in NumPy
+    get = lambda v: v.numpy().astype(np.float64)
+    step = lambda x, H, g=get: (np.tanh(x @ g(rnn.W_xh) + H[0] @ g(rnn.W_hh) + g(rnn.b_h)),)
+    out = lambda h, g=get: h @ g(model.W_hq) + g(model.b_q)
+    assert prediction == greedy_np('it has', 20, data.vocab, step, (np.zeros((1, 16)),), out)
+    X, Y = next(iter(data.train_dataloader()))
+    check_lm_step(model, (X, Y), lambda g: lm_loss_np(
+        X, Y, V, lambda x, H: step(x, H, g), (np.zeros((32, 16)),),
+        lambda h: out(h, g)))
+
+
+# -- d2l 9.6 Concise implementation of recurrent neural networks -----------------------------
+
+def keras_rnn_step(cell, get=lambda v: v.numpy().astype(np.float64)):
+    """One step of Keras's ``SimpleRNNCell`` in NumPy (weights ``kernel``,
+    ``recurrent_kernel``, ``bias``, as Keras lays them out)."""
+    return lambda x, H: (np.tanh(x @ get(cell.kernel) + H[0] @ get(cell.recurrent_kernel)
+                                 + get(cell.bias)),)
+
+
+def dense_np(layer, get=lambda v: v.numpy().astype(np.float64)):
+    return lambda h: h @ get(layer.kernel) + get(layer.bias)
+
+
+def test_d2l_9_6_rnn_concise(data_dir):
+    class RNN(d2l.Module):  #@save
+        """The RNN model implemented with high-level APIs."""
+        def __init__(self, num_hiddens):
+            super().__init__()
+            self.save_hyperparameters()
+            self.rnn = tf.keras.layers.SimpleRNN(
+                num_hiddens, return_sequences=True, return_state=True,
+                time_major=True)
+
+        def forward(self, inputs, H=None):
+            outputs, H = self.rnn(inputs, H)
+            return outputs, H
+
+    class RNNLM(d2l.RNNLMScratch):  #@save
+        """The RNN-based language model implemented with high-level APIs."""
+        def init_params(self):
+            self.linear = tf.keras.layers.Dense(self.vocab_size)
+
+        def output_layer(self, hiddens):
+            return d2l.transpose(self.linear(hiddens), (1, 0, 2))
+
+    data = small_time_machine()
+    rnn = RNN(num_hiddens=16)
+    model = RNNLM(rnn, vocab_size=len(data.vocab), lr=1)
+    untrained = model.predict('it has', 20, data.vocab)
+
+    cell = rnn.rnn.cell
+    V = len(data.vocab)
+    assert cell.kernel.shape == (V, 16) and cell.recurrent_kernel.shape == (16, 16)
+    assert untrained == greedy_np('it has', 20, data.vocab, keras_rnn_step(cell),
+                                  (np.zeros((1, 16)),), dense_np(model.linear))
+
+    with d2l.try_gpu():
+        trainer = d2l.Trainer(max_epochs=3, gradient_clip_val=1)
+    trainer.fit(model, data)
+
+    prediction = model.predict('it has', 20, data.vocab)
+    assert prediction == greedy_np('it has', 20, data.vocab, keras_rnn_step(cell),
+                                   (np.zeros((1, 16)),), dense_np(model.linear))
+    ppl = [p.y for p in model.board.data['val_ppl']]
+    assert len(ppl) == 3 and ppl[-1] < 0.8 * V
+    X, Y = next(iter(data.train_dataloader()))
+    check_lm_step(model, (X, Y), lambda g: lm_loss_np(
+        X, Y, V, keras_rnn_step(cell, g), (np.zeros((32, 16)),), dense_np(model.linear, g)))
