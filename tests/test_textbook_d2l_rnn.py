@@ -668,3 +668,387 @@ def test_d2l_9_6_rnn_concise(data_dir):
     X, Y = next(iter(data.train_dataloader()))
     check_lm_step(model, (X, Y), lambda g: lm_loss_np(
         X, Y, V, keras_rnn_step(cell, g), (np.zeros((32, 16)),), dense_np(model.linear, g)))
+
+
+# -- d2l 10.1 Long short-term memory (LSTM) --------------------------------------------------
+
+def keras_lstm_step(cell, get=lambda v: v.numpy().astype(np.float64)):
+    """One step of Keras's ``LSTMCell`` in NumPy: gates i, f, c, o side by side."""
+    def step(x, H):
+        h, c = H
+        z = x @ get(cell.kernel) + h @ get(cell.recurrent_kernel) + get(cell.bias)
+        i, f, g, o = np.split(z, 4, axis=-1)
+        c = sigmoid_np(f) * c + sigmoid_np(i) * np.tanh(g)
+        return sigmoid_np(o) * np.tanh(c), c
+    return step
+
+
+def test_d2l_10_1_lstm(data_dir):
+    class LSTMScratch(d2l.Module):
+        def __init__(self, num_inputs, num_hiddens, sigma=0.01):
+            super().__init__()
+            self.save_hyperparameters()
+
+            init_weight = lambda *shape: tf.Variable(d2l.normal(shape) * sigma)
+            triple = lambda: (init_weight(num_inputs, num_hiddens),
+                              init_weight(num_hiddens, num_hiddens),
+                              tf.Variable(d2l.zeros(num_hiddens)))
+
+            self.W_xi, self.W_hi, self.b_i = triple()  # Input gate
+            self.W_xf, self.W_hf, self.b_f = triple()  # Forget gate
+            self.W_xo, self.W_ho, self.b_o = triple()  # Output gate
+            self.W_xc, self.W_hc, self.b_c = triple()  # Input node
+
+    @d2l.add_to_class(LSTMScratch)
+    def forward(self, inputs, H_C=None):
+        if H_C is None:
+            # Initial state with shape: (batch_size, num_hiddens)
+            H = d2l.zeros((inputs.shape[1], self.num_hiddens))
+            C = d2l.zeros((inputs.shape[1], self.num_hiddens))
+        else:
+            H, C = H_C
+        outputs = []
+        for X in inputs:
+            I = d2l.sigmoid(d2l.matmul(X, self.W_xi) +
+                            d2l.matmul(H, self.W_hi) + self.b_i)
+            F = d2l.sigmoid(d2l.matmul(X, self.W_xf) +
+                            d2l.matmul(H, self.W_hf) + self.b_f)
+            O = d2l.sigmoid(d2l.matmul(X, self.W_xo) +
+                            d2l.matmul(H, self.W_ho) + self.b_o)
+            C_tilde = d2l.tanh(d2l.matmul(X, self.W_xc) +
+                               d2l.matmul(H, self.W_hc) + self.b_c)
+            C = F * C + I * C_tilde
+            H = O * d2l.tanh(C)
+            outputs.append(H)
+        return outputs, (H, C)
+
+    data = small_time_machine()
+    with d2l.try_gpu():
+        lstm = LSTMScratch(num_inputs=len(data.vocab), num_hiddens=16)
+        model = d2l.RNNLMScratch(lstm, vocab_size=len(data.vocab), lr=4)
+    trainer = d2l.Trainer(max_epochs=2, gradient_clip_val=1)
+    trainer.fit(model, data)
+
+    V = len(data.vocab)
+    assert len(model.trainable_variables) == 12 + 2
+
+    def scratch_step(g):
+        def step(x, H):
+            h, c = H
+            gate = lambda Wx, Wh, b: x @ g(Wx) + h @ g(Wh) + g(b)
+            i = sigmoid_np(gate(lstm.W_xi, lstm.W_hi, lstm.b_i))
+            f = sigmoid_np(gate(lstm.W_xf, lstm.W_hf, lstm.b_f))
+            o = sigmoid_np(gate(lstm.W_xo, lstm.W_ho, lstm.b_o))
+            c = f * c + i * np.tanh(gate(lstm.W_xc, lstm.W_hc, lstm.b_c))
+            return o * np.tanh(c), c
+        return step
+
+    X, Y = next(iter(data.train_dataloader()))
+    zeros = (np.zeros((32, 16)), np.zeros((32, 16)))
+    check_lm_step(model, (X, Y), lambda g: lm_loss_np(
+        X, Y, V, scratch_step(g), zeros, lambda h: h @ g(model.W_hq) + g(model.b_q)))
+
+    class LSTM(d2l.RNN):
+        def __init__(self, num_hiddens):
+            d2l.Module.__init__(self)
+            self.save_hyperparameters()
+            self.rnn = tf.keras.layers.LSTM(
+                    num_hiddens, return_sequences=True,
+                    return_state=True, time_major=True)
+
+        def forward(self, inputs, H_C=None):
+            outputs, *H_C = self.rnn(inputs, H_C)
+            return outputs, H_C
+
+    lstm = LSTM(num_hiddens=16)
+    with d2l.try_gpu():
+        model = d2l.RNNLM(lstm, vocab_size=len(data.vocab), lr=4)
+    trainer.fit(model, data)
+
+    prediction = model.predict('it has', 20, data.vocab)
+
+    cell = lstm.rnn.cell
+    assert cell.kernel.shape == (V, 64) and cell.recurrent_kernel.shape == (16, 64)
+    h0 = (np.zeros((1, 16)), np.zeros((1, 16)))
+    assert prediction == greedy_np('it has', 20, data.vocab, keras_lstm_step(cell), h0,
+                                   dense_np(model.linear))
+    ppl = [p.y for p in model.board.data['val_ppl']]
+    assert len(ppl) == 2 and ppl[-1] < 0.8 * V
+    check_lm_step(model, (X, Y), lambda g: lm_loss_np(
+        X, Y, V, keras_lstm_step(cell, g), zeros, dense_np(model.linear, g)))
+
+
+# -- d2l 10.2 Gated recurrent units (GRU) ----------------------------------------------------
+
+def keras_gru_step(cell, get=lambda v: v.numpy().astype(np.float64)):
+    """One step of Keras's ``GRUCell`` (``reset_after=True``, its default) in NumPy: gates z,
+    r, h side by side, bias row 0 for the input, row 1 for the recurrent state."""
+    def step(x, H):
+        h, = H
+        b = get(cell.bias)
+        xz, xr, xh = np.split(x @ get(cell.kernel) + b[0], 3, axis=-1)
+        hz, hr, hh = np.split(h @ get(cell.recurrent_kernel) + b[1], 3, axis=-1)
+        z, r = sigmoid_np(xz + hz), sigmoid_np(xr + hr)
+        return (z * h + (1 - z) * np.tanh(xh + r * hh),)
+    return step
+
+
+def test_d2l_10_2_gru(data_dir):
+    class GRUScratch(d2l.Module):
+        def __init__(self, num_inputs, num_hiddens, sigma=0.01):
+            super().__init__()
+            self.save_hyperparameters()
+
+            init_weight = lambda *shape: tf.Variable(d2l.normal(shape) * sigma)
+            triple = lambda: (init_weight(num_inputs, num_hiddens),
+                              init_weight(num_hiddens, num_hiddens),
+                              tf.Variable(d2l.zeros(num_hiddens)))
+
+            self.W_xz, self.W_hz, self.b_z = triple()  # Update gate
+            self.W_xr, self.W_hr, self.b_r = triple()  # Reset gate
+            self.W_xh, self.W_hh, self.b_h = triple()  # Candidate hidden state
+
+    @d2l.add_to_class(GRUScratch)
+    def forward(self, inputs, H=None):
+        if H is None:
+            # Initial state with shape: (batch_size, num_hiddens)
+            H = d2l.zeros((inputs.shape[1], self.num_hiddens))
+        outputs = []
+        for X in inputs:
+            Z = d2l.sigmoid(d2l.matmul(X, self.W_xz) +
+                            d2l.matmul(H, self.W_hz) + self.b_z)
+            R = d2l.sigmoid(d2l.matmul(X, self.W_xr) +
+                            d2l.matmul(H, self.W_hr) + self.b_r)
+            H_tilde = d2l.tanh(d2l.matmul(X, self.W_xh) +
+                               d2l.matmul(R * H, self.W_hh) + self.b_h)
+            H = Z * H + (1 - Z) * H_tilde
+            outputs.append(H)
+        return outputs, H
+
+    data = small_time_machine()
+    with d2l.try_gpu():
+        gru = GRUScratch(num_inputs=len(data.vocab), num_hiddens=16)
+        model = d2l.RNNLMScratch(gru, vocab_size=len(data.vocab), lr=4)
+    trainer = d2l.Trainer(max_epochs=2, gradient_clip_val=1)
+    trainer.fit(model, data)
+
+    V = len(data.vocab)
+
+    def scratch_step(g):
+        def step(x, H):
+            h, = H
+            gate = lambda Wx, Wh, b, h=h: x @ g(Wx) + h @ g(Wh) + g(b)
+            z = sigmoid_np(gate(gru.W_xz, gru.W_hz, gru.b_z))
+            r = sigmoid_np(gate(gru.W_xr, gru.W_hr, gru.b_r))
+            h_tilde = np.tanh(gate(gru.W_xh, gru.W_hh, gru.b_h, r * h))
+            return (z * h + (1 - z) * h_tilde,)
+        return step
+
+    X, Y = next(iter(data.train_dataloader()))
+    check_lm_step(model, (X, Y), lambda g: lm_loss_np(
+        X, Y, V, scratch_step(g), (np.zeros((32, 16)),),
+        lambda h: h @ g(model.W_hq) + g(model.b_q)))
+    assert model.predict('it has', 20, data.vocab) == greedy_np(
+        'it has', 20, data.vocab, scratch_step(lambda v: v.numpy().astype(np.float64)),
+        (np.zeros((1, 16)),), lambda h: h @ model.W_hq.numpy() + model.b_q.numpy())
+
+    class GRU(d2l.RNN):
+        def __init__(self, num_inputs, num_hiddens):
+            d2l.Module.__init__(self)
+            self.save_hyperparameters()
+            self.rnn = tf.keras.layers.GRU(num_hiddens, return_sequences=True,
+                                           return_state=True)
+
+    gru = GRU(num_inputs=len(data.vocab), num_hiddens=16)
+    with d2l.try_gpu():
+        model = d2l.RNNLM(gru, vocab_size=len(data.vocab), lr=4)
+    trainer.fit(model, data)
+
+    prediction = model.predict('it has', 20, data.vocab)
+
+    # This GRU is not time-major (unlike d2l's RNN and LSTM): it reads the book's
+    # (num_steps, batch_size, vocab_size) inputs as (batch, time, features), so that its
+    # recurrence runs along the batch axis, as it does in TensorFlow. The NumPy replay does
+    # the same: the steps of the recurrence are the columns of X.
+    cell = gru.rnn.cell
+    assert cell.bias.shape == (2, 48)
+
+    def batch_major_loss(g):
+        embs = np.eye(V)[np.asarray(X).T]       # (num_steps, batch, V), as the book's
+        step, H, hs = keras_gru_step(cell, g), (np.zeros((embs.shape[0], 16)),), []
+        for t in range(embs.shape[1]):
+            H = step(embs[:, t], H)
+            hs.append(H[0])
+        logits = dense_np(model.linear, g)(np.stack(hs, 0))   # (batch, num_steps, V)
+        return softmax_ce_np(logits, Y).mean()
+
+    check_lm_step(model, (X, Y), batch_major_loss)
+    # one token at a time (predict), the two readings agree
+    assert prediction == greedy_np('it has', 20, data.vocab, keras_gru_step(cell),
+                                   (np.zeros((1, 16)),), dense_np(model.linear))
+
+
+# -- d2l 10.3 Deep recurrent neural networks -------------------------------------------------
+
+def test_d2l_10_3_deep_rnn(data_dir):
+    class StackedRNNScratch(d2l.Module):
+        def __init__(self, num_inputs, num_hiddens, num_layers, sigma=0.01):
+            super().__init__()
+            self.save_hyperparameters()
+            self.rnns = [d2l.RNNScratch(num_inputs if i==0 else num_hiddens,
+                                        num_hiddens, sigma)
+                         for i in range(num_layers)]
+
+    @d2l.add_to_class(StackedRNNScratch)
+    def forward(self, inputs, Hs=None):
+        outputs = inputs
+        if Hs is None: Hs = [None] * self.num_layers
+        for i in range(self.num_layers):
+            outputs, Hs[i] = self.rnns[i](outputs, Hs[i])
+            outputs = d2l.stack(outputs, 0)
+        return outputs, Hs
+
+    data = small_time_machine()
+    with d2l.try_gpu():
+        rnn_block = StackedRNNScratch(num_inputs=len(data.vocab),
+                                  num_hiddens=16, num_layers=2)
+        model = d2l.RNNLMScratch(rnn_block, vocab_size=len(data.vocab), lr=2)
+    trainer = d2l.Trainer(max_epochs=2, gradient_clip_val=1)
+    trainer.fit(model, data)
+
+    V = len(data.vocab)
+    assert len(model.trainable_variables) == 2 * 3 + 2
+
+    def stacked_step(g):
+        def step(x, H):
+            out = []
+            for rnn, h in zip(rnn_block.rnns, H):
+                x = np.tanh(x @ g(rnn.W_xh) + h @ g(rnn.W_hh) + g(rnn.b_h))
+                out.append(x)
+            return out[::-1]          # the top layer's state first (the one read out)
+        return step
+
+    X, Y = next(iter(data.train_dataloader()))
+    check_lm_step(model, (X, Y), lambda g: (lambda s: lm_loss_np(
+        X, Y, V, lambda x, H: s(x, H[::-1]), [np.zeros((32, 16))] * 2,
+        lambda h: h @ g(model.W_hq) + g(model.b_q)))(stacked_step(g)))
+    # (predict: the states come back as a list, one (1, 16) per layer, and go in again)
+    get = lambda v: v.numpy().astype(np.float64)
+    assert model.predict('it has', 20, data.vocab) == greedy_np(
+        'it has', 20, data.vocab, lambda x, H: stacked_step(get)(x, H[::-1]),
+        [np.zeros((1, 16))] * 2, lambda h: h @ get(model.W_hq) + get(model.b_q))
+
+    class GRU(d2l.RNN):  #@save
+        """The multilayer GRU model."""
+        def __init__(self, num_hiddens, num_layers, dropout=0):
+            d2l.Module.__init__(self)
+            self.save_hyperparameters()
+            gru_cells = [tf.keras.layers.GRUCell(num_hiddens, dropout=dropout)
+                         for _ in range(num_layers)]
+            self.rnn = tf.keras.layers.RNN(gru_cells, return_sequences=True,
+                                           return_state=True, time_major=True)
+
+        def forward(self, X, state=None):
+            outputs, *state = self.rnn(X, state)
+            return outputs, state
+
+    gru = GRU(num_hiddens=16, num_layers=2)
+    with d2l.try_gpu():
+        model = d2l.RNNLM(gru, vocab_size=len(data.vocab), lr=2)
+    trainer.fit(model, data)
+
+    prediction = model.predict('it has', 20, data.vocab)
+
+    cells = gru.rnn.cell.cells
+
+    def keras_stacked(g):
+        steps = [keras_gru_step(c, g) for c in cells]
+
+        def step(x, H):
+            out = []
+            for s, h in zip(steps, H[::-1]):
+                x, = s(x, (h,))
+                out.append(x)
+            return out[::-1]
+        return step
+
+    check_lm_step(model, (X, Y), lambda g: lm_loss_np(
+        X, Y, V, keras_stacked(g), [np.zeros((32, 16))] * 2, dense_np(model.linear, g)))
+    assert prediction == greedy_np('it has', 20, data.vocab, keras_stacked(get),
+                                   [np.zeros((1, 16))] * 2, dense_np(model.linear))
+
+
+# -- d2l 10.4 Bidirectional recurrent neural networks ----------------------------------------
+
+def test_d2l_10_4_bi_rnn():
+    class BiRNNScratch(d2l.Module):
+        def __init__(self, num_inputs, num_hiddens, sigma=0.01):
+            super().__init__()
+            self.save_hyperparameters()
+            self.f_rnn = d2l.RNNScratch(num_inputs, num_hiddens, sigma)
+            self.b_rnn = d2l.RNNScratch(num_inputs, num_hiddens, sigma)
+            self.num_hiddens *= 2  # The output dimension will be doubled
+
+    @d2l.add_to_class(BiRNNScratch)
+    def forward(self, inputs, Hs=None):
+        f_H, b_H = Hs if Hs is not None else (None, None)
+        f_outputs, f_H = self.f_rnn(inputs, f_H)
+        b_outputs, b_H = self.b_rnn(reversed(inputs), b_H)
+        outputs = [d2l.concat((f, b), -1) for f, b in zip(
+            f_outputs, reversed(b_outputs))]
+        return outputs, (f_H, b_H)
+
+    birnn = BiRNNScratch(num_inputs=5, num_hiddens=4, sigma=0.5)
+    X = d2l.normal((7, 3, 5))
+    # The TensorFlow tab never calls it. Without states it fails in TensorFlow too: a Tensor
+    # has no ``__reversed__`` (PyTorch's has, the book's code comes from there), so
+    # ``reversed(inputs)`` is Python's reverse iterator over the rows, which has no shape.
+    assert not hasattr(tf.Tensor, '__reversed__')
+    with pytest.raises(AttributeError, match="'reversed' object has no attribute 'shape'"):
+        birnn(X)
+    # With initial states (as ``RNNScratch`` takes them: ``state, = state``) it runs.
+    Hs = ([d2l.zeros((3, 4))], [d2l.zeros((3, 4))])
+    outputs, (f_H, b_H) = birnn(X, Hs)
+    assert birnn.num_hiddens == 8 and len(outputs) == 7
+    assert outputs[0].shape == (3, 8) and f_H.shape == b_H.shape == (3, 4)
+    x = X.numpy().astype(np.float64)
+
+    def run(rnn, xs):
+        W_xh, W_hh, b_h = (v.numpy().astype(np.float64) for v in (rnn.W_xh, rnn.W_hh, rnn.b_h))
+        h, hs = np.zeros((3, 4)), []
+        for x_t in xs:
+            h = np.tanh(x_t @ W_xh + h @ W_hh + b_h)
+            hs.append(h)
+        return hs
+
+    f, b = run(birnn.f_rnn, x), run(birnn.b_rnn, x[::-1])[::-1]
+    for t in range(7):   # step t: the forward RNN has read x_0..x_t, the backward x_t..x_6
+        np.testing.assert_allclose(outputs[t].numpy(), np.concatenate([f[t], b[t]], -1),
+                                   rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b_H.numpy(), b[0], rtol=1e-5, atol=1e-6)
+    # the gradient of a loss of every output, against finite differences in NumPy
+    variables = birnn.trainable_variables
+    assert len(variables) == 6
+    with tf.GradientTape() as tape:
+        outputs, _ = birnn(X, Hs)
+        loss = d2l.reduce_sum(d2l.stack(outputs, 0) ** 2)
+    grads = tape.gradient(loss, variables)
+    start = {id(v): v.numpy().astype(np.float64) for v in variables}
+    rng = np.random.default_rng(3)
+    direction = {id(v): rng.standard_normal(v.shape) / 5 for v in variables}
+
+    def loss_np(t):
+        def run_t(rnn, xs):
+            W_xh, W_hh, b_h = (start[id(v)] + t * direction[id(v)]
+                               for v in (rnn.W_xh, rnn.W_hh, rnn.b_h))
+            h, total = np.zeros((3, 4)), 0.0
+            for x_t in xs:
+                h = np.tanh(x_t @ W_xh + h @ W_hh + b_h)
+                total += np.sum(h ** 2)
+            return total
+        return run_t(birnn.f_rnn, x) + run_t(birnn.b_rnn, x[::-1])
+
+    numeric = (loss_np(1e-5) - loss_np(-1e-5)) / 2e-5
+    analytic = sum(float(np.sum(np.asarray(g, np.float64) * direction[id(v)]))
+                   for g, v in zip(grads, variables))
+    assert math.isclose(analytic, numeric, rel_tol=1e-4), (analytic, numeric)
