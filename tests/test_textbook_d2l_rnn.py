@@ -1052,3 +1052,217 @@ def test_d2l_10_4_bi_rnn():
     analytic = sum(float(np.sum(np.asarray(g, np.float64) * direction[id(v)]))
                    for g, v in zip(grads, variables))
     assert math.isclose(analytic, numeric, rel_tol=1e-4), (analytic, numeric)
+
+
+# -- d2l 10.5 Machine translation and the dataset --------------------------------------------
+
+def test_d2l_10_5_machine_translation_and_dataset(data_dir, capsys):
+    class MTFraEng(d2l.DataModule):  #@save
+        """The English-French dataset."""
+        def _download(self):
+            d2l.extract(d2l.download(
+                d2l.DATA_URL+'fra-eng.zip', self.root,
+                '94646ad1522d915e7b0f9296181140edcf86a4f5'))
+            with open(self.root + '/fra-eng/fra.txt', encoding='utf-8') as f:
+                return f.read()
+
+    data = MTFraEng()
+    raw_text = data._download()
+    print(raw_text[:75])
+    assert capsys.readouterr().out == fra_eng_text()[:75] + "\n"
+    assert raw_text.startswith("Go.\tVa\u202f!\nHi.\tSalut\u202f!\n")
+
+    @d2l.add_to_class(MTFraEng)  #@save
+    def _preprocess(self, text):
+        # Replace non-breaking space with space
+        text = text.replace('\u202f', ' ').replace('\xa0', ' ')
+        # Insert space between words and punctuation marks
+        no_space = lambda char, prev_char: char in ',.!?' and prev_char != ' '
+        out = [' ' + char if i > 0 and no_space(char, text[i - 1]) else char
+               for i, char in enumerate(text.lower())]
+        return ''.join(out)
+
+    text = data._preprocess(raw_text)
+    print(text[:80])
+    assert capsys.readouterr().out.startswith(
+        "go .\tva !\nhi .\tsalut !\nrun !\tcours !\nrun !\tcourez !\nwho ?\tqui ?\n")
+
+    @d2l.add_to_class(MTFraEng)  #@save
+    def _tokenize(self, text, max_examples=None):
+        src, tgt = [], []
+        for i, line in enumerate(text.split('\n')):
+            if max_examples and i > max_examples: break
+            parts = line.split('\t')
+            if len(parts) == 2:
+                # Skip empty tokens
+                src.append([t for t in f'{parts[0]} <eos>'.split(' ') if t])
+                tgt.append([t for t in f'{parts[1]} <eos>'.split(' ') if t])
+        return src, tgt
+
+    src, tgt = data._tokenize(text)
+    assert (src[:6], tgt[:6]) == (
+        [['go', '.', '<eos>'], ['hi', '.', '<eos>'], ['run', '!', '<eos>'],
+         ['run', '!', '<eos>'], ['who', '?', '<eos>'], ['wow', '!', '<eos>']],
+        [['va', '!', '<eos>'], ['salut', '!', '<eos>'], ['cours', '!', '<eos>'],
+         ['courez', '!', '<eos>'], ['qui', '?', '<eos>'], ['ça', 'alors', '!', '<eos>']])
+    assert len(src) == len(tgt) == 96
+
+    #@save
+    def show_list_len_pair_hist(legend, xlabel, ylabel, xlist, ylist):
+        """Plot the histogram for list length pairs."""
+        d2l.set_figsize()
+        _, _, patches = d2l.plt.hist(
+            [[len(l) for l in xlist], [len(l) for l in ylist]])
+        d2l.plt.xlabel(xlabel)
+        d2l.plt.ylabel(ylabel)
+        for patch in patches[1].patches:
+            patch.set_hatch('/')
+        d2l.plt.legend(legend)
+
+    show_list_len_pair_hist(['source', 'target'], '# tokens per sequence',
+                            'count', src, tgt);
+    axes = d2l.plt.gca()
+    assert axes.get_xlabel() == '# tokens per sequence' and axes.get_ylabel() == 'count'
+    heights = [[p.get_height() for p in c] for c in axes.containers]
+    assert [sum(h) for h in heights] == [96, 96]
+
+    @d2l.add_to_class(MTFraEng)  #@save
+    def __init__(self, batch_size, num_steps=9, num_train=512, num_val=128):
+        super(MTFraEng, self).__init__()
+        self.save_hyperparameters()
+        self.arrays, self.src_vocab, self.tgt_vocab = self._build_arrays(
+            self._download())
+
+    @d2l.add_to_class(MTFraEng)  #@save
+    def _build_arrays(self, raw_text, src_vocab=None, tgt_vocab=None):
+        def _build_array(sentences, vocab, is_tgt=False):
+            pad_or_trim = lambda seq, t: (
+                seq[:t] if len(seq) > t else seq + ['<pad>'] * (t - len(seq)))
+            sentences = [pad_or_trim(s, self.num_steps) for s in sentences]
+            if is_tgt:
+                sentences = [['<bos>'] + s for s in sentences]
+            if vocab is None:
+                vocab = d2l.Vocab(sentences, min_freq=2)
+            array = d2l.tensor([vocab[s] for s in sentences])
+            valid_len = d2l.reduce_sum(
+                d2l.astype(array != vocab['<pad>'], d2l.int32), 1)
+            return array, vocab, valid_len
+        src, tgt = self._tokenize(self._preprocess(raw_text),
+                                  self.num_train + self.num_val)
+        src_array, src_vocab, src_valid_len = _build_array(src, src_vocab)
+        tgt_array, tgt_vocab, _ = _build_array(tgt, tgt_vocab, True)
+        return ((src_array, tgt_array[:,:-1], src_valid_len, tgt_array[:,1:]),
+                src_vocab, tgt_vocab)
+
+    @d2l.add_to_class(MTFraEng)  #@save
+    def get_dataloader(self, train):
+        idx = slice(0, self.num_train) if train else slice(self.num_train, None)
+        return self.get_tensorloader(self.arrays, train, idx)
+
+    data = MTFraEng(batch_size=3)
+    src, tgt, src_valid_len, label = next(iter(data.train_dataloader()))
+    print('source:', d2l.astype(src, d2l.int32))
+    print('decoder input:', d2l.astype(tgt, d2l.int32))
+    print('source len excluding pad:', d2l.astype(src_valid_len, d2l.int32))
+    print('label:', d2l.astype(label, d2l.int32))
+
+    assert capsys.readouterr().out == (
+        f"source: {src}\ndecoder input: {tgt}\nsource len excluding pad: {src_valid_len}\n"
+        f"label: {label}\n")
+    assert src.shape == tgt.shape == label.shape == (3, 9) and src_valid_len.shape == (3,)
+    # each row is one of the pairs, padded; the decoder input is <bos> and the label shifted
+    sv, tv = data.src_vocab, data.tgt_vocab
+    pairs = {(' '.join(e), ' '.join(f)) for e, f in zip(*data._tokenize(
+        data._preprocess(raw_text)))}
+    pad = lambda s: [t for t in s if t != '<pad>']
+    for s, t, n, y in zip(src.numpy(), tgt.numpy(), src_valid_len.numpy(), label.numpy()):
+        en, fr = pad(sv.to_tokens(list(s))), pad(tv.to_tokens(list(y)))
+        assert (' '.join(en), ' '.join(fr)) in pairs and n == len(en)
+        assert t[0] == tv['<bos>'] and list(t[1:]) == list(y[:-1])
+
+    @d2l.add_to_class(MTFraEng)  #@save
+    def build(self, src_sentences, tgt_sentences):
+        raw_text = '\n'.join([src + '\t' + tgt for src, tgt in zip(
+            src_sentences, tgt_sentences)])
+        arrays, _, _ = self._build_arrays(
+            raw_text, self.src_vocab, self.tgt_vocab)
+        return arrays
+
+    src, tgt, _,  _ = data.build(['hi .'], ['salut .'])
+    print('source:', data.src_vocab.to_tokens(d2l.astype(src[0], d2l.int32)))
+    print('target:', data.tgt_vocab.to_tokens(d2l.astype(tgt[0], d2l.int32)))
+    assert capsys.readouterr().out == (
+        "source: ['hi', '.', '<eos>', '<pad>', '<pad>', '<pad>', '<pad>', '<pad>', '<pad>']\n"
+        "target: ['<bos>', 'salut', '.', '<eos>', '<pad>', '<pad>', '<pad>', '<pad>', "
+        "'<pad>']\n")
+    # (min_freq=2: a word seen once is '<unk>')
+    assert data.build(['zzz .'], ['salut .'])[0][0, 0] == data.src_vocab.unk
+
+
+# -- d2l 10.6 The encoder-decoder architecture -----------------------------------------------
+
+def test_d2l_10_6_encoder_decoder():
+    class Encoder(tf.keras.layers.Layer):  #@save
+        """The base encoder interface for the encoder--decoder architecture."""
+        def __init__(self):
+            super().__init__()
+
+        # Later there can be additional arguments (e.g., length excluding padding)
+        def call(self, X, *args):
+            raise NotImplementedError
+
+    class Decoder(tf.keras.layers.Layer):  #@save
+        """The base decoder interface for the encoder--decoder architecture."""
+        def __init__(self):
+            super().__init__()
+
+        # Later there can be additional arguments (e.g., length excluding padding)
+        def init_state(self, enc_all_outputs, *args):
+            raise NotImplementedError
+
+        def call(self, X, state):
+            raise NotImplementedError
+
+    class EncoderDecoder(d2l.Classifier):  #@save
+        """The base class for the encoder--decoder architecture."""
+        def __init__(self, encoder, decoder):
+            super().__init__()
+            self.encoder = encoder
+            self.decoder = decoder
+
+        def call(self, enc_X, dec_X, *args):
+            enc_all_outputs = self.encoder(enc_X, *args, training=True)
+            dec_state = self.decoder.init_state(enc_all_outputs, *args)
+            # Return decoder output only
+            return self.decoder(dec_X, dec_state, training=True)[0]
+
+    with pytest.raises(NotImplementedError):
+        Encoder()(tf.zeros((2, 3)))
+    with pytest.raises(NotImplementedError):
+        Decoder().init_state(None)
+
+    # A toy pair through the interface: the encoder sums its input, the decoder adds the
+    # state; ``training=True`` reaches both calls, the extra argument reaches init_state.
+    seen = {}
+
+    class SumEncoder(Encoder):
+        def call(self, X, *args, training=None):
+            seen['encoder'] = (args, training)
+            return d2l.reduce_sum(X, 1)
+
+    class AddDecoder(Decoder):
+        def init_state(self, enc_all_outputs, *args):
+            seen['init_state'] = args
+            return enc_all_outputs
+
+        def call(self, X, state, training=None):
+            seen['decoder'] = training
+            return X + state[:, None], state
+
+    model = EncoderDecoder(SumEncoder(), AddDecoder())
+    Y = model(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([[10.0], [20.0]]),
+              tf.constant([2, 1]))
+    np.testing.assert_array_equal(Y.numpy(), [[13.0], [27.0]])
+    assert seen['decoder'] is True and seen['encoder'][1] is True
+    assert [a.numpy().tolist() for a in seen['encoder'][0]] == [[2, 1]]
+    assert [a.numpy().tolist() for a in seen['init_state']] == [[2, 1]]
