@@ -1,4 +1,5 @@
-# ruff: noqa: E701, E731, E741  (the book's code as printed: one-line ifs, lambdas, l)
+# ruff: noqa: E701, E731, E741, F811  (the book's code as printed: one-line ifs, lambdas, l,
+# methods added to a class under one name, ``forward``)
 """The TensorFlow code of "Dive into Deep Learning" (d2l.ai), chapters 9-10, run with
 ``import minitape as tf``: recurrent neural networks (sequences, text, language models, RNNs
 from scratch and concise) and modern recurrent networks (LSTM, GRU, deep and bidirectional
@@ -21,10 +22,10 @@ fixes those chapters needed one by one.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import os
+import types
 import zipfile
 
 import numpy as np
@@ -101,36 +102,11 @@ def data_dir(tmp_path, monkeypatch):
     return folder
 
 
-@contextlib.contextmanager
-def float64_weights():
-    """Layers make float64 weights inside (``tf.keras.backend.set_floatx``)."""
-    before = tf.keras.backend.floatx()
-    tf.keras.backend.set_floatx("float64")
-    try:
-        yield
-    finally:
-        tf.keras.backend.set_floatx(before)
-
-
-def check_gradient(variables, loss_fn, grads, seed=0, eps=1e-6, rtol=1e-6):
-    """``grads`` (the tape's, of ``loss_fn()`` w.r.t. ``variables``, float64 weights) must
-    agree with the central difference of ``loss_fn`` along a random unit direction."""
-    rng = np.random.default_rng(seed)
-    direction = [rng.standard_normal(v.shape) for v in variables]
-    norm = math.sqrt(sum(float(np.sum(d * d)) for d in direction))
-    direction = [d / norm for d in direction]
-    start = [v.numpy().copy() for v in variables]
-
-    def loss_at(t):
-        for v, w, d in zip(variables, start, direction):
-            v.assign(w + t * d)
-        return float(loss_fn())
-
-    numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
-    for v, w in zip(variables, start):
-        v.assign(w)
-    analytic = sum(float(np.sum(np.asarray(g) * d)) for g, d in zip(grads, direction))
-    assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=1e-9), (analytic, numeric)
+@pytest.fixture(autouse=True)
+def _seeded():
+    """The weights the book draws (``d2l.normal``, the layers' initializers) and the
+    shuffling are the same at every run."""
+    tf.random.set_seed(0)
 
 
 def softmax_ce_np(logits, labels):
@@ -670,6 +646,75 @@ def test_d2l_9_6_rnn_concise(data_dir):
         X, Y, V, keras_rnn_step(cell, g), (np.zeros((32, 16)),), dense_np(model.linear, g)))
 
 
+
+# -- d2l 9.7 Backpropagation through time ----------------------------------------------------
+
+def test_d2l_9_7_bptt():
+    """The section has no code: its equations. Its RNN (no biases, identity activation, one
+    example as column vectors), h_t = W_hx x_t + W_hh h_{t-1}, o_t = W_qh h_t, L = (1/T)
+    sum_t l(o_t, y_t) with l the softmax cross-entropy; the tape's gradients must be the
+    section's closed forms, and detaching the state (``tf.stop_gradient``) truncates the
+    sums as the section says."""
+    d, h, q, T = 3, 4, 5, 6
+    rng = np.random.default_rng(7)
+    W_hx, W_hh, W_qh = (tf.Variable(rng.standard_normal(s) * 0.5)
+                        for s in ((h, d), (h, h), (q, h)))
+    xs = [tf.constant(rng.standard_normal((d, 1))) for _ in range(T)]
+    ys = rng.integers(0, q, T)
+
+    def run(detach_after=None):
+        with tf.GradientTape(persistent=True) as tape:
+            H, hs, os_, L = tf.zeros((h, 1), tf.float64), [], [], 0.0
+            for t in range(T):
+                H = tf.matmul(W_hx, xs[t]) + tf.matmul(W_hh, H)
+                hs.append(H)
+                o = tf.matmul(W_qh, H)
+                os_.append(o)
+                L = L + tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    ys[t:t + 1], tf.transpose(o))[0] / T
+                if detach_after == t + 1:
+                    H = tf.stop_gradient(H)
+        grads = tape.gradient(L, [W_hx, W_hh, W_qh])
+        dh = tape.gradient(L, hs)
+        return [np.asarray(g) for g in grads], [np.asarray(g) for g in dh], hs, os_
+
+    grads, dh, hs, os_ = run()
+    Whh, Wqh = W_hh.numpy(), W_qh.numpy()
+    hs = [H.numpy() for H in hs]
+    x = [v.numpy() for v in xs]
+
+    def dL_do(t):   # (softmax(o_t) - onehot(y_t)) / T
+        o = os_[t].numpy()[:, 0]
+        p = np.exp(o - o.max())
+        return ((p / p.sum()) - np.eye(q)[ys[t]])[:, None] / T
+
+    power = np.linalg.matrix_power
+    # dL/dh_t = sum_{i=t}^{T} (W_hh^T)^{T-i} W_qh^T dL/do_{T+t-i}  (time steps from 1)
+    closed = [sum(power(Whh.T, T - i) @ Wqh.T @ dL_do(T + t - i - 1) for i in range(t, T + 1))
+              for t in range(1, T + 1)]
+    for t in range(T):
+        np.testing.assert_allclose(dh[t], closed[t], rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(grads[2], sum(dL_do(t) @ hs[t].T for t in range(T)),
+                               rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(grads[0], sum(closed[t] @ x[t].T for t in range(T)),
+                               rtol=1e-10, atol=1e-13)
+    h_prev = [np.zeros((h, 1))] + hs[:-1]
+    np.testing.assert_allclose(grads[1], sum(closed[t] @ h_prev[t].T for t in range(T)),
+                               rtol=1e-10, atol=1e-13)
+
+    # Truncated after step k: the states up to k only see the losses up to k.
+    k = 3
+    grads_k, dh_k, _, _ = run(detach_after=k)
+    end = lambda t: k if t <= k else T
+    truncated = [sum(power(Whh.T, s - t) @ Wqh.T @ dL_do(s - 1) for s in range(t, end(t) + 1))
+                 for t in range(1, T + 1)]
+    for t in range(T):
+        np.testing.assert_allclose(dh_k[t], truncated[t], rtol=1e-10, atol=1e-13)
+    # (W_hh still gets h_{k+1}'s term dL/dh_{k+1} h_k^T: only the path into h_k is cut)
+    np.testing.assert_allclose(grads_k[1], sum(truncated[t] @ h_prev[t].T for t in range(T)),
+                               rtol=1e-10, atol=1e-13)
+    assert not np.allclose(grads_k[1], grads[1])
+
 # -- d2l 10.1 Long short-term memory (LSTM) --------------------------------------------------
 
 def keras_lstm_step(cell, get=lambda v: v.numpy().astype(np.float64)):
@@ -1120,7 +1165,7 @@ def test_d2l_10_5_machine_translation_and_dataset(data_dir, capsys):
         d2l.plt.legend(legend)
 
     show_list_len_pair_hist(['source', 'target'], '# tokens per sequence',
-                            'count', src, tgt);
+                            'count', src, tgt)
     axes = d2l.plt.gca()
     assert axes.get_xlabel() == '# tokens per sequence' and axes.get_ylabel() == 'count'
     heights = [[p.get_height() for p in c] for c in axes.containers]
@@ -1266,3 +1311,269 @@ def test_d2l_10_6_encoder_decoder():
     assert seen['decoder'] is True and seen['encoder'][1] is True
     assert [a.numpy().tolist() for a in seen['encoder'][0]] == [[2, 1]]
     assert [a.numpy().tolist() for a in seen['init_state']] == [[2, 1]]
+
+
+# -- d2l 10.7 Sequence-to-sequence learning for machine translation --------------------------
+
+def seq2seq_np(model, src, dec_X, get=lambda v: v.numpy().astype(np.float64), state=None):
+    """d2l's ``Seq2SeqEncoder`` and ``Seq2SeqDecoder`` (no dropout) in NumPy: embeddings,
+    stacked Keras GRUs over the time-major sequence, the encoder's last top-layer output as
+    context at every decoder step, a dense layer. Returns the logits ``(batch, steps, V)``
+    and the decoder's state ``(context, [h per layer])``."""
+    def gru_stack(rnn, embs, H):
+        steps = [keras_gru_step(c, get) for c in rnn.rnn.cell.cells]
+        outs = []
+        for x in embs:
+            new = []
+            for s, h in zip(steps, H):
+                x, = s(x, (h,))
+                new.append(x)
+            H = new
+            outs.append(x)
+        return np.stack(outs), H
+
+    enc, dec = model.encoder, model.decoder
+    if state is None:
+        embs = get(enc.embedding.embeddings)[np.asarray(src, np.int64).T]
+        H0 = [np.zeros((embs.shape[1], c.units)) for c in enc.rnn.rnn.cell.cells]
+        enc_out, H = gru_stack(enc.rnn, embs, H0)
+        state = (enc_out[-1], H)
+    context, H = state
+    embs = get(dec.embedding.embeddings)[np.asarray(dec_X, np.int64).T]
+    ctx = np.broadcast_to(context, (embs.shape[0],) + context.shape)
+    out, H = gru_stack(dec.rnn, np.concatenate([embs, ctx], -1), H)
+    logits = np.transpose(out @ get(dec.dense.kernel) + get(dec.dense.bias), (1, 0, 2))
+    return logits, (context, H)
+
+
+def test_d2l_10_7_seq2seq(data_dir, capsys):
+    import collections
+
+    class Seq2SeqEncoder(d2l.Encoder):  #@save
+        """The RNN encoder for sequence-to-sequence learning."""
+        def __init__(self, vocab_size, embed_size, num_hiddens, num_layers,
+                     dropout=0):
+            super().__init__()
+            self.embedding = tf.keras.layers.Embedding(vocab_size, embed_size)
+            self.rnn = d2l.GRU(num_hiddens, num_layers, dropout)
+
+        def call(self, X, *args):
+            # X shape: (batch_size, num_steps)
+            embs = self.embedding(d2l.transpose(X))
+            # embs shape: (num_steps, batch_size, embed_size)
+            outputs, state = self.rnn(embs)
+            # outputs shape: (num_steps, batch_size, num_hiddens)
+            # state shape: (num_layers, batch_size, num_hiddens)
+            return outputs, state
+
+    vocab_size, embed_size, num_hiddens, num_layers = 10, 8, 16, 2
+    batch_size, num_steps = 4, 9
+    encoder = Seq2SeqEncoder(vocab_size, embed_size, num_hiddens, num_layers)
+    X = d2l.zeros((batch_size, num_steps))
+    enc_outputs, enc_state = encoder(X)
+    d2l.check_shape(enc_outputs, (num_steps, batch_size, num_hiddens))
+
+    d2l.check_len(enc_state, num_layers)
+    d2l.check_shape(enc_state[0], (batch_size, num_hiddens))
+
+    class Seq2SeqDecoder(d2l.Decoder):
+        """The RNN decoder for sequence to sequence learning."""
+        def __init__(self, vocab_size, embed_size, num_hiddens, num_layers,
+                     dropout=0):
+            super().__init__()
+            self.embedding = tf.keras.layers.Embedding(vocab_size, embed_size)
+            self.rnn = d2l.GRU(num_hiddens, num_layers, dropout)
+            self.dense = tf.keras.layers.Dense(vocab_size)
+
+        def init_state(self, enc_all_outputs, *args):
+            return enc_all_outputs
+
+        def call(self, X, state):
+            # X shape: (batch_size, num_steps)
+            # embs shape: (num_steps, batch_size, embed_size)
+            embs = self.embedding(d2l.transpose(X))
+            enc_output, hidden_state = state
+            # context shape: (batch_size, num_hiddens)
+            context = enc_output[-1]
+            # Broadcast context to (num_steps, batch_size, num_hiddens)
+            context = tf.tile(tf.expand_dims(context, 0), (embs.shape[0], 1, 1))
+            # Concat at the feature dimension
+            embs_and_context = d2l.concat((embs, context), -1)
+            outputs, hidden_state = self.rnn(embs_and_context, hidden_state)
+            outputs = d2l.transpose(self.dense(outputs), (1, 0, 2))
+            # outputs shape: (batch_size, num_steps, vocab_size)
+            # hidden_state shape: (num_layers, batch_size, num_hiddens)
+            return outputs, [enc_output, hidden_state]
+
+    decoder = Seq2SeqDecoder(vocab_size, embed_size, num_hiddens, num_layers)
+    state = decoder.init_state(encoder(X))
+    dec_outputs, state = decoder(X, state)
+    d2l.check_shape(dec_outputs, (batch_size, num_steps, vocab_size))
+    d2l.check_len(state[1], num_layers)
+    d2l.check_shape(state[1][0], (batch_size, num_hiddens))
+
+    # the encoder and the decoder in NumPy (X is float zeros: token 0 everywhere)
+    toy = types.SimpleNamespace(encoder=encoder, decoder=decoder)
+    logits, _ = seq2seq_np(toy, np.zeros((4, 9), np.int64), np.zeros((4, 9), np.int64))
+    np.testing.assert_allclose(dec_outputs.numpy(), logits, rtol=1e-4, atol=1e-6)
+
+    class Seq2Seq(d2l.EncoderDecoder):  #@save
+        """The RNN encoder--decoder for sequence to sequence learning."""
+        def __init__(self, encoder, decoder, tgt_pad, lr):
+            super().__init__(encoder, decoder)
+            self.save_hyperparameters()
+
+        def validation_step(self, batch):
+            Y_hat = self(*batch[:-1])
+            self.plot('loss', self.loss(Y_hat, batch[-1]), train=False)
+
+        def configure_optimizers(self):
+            # Adam optimizer is used here
+            return tf.keras.optimizers.Adam(learning_rate=self.lr)
+
+    @d2l.add_to_class(Seq2Seq)
+    def loss(self, Y_hat, Y):
+        l = super(Seq2Seq, self).loss(Y_hat, Y, averaged=False)
+        mask = d2l.astype(d2l.reshape(Y, -1) != self.tgt_pad, d2l.float32)
+        return d2l.reduce_sum(l * mask) / d2l.reduce_sum(mask)
+
+    data = d2l.MTFraEng(batch_size=32, num_train=64, num_val=31)
+    embed_size, num_hiddens, num_layers, dropout = 16, 16, 2, 0.2
+    with d2l.try_gpu():
+        encoder = Seq2SeqEncoder(
+            len(data.src_vocab), embed_size, num_hiddens, num_layers, dropout)
+        decoder = Seq2SeqDecoder(
+            len(data.tgt_vocab), embed_size, num_hiddens, num_layers, dropout)
+        model = Seq2Seq(encoder, decoder, tgt_pad=data.tgt_vocab['<pad>'],
+                        lr=0.005)
+    trainer = d2l.Trainer(max_epochs=4, gradient_clip_val=1)
+    trainer.fit(model, data)
+
+    losses = [p.y for p in model.board.data['val_loss']]
+    assert len(losses) == 4 and losses[-1] < losses[0] < math.log(len(data.tgt_vocab)) + 0.5
+
+    @d2l.add_to_class(d2l.EncoderDecoder)  #@save
+    def predict_step(self, batch, device, num_steps,
+                     save_attention_weights=False):
+        src, tgt, src_valid_len, _ = batch
+        enc_all_outputs = self.encoder(src, src_valid_len, training=False)
+        dec_state = self.decoder.init_state(enc_all_outputs, src_valid_len)
+        outputs, attention_weights = [d2l.expand_dims(tgt[:, 0], 1), ], []
+        for _ in range(num_steps):
+            Y, dec_state = self.decoder(outputs[-1], dec_state, training=False)
+            outputs.append(d2l.argmax(Y, 2))
+            # Save attention weights (to be covered later)
+            if save_attention_weights:
+                attention_weights.append(self.decoder.attention_weights)
+        return d2l.concat(outputs[1:], 1), attention_weights
+
+    def bleu(pred_seq, label_seq, k):  #@save
+        """Compute the BLEU."""
+        pred_tokens, label_tokens = pred_seq.split(' '), label_seq.split(' ')
+        len_pred, len_label = len(pred_tokens), len(label_tokens)
+        score = math.exp(min(0, 1 - len_label / len_pred))
+        for n in range(1, min(k, len_pred) + 1):
+            num_matches, label_subs = 0, collections.defaultdict(int)
+            for i in range(len_label - n + 1):
+                label_subs[' '.join(label_tokens[i: i + n])] += 1
+            for i in range(len_pred - n + 1):
+                if label_subs[' '.join(pred_tokens[i: i + n])] > 0:
+                    num_matches += 1
+                    label_subs[' '.join(pred_tokens[i: i + n])] -= 1
+            score *= math.pow(num_matches / (len_pred - n + 1), math.pow(0.5, n))
+        return score
+
+    engs = ['go .', 'i lost .', 'he\'s calm .', 'i\'m home .']
+    fras = ['va !', 'j\'ai perdu .', 'il est calme .', 'je suis chez moi .']
+    preds, _ = model.predict_step(
+        data.build(engs, fras), d2l.try_gpu(), data.num_steps)
+    for en, fr, p in zip(engs, fras, preds):
+        translation = []
+        for token in data.tgt_vocab.to_tokens(p):
+            if token == '<eos>':
+                break
+            translation.append(token)
+        print(f'{en} => {translation}, bleu,'
+              f'{bleu(" ".join(translation), fr, k=2):.3f}')
+
+    # BLEU by hand: a perfect match is 1; 'a b c' against 'a b d' matches 2 of 3 unigrams and
+    # 1 of 2 bigrams; a short prediction pays the brevity penalty exp(1 - 4/2).
+    assert bleu('il est calme .', 'il est calme .', 2) == 1
+    assert math.isclose(bleu('a b c', 'a b d', 2), (2 / 3) ** 0.5 * (1 / 2) ** 0.25)
+    assert math.isclose(bleu('a b', 'a b c d', 2), math.exp(-1))
+    # greedy decoding replayed in NumPy, and the printed lines
+    src, tgt, _, _ = data.build(engs, fras)
+    lines = []
+    logits, state = seq2seq_np(model, src, tgt[:, :1])
+    tokens = [np.argmax(logits[:, 0], -1)]
+    for _ in range(data.num_steps - 1):
+        logits, state = seq2seq_np(model, None, tokens[-1][:, None], state=state)
+        tokens.append(np.argmax(logits[:, 0], -1))
+    expected = np.stack(tokens, 1)
+    np.testing.assert_array_equal(preds.numpy(), expected)
+    for en, fr, p in zip(engs, fras, expected):
+        words = data.tgt_vocab.to_tokens(list(p))
+        words = words[:words.index('<eos>')] if '<eos>' in words else words
+        lines.append(f'{en} => {words}, bleu,{bleu(" ".join(words), fr, k=2):.3f}')
+    assert capsys.readouterr().out == '\n'.join(lines) + '\n'
+
+    # The training step, without dropout (a new mask at each call would make differences
+    # meaningless): the loss and its gradient against NumPy, and d2l's clipping.
+    no_dropout = Seq2Seq(
+        Seq2SeqEncoder(len(data.src_vocab), embed_size, num_hiddens, num_layers),
+        Seq2SeqDecoder(len(data.tgt_vocab), embed_size, num_hiddens, num_layers),
+        tgt_pad=data.tgt_vocab['<pad>'], lr=0.005)
+    batch = next(iter(data.train_dataloader()))
+    no_dropout(*batch[:-1])
+    label = batch[-1].numpy()
+
+    def loss_np(get):
+        logits, _ = seq2seq_np(no_dropout, batch[0], batch[1], get)
+        # TensorFlow's Classifier.loss ignores ``averaged=False``: its
+        # SparseCategoricalCrossentropy returns the mean over all the tokens, a scalar, and
+        # sum(l * mask) / sum(mask) is that scalar again. The pads count, in TensorFlow too.
+        return softmax_ce_np(logits, label).mean()
+
+    check_lm_step(no_dropout, batch, loss_np)
+    # On logits far from uniform: the loss is the mean over all the tokens, not the masked
+    # mean over the non-pad tokens that the text describes.
+    # (sure and right on the words, sure and wrong on the pads)
+    pads = (label == data.tgt_vocab['<pad>']).ravel()
+    logits = np.eye(len(data.tgt_vocab))[label] * np.where(pads, -5.0, 5.0).reshape(
+        label.shape + (1,))
+    per_token = softmax_ce_np(logits, label)
+    l = float(no_dropout.loss(tf.constant(logits, tf.float32), batch[-1]))
+    assert pads.any() and math.isclose(l, per_token.mean(), rel_tol=1e-5)
+    assert l > 2 * per_token[~pads].mean()
+    # dropout: on in the encoder-decoder's training calls, off in predict_step's
+    assert not np.allclose(model(*batch[:-1]).numpy(), model(*batch[:-1]).numpy())
+    assert np.array_equal(model.predict_step(batch, None, 5)[0].numpy(),
+                          model.predict_step(batch, None, 5)[0].numpy())
+    with tf.GradientTape() as tape:
+        l = no_dropout.loss(no_dropout(*batch[:-1]), batch[-1])
+    grads = tape.gradient(l, no_dropout.trainable_variables)
+    # minitape's gradient of an embedding lookup is dense (TensorFlow's is an IndexedSlices,
+    # which the book's clip_gradients converts): zero on the rows of the tokens not looked up
+    table = no_dropout.encoder.embedding.embeddings
+    g = np.asarray(grads[[id(v) for v in no_dropout.trainable_variables].index(id(table))])
+    unused = sorted(set(range(len(data.src_vocab))) - set(batch[0].numpy().ravel().tolist()))
+    assert unused and not g[unused].any() and g.any()
+
+
+def test_d2l_sequence_mask():
+    """d2l's ``sequence_mask`` (its utilities, used by the masked losses and attention):
+    entries at or past each row's valid length become ``value``."""
+    X = tf.constant([[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(d2l.sequence_mask(X, tf.constant([1, 2])).numpy(),
+                                  [[1, 0, 0], [4, 5, 0]])
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    valid = np.array([0, 2, 5, 3])
+    expected = np.where((np.arange(5)[None, :] < valid[:, None])[..., None], x, -1.0)
+    np.testing.assert_array_equal(
+        d2l.sequence_mask(tf.constant(x), tf.constant(valid), value=-1).numpy(), expected)
+    # its gradient reaches the kept entries only
+    v = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = d2l.reduce_sum(d2l.sequence_mask(v, tf.constant(valid)) ** 2)
+    np.testing.assert_allclose(tape.gradient(y, v).numpy(), 2 * np.where(expected == -1, 0, x))
