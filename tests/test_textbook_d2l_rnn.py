@@ -1577,3 +1577,134 @@ def test_d2l_sequence_mask():
     with tf.GradientTape() as tape:
         y = d2l.reduce_sum(d2l.sequence_mask(v, tf.constant(valid)) ** 2)
     np.testing.assert_allclose(tape.gradient(y, v).numpy(), 2 * np.where(expected == -1, 0, x))
+
+
+# -- d2l 10.8 Beam search --------------------------------------------------------------------
+
+TOKENS = ('A', 'B', 'C', '<eos>')
+
+
+def s2s_probs(prefix):
+    """The section's example (its figures 10.8.1 and 10.8.2): P(next token | prefix, c) over
+    A, B, C, <eos>. The text fixes the numbers on the two paths it follows (greedy: A B C
+    <eos>, 0.5 x 0.4 x 0.4 x 0.6 = 0.048; the other: A C B <eos>, 0.5 x 0.3 x 0.6 x 0.6 =
+    0.054); other prefixes get (0.3, 0.3, 0.3, 0.1)."""
+    return {(): (.5, .2, .2, .1), ('A',): (.1, .4, .3, .2), ('A', 'B'): (.2, .2, .4, .2),
+            ('A', 'B', 'C'): (.1, .2, .1, .6), ('A', 'C'): (.1, .6, .2, .1),
+            ('A', 'C', 'B'): (.1, .2, .1, .6)}.get(tuple(prefix), (.3, .3, .3, .1))
+
+
+def test_d2l_10_8_beam_search():
+    """The section has no code: its example, searched with minitape (``tf.math.log``,
+    ``tf.math.top_k``), against the probabilities the text works out and an exhaustive
+    search in NumPy."""
+    alpha, max_len = 0.75, 4
+
+    def greedy():
+        prefix, logp = (), 0.0
+        while len(prefix) < max_len and prefix[-1:] != ('<eos>',):
+            p = tf.constant(s2s_probs(prefix), tf.float64)
+            y = int(tf.argmax(p))
+            prefix, logp = prefix + (TOKENS[y],), logp + float(tf.math.log(p[y]))
+        return prefix, logp
+
+    def beam_search(k):
+        """Keep the k most likely prefixes at each step (from k |Y| choices); a prefix that
+        ends with <eos> is a finished candidate. The best candidate by the section's score
+        (1 / L^alpha) log P(y_1..y_L | c)."""
+        beams, candidates = [((), 0.0)], []
+        for _ in range(max_len):
+            logp = (tf.constant([[lp] for _, lp in beams], tf.float64)
+                    + tf.math.log(tf.constant([s2s_probs(p) for p, _ in beams], tf.float64)))
+            flat = tf.reshape(logp, [-1])             # the k |Y| choices
+            top = tf.math.top_k(flat, k=min(k, flat.shape[0]))
+            kept = []
+            for value, i in zip(top.values.numpy(), top.indices.numpy()):
+                prefix = beams[i // len(TOKENS)][0] + (TOKENS[i % len(TOKENS)],)
+                (candidates if prefix[-1] == '<eos>' else kept).append((prefix, float(value)))
+            beams = kept
+            if not beams:
+                break
+        candidates += beams
+        score = lambda c: c[1] / len(c[0]) ** alpha
+        return max(candidates, key=score), candidates
+
+    seq, logp = greedy()
+    assert seq == ('A', 'B', 'C', '<eos>') and math.isclose(math.exp(logp), 0.048)
+    path = ('A', 'C', 'B', '<eos>')
+    other = sum(math.log(s2s_probs(path[:i])[TOKENS.index(path[i])]) for i in range(4))
+    assert math.isclose(math.exp(other), 0.054)  # more likely than greedy's
+
+    (best, best_logp), candidates = beam_search(2)
+    assert best == ('A', 'C', 'B', '<eos>') and math.isclose(best_logp, other)
+    assert {c for c, _ in candidates} == {('A', 'C', 'B', '<eos>'), ('A', 'B', 'C', '<eos>')}
+    (best1, logp1), _ = beam_search(1)        # beam size 1 is greedy search
+    assert best1 == seq and math.isclose(logp1, logp)
+
+    # exhaustive search, in NumPy: every sequence of at most max_len tokens that ends with
+    # <eos> (or reaches max_len), by the same score
+    import itertools
+    best_score, best_seq = -np.inf, None
+    for L in range(1, max_len + 1):
+        for s in itertools.product(TOKENS, repeat=L):
+            if '<eos>' in s[:-1] or (L < max_len and s[-1] != '<eos>'):
+                continue
+            lp = sum(np.log(s2s_probs(s[:i])[TOKENS.index(s[i])]) for i in range(L))
+            if lp / L ** alpha > best_score:
+                best_score, best_seq = lp / L ** alpha, s
+    assert best_seq == best and math.isclose(best_score, best_logp / 4 ** alpha)
+
+
+# -- the fixes these chapters needed ---------------------------------------------------------
+
+def test_top_k_documented_examples():
+    """``tf.math.top_k``'s documented examples (TensorFlow 2.13's page): the three largest,
+    and ties going to the lower index."""
+    result = tf.math.top_k([1, 2, 98, 1, 1, 99, 3, 1, 3, 96, 4, 1], k=3)
+    assert result.values.numpy().tolist() == [99, 98, 96]
+    assert result.indices.numpy().tolist() == [5, 2, 9]
+    assert result.values.dtype == result.indices.dtype == tf.int32
+    result = tf.math.top_k([1, 1, 0, 1, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0], k=3)
+    assert result.indices.numpy().tolist() == [0, 1, 3]
+    assert tf.nn.top_k is tf.math.top_k
+    values, indices = tf.math.top_k(tf.random.normal(shape=(3, 4, 5, 6)), k=2)
+    assert values.shape == indices.shape == (3, 4, 5, 2)
+
+
+def test_top_k_against_numpy():
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 4, (3, 2, 7)).astype(np.float64)   # many ties
+    for k in (0, 1, 4, 7):
+        values, indices = tf.math.top_k(tf.constant(x), k=tf.constant(k), index_type=tf.int64)
+        assert indices.dtype == tf.int64 and values.dtype == tf.float64
+        assert values.shape == indices.shape == (3, 2, k)
+        for row, v, i in zip(x.reshape(-1, 7), values.numpy().reshape(6, k),
+                             indices.numpy().reshape(6, k)):
+            expected = sorted(range(7), key=lambda j: (-row[j], j))[:k]
+            assert i.tolist() == expected and v.tolist() == row[expected].tolist()
+    # the gradient of the values goes to the entries taken (finite differences: no ties)
+    x = tf.Variable(rng.standard_normal((2, 5)))
+    w = tf.constant(rng.standard_normal((2, 3)))
+    with tf.GradientTape() as tape:
+        y = d2l.reduce_sum(tf.math.top_k(x, k=3).values ** 2 * w)
+    g = tape.gradient(y, x).numpy()
+    top = np.argsort(-x.numpy(), axis=1)[:, :3]
+    expected = np.zeros((2, 5))
+    np.put_along_axis(expected, top, 2 * np.take_along_axis(x.numpy(), top, 1) * w.numpy(), 1)
+    np.testing.assert_allclose(g, expected, rtol=1e-12)
+
+
+def test_top_k_bad_input():
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="input must have at least k columns. Had 3, needed 5"):
+        tf.math.top_k(tf.constant([1.0, 2.0, 3.0]), k=5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Need k >= 0, got -1"):
+        tf.math.top_k(tf.constant([1.0, 2.0]), k=-1)
+    with pytest.raises(ValueError, match="rank 1 or more"):
+        tf.math.top_k(tf.constant(3.0))
+    with pytest.raises(TypeError, match="numeric"):
+        tf.math.top_k(tf.constant([True, False]))
+    with pytest.raises(TypeError, match="k must be an int"):
+        tf.math.top_k(tf.constant([1.0, 2.0]), k=1.5)
+    with pytest.raises(TypeError, match="index_type"):
+        tf.math.top_k(tf.constant([1.0, 2.0]), index_type=tf.float32)
