@@ -9,8 +9,9 @@ Each piece is the book's ``#@save`` code as printed in its TensorFlow tab (the t
 ``check_shape``, ``RNNLMScratch``, ``Trainer.clip_gradients``), 9.6 (``RNN``, ``RNNLM``), 10.3
 (``GRU``), 10.5 (``MTFraEng``, ``show_list_len_pair_hist``), 10.6 (``Encoder``, ``Decoder``,
 ``EncoderDecoder``), 10.7 (``Seq2SeqEncoder``, ``Seq2Seq``, ``EncoderDecoder.predict_step``,
-``bleu``), with the utilities they call (``download``, ``extract``, ``sequence_mask``) and
-the aliases of d2l's config.ini. Only ``import tensorflow as tf`` changed.
+``bleu``), with the utilities they call (``download``, ``extract``) and those of the
+older edition's seq2seq (``sequence_mask``, ``MaskedSoftmaxCELoss``), and the aliases of
+d2l's config.ini. Only ``import tensorflow as tf`` changed.
 ``tests/test_textbook_d2l_rnn.py`` runs the chapters' own code on top of it.
 """
 
@@ -85,6 +86,25 @@ def sequence_mask(X, valid_len, value=0):  #@save
         return tf.where(tf.expand_dims(mask, axis=-1), X, value)
     else:
         return tf.where(mask, X, value)
+
+
+class MaskedSoftmaxCELoss(tf.keras.losses.Loss):  #@save
+    """The softmax cross-entropy loss with masks."""
+    def __init__(self, valid_len):
+        super().__init__(reduction='none')
+        self.valid_len = valid_len
+
+    # `pred` shape: (`batch_size`, `num_steps`, `vocab_size`)
+    # `label` shape: (`batch_size`, `num_steps`)
+    # `valid_len` shape: (`batch_size`,)
+    def call(self, label, pred):
+        weights = tf.ones_like(label, dtype=tf.float32)
+        weights = sequence_mask(weights, self.valid_len)
+        label_one_hot = tf.one_hot(label, depth=pred.shape[-1])
+        unweighted_loss = tf.keras.losses.CategoricalCrossentropy(
+            from_logits=True, reduction='none')(label_one_hot, pred)
+        weighted_loss = tf.reduce_mean((unweighted_loss*weights), axis=1)
+        return weighted_loss
 
 
 # -- 9.2 Converting raw text into sequence data ----------------------------------------------

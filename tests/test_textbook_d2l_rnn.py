@@ -1572,6 +1572,20 @@ def test_d2l_sequence_mask():
     expected = np.where((np.arange(5)[None, :] < valid[:, None])[..., None], x, -1.0)
     np.testing.assert_array_equal(
         d2l.sequence_mask(tf.constant(x), tf.constant(valid), value=-1).numpy(), expected)
+    # The older edition's masked loss (d2l 0.17, section 9.7): its printed example, and
+    # random logits against NumPy (the mean over all steps of the masked per-step losses)
+    loss = d2l.MaskedSoftmaxCELoss(tf.constant([4, 2, 0]))
+    np.testing.assert_allclose(
+        loss(tf.ones((3, 4), dtype=tf.int32), tf.ones((3, 4, 10))).numpy(),
+        [2.3025851, 1.1512926, 0.0], rtol=1e-6)
+    logits = rng.standard_normal((4, 5, 7)) * 2
+    labels = rng.integers(0, 7, (4, 5))
+    per_token = softmax_ce_np(logits, labels).reshape(4, 5)
+    masked_mean = (per_token * (np.arange(5)[None, :] < valid[:, None])).mean(axis=1)
+    got = d2l.MaskedSoftmaxCELoss(tf.constant(valid))(tf.constant(labels),
+                                                       tf.constant(logits, tf.float32))
+    assert got.shape == (4,)
+    np.testing.assert_allclose(got.numpy(), masked_mean, rtol=1e-5, atol=1e-6)
     # its gradient reaches the kept entries only
     v = tf.Variable(x)
     with tf.GradientTape() as tape:
