@@ -12,12 +12,17 @@ Machine and the English-French pairs are small synthetic texts of the same forma
 where the book's loaders look (``../data/timemachine.txt``, ``../data/fra-eng.zip``); d2l's
 own ``download`` finds them there (a cache hit, its SHA-1 check included).
 
-The numbers are checked against independent values: each model's gradient (after d2l's
-clipping, written with ``tf.reduce_sum`` and ``tf.math.sqrt``) against central finite
-differences in float64 of the loss along a random direction, or against a NumPy replay of
-the forward pass; shapes and printed outputs where deterministic; perplexity in closed form;
-the sequence-to-sequence loss and ``sequence_mask`` against NumPy. The last part tests the
-fixes those chapters needed one by one.
+The numbers are checked against independent values: each model's forward pass is written
+again in NumPy (float64; Keras's weights' layouts for the Keras layers), its loss must agree,
+the tape's gradient must agree with the central difference of the NumPy loss along a random
+direction, and d2l's clipping (written with ``tf.reduce_sum`` and ``tf.math.sqrt``) must
+scale it by ``min(1, theta / norm)``; greedy predictions and the printed lines are replayed;
+backpropagation through time against the section's closed forms; perplexity in closed form;
+the sequence-to-sequence losses and ``sequence_mask`` against NumPy; beam search on the
+section's worked example. The book's own surprises are kept and checked as TensorFlow gives
+them: the seq2seq loss counts the padding, the GRU of 10.2 (not time-major) recurs along the
+batch axis, and ``BiRNNScratch`` needs initial states. The last part tests what these
+chapters needed in minitape: ``tf.math.top_k``.
 """
 
 from __future__ import annotations
