@@ -509,4 +509,9 @@ def top_k(input, k=1, sorted=True, index_type=np.int32, name=None):  # noqa: A00
 
 
 register_forward("TopKV2", lambda op, x: top_k(x, op.get_attr("k")).values)
-RegisterGradient("TopKV2", batched=True)(array_ops._slice_grad)
+
+
+@RegisterGradient("TopKV2", batched=True)
+def _top_k_grad(op, dy):
+    # dy goes back to the entries that were taken, zeros elsewhere (as tf.gather's gradient)
+    return array_ops.scatter_add(dy, op.get_attr("key"), op.input_shapes[0], op.batch_ndim)
