@@ -19,6 +19,7 @@ from .ops.reduction_ops import (  # noqa: F401
     reduce_logsumexp, reduce_variance, reduce_std, cumsum, argmax, argmin,
 )
 from .ops.nn_ops import softmax, log_softmax  # noqa: F401 (tf.math has them too)
+from .ops.reduction_ops import top_k  # noqa: F401  (d2l 10.8: beam search)
 
 
 def _elementwise_test(op_type, fn, what):

@@ -490,6 +490,9 @@ SPECS = [
     # user-defined gradients
     S("CustomGradient", "log1pexp", log1pexp, args(normal((2, 3)))),
     S("CustomGradient", "two_in_two_out", scaled_product, args(normal((3,)), normal((3,)))),
+    # the k largest entries (d2l 10.8, beam search): distinct values, no ties to move
+    S("TopKV2", "last_axis", lambda x: mt.math.top_k(x, k=2).values ** 2, args(normal((2, 3, 4)))),
+    S("TopKV2", "vector_all", lambda x: mt.nn.top_k(x * x, k=5)[0], args(normal((5,)))),
 ]
 
 # Ops registered as not differentiable: a function through which the gradient must be None.

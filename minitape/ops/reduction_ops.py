@@ -6,6 +6,7 @@ A reduction's gradient puts ``dy`` back on the reduced axes: reshape it to the "
 
 from __future__ import annotations
 
+import collections
 import math as _pymath
 
 import numpy as np
@@ -440,3 +441,77 @@ def argmin(input, axis=None, output_type=np.int64, name=None):  # noqa: A002
 
 no_gradient("ArgMax")
 no_gradient("ArgMin")
+
+
+# -- top_k: the k largest entries (beam search, d2l 10.8), gradient a scatter-add ---------------
+
+
+# What ``top_k`` returns, as TensorFlow's named tuple of the same name.
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
+def top_k(input, k=1, sorted=True, index_type=np.int32, name=None):  # noqa: A002
+    """The ``k`` largest entries along the last axis and their indices (op ``TopKV2``), as
+    ``tf.math.top_k`` (also ``tf.nn.top_k``).
+
+    ``input`` of shape ``(..., n)``, int or float, rank 1 or more; ``k`` an int (or 0-d
+    Tensor) in ``[0, n]``. Returns ``TopKV2(values, indices)``, both of shape ``(..., k)``:
+    ``values`` of ``input``'s dtype in descending order, ``indices`` (int32, or
+    ``index_type``) their positions; of two equal entries the lower index comes first, as in
+    TensorFlow. ``sorted=False`` is accepted (TensorFlow leaves the order open then; minitape
+    still sorts). The gradient of ``values`` goes back to the entries it took (a
+    scatter-add, as ``tf.gather``'s); ``indices`` are integers, with no gradient. The tape
+    records the ``values`` output.
+
+    Raises:
+        TypeError: a non-numeric ``input``, a ``k`` that is not an integer, an
+            ``index_type`` other than int32 or int64.
+        ValueError: a scalar ``input``.
+        mt.errors.InvalidArgumentError (a ``ValueError``): ``k`` negative or larger than the
+            last axis, with TensorFlow's message.
+
+    >>> import minitape as mt
+    >>> result = mt.math.top_k([1, 2, 98, 1, 1, 99, 3, 1, 3, 96, 4, 1], k=3)
+    >>> result.values.numpy(), result.indices.numpy()
+    (array([99, 98, 96], dtype=int32), array([5, 2, 9], dtype=int32))
+    """
+    from .. import dtypes
+    from ..engine.tensor import check_name
+    from .axes import invalid_argument
+    x = convert_to_tensor(input, what="top_k")
+    if x.dtype.kind not in "iuf":
+        raise TypeError(f"top_k expects a numeric Tensor (int or float), got {x.dtype.name}")
+    if x.ndim == 0:
+        raise ValueError("top_k needs a Tensor of rank 1 or more (it takes the k largest "
+                         f"entries along the last axis), got a scalar {x.numpy()!r}")
+    if isinstance(k, Tensor) and k.ndim == 0 and k.dtype.kind in "iu":
+        k = k.numpy().item()
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"top_k: k must be an int (how many entries to keep), got {k!r:.40}")
+    k, n = int(k), x.shape[-1]
+    if k < 0:
+        raise invalid_argument(f"top_k: Need k >= 0, got {k}")
+    if k > n:
+        raise invalid_argument(f"top_k: input must have at least k columns. Had {n}, needed "
+                               f"{k} (input of shape {x.shape}: k can be at most {n})")
+    index_type = dtypes.as_dtype(index_type)
+    if index_type not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise TypeError(f"top_k: index_type must be mt.int32 or mt.int64, got "
+                        f"{index_type.name}")
+    # Descending and stable (ties: lower index first): sort the reversed last axis ascending
+    # (stable), reverse that order, and map positions of the reversed axis back.
+    order = np.argsort(np.flip(x._value, -1), axis=-1, kind="stable")
+    idx = (n - 1 - np.flip(order, -1))[..., :k]
+    key = tuple(np.indices(idx.shape, sparse=True)[:-1]) + (idx,)
+    values = array_ops._take(x, key, "TopKV2", {"k": k, "sorted": bool(sorted)})
+    values.name = check_name(name, "top_k")
+    return TopKV2(values, Tensor(idx.astype(index_type)))
+
+
+register_forward("TopKV2", lambda op, x: top_k(x, op.get_attr("k")).values)
+
+
+@RegisterGradient("TopKV2", batched=True)
+def _top_k_grad(op, dy):
+    # dy goes back to the entries that were taken, zeros elsewhere (as tf.gather's gradient)
+    return array_ops.scatter_add(dy, op.get_attr("key"), op.input_shapes[0], op.batch_ndim)
