@@ -75,6 +75,7 @@ newaxis = None   # as tf.newaxis (and np.newaxis): x[:, mt.newaxis] adds an axis
 #: The TensorFlow version whose API minitape follows (what ``tf.__version__`` would say);
 #: ``__version__`` below is minitape's own.
 tensorflow_version = "2.21.0"
+from . import version  # noqa: E402  (tf.version.VERSION: minitape's own version)
 # -- end of issue 32 (kerasB) ------------------------------------------------------------------
 
 # -- "Dive into Deep Learning", chapters 3-6 (d2lqa) -------------------------------------------
@@ -85,7 +86,7 @@ losses = keras.losses
 metrics = keras.metrics
 # -- end of d2lqa ------------------------------------------------------------------------------
 
-__version__ = "0.1.0"
+__version__ = version.VERSION
 
 debugging.install_numpy_warnings()   # NumPy's warnings from ops point at the learner's line
 

@@ -376,3 +376,13 @@ def test_the_notebook_runner_switches_the_import_and_reports_each_cell(tmp_path)
         "  from tensorflow.keras import layers\nimport tensorflow_datasets as tfds") == (
         "import minitape as tf\nfrom minitape import keras\n"
         "  from minitape.keras import layers\nimport tensorflow_datasets as tfds")
+
+
+def test_tf_version_names_minitapes_own_version():
+    # The Keras tutorials begin with ``print(tf.version.VERSION)``.
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert tf.version.VERSION == tf.__version__ == project["project"]["version"]
+    assert tf.version.TENSORFLOW_VERSION == tf.tensorflow_version
