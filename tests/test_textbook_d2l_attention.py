@@ -347,3 +347,675 @@ def test_d2l_11_3_attention_scoring_functions():
     # Dropout on the attention weights in training (rate 0.1: kept weights scaled by 1/0.9)
     out = attention(queries, keys, values, valid_lens, training=True)
     assert out.shape == (2, 1, 4)
+
+
+# -- the English-French corpus: a small synthetic fra-eng.zip served from 127.0.0.1 ----------
+
+PAIRS = [
+    ("Go.", "Va !"), ("Go home.", "Rentre à la maison."), ("I lost.", "J'ai perdu."),
+    ("He lost.", "Il a perdu."), ("We lost.", "Nous avons perdu."),
+    ("He's calm.", "Il est calme."), ("I'm calm.", "Je suis calme."),
+    ("We're calm.", "Nous sommes calmes."), ("I'm home.", "Je suis chez moi."),
+    ("He's home.", "Il est chez lui."), ("We're home.", "Nous sommes chez nous."),
+    ("I'm lost.", "Je suis perdu."), ("He's lost.", "Il est perdu."), ("Hi.", "Salut !"),
+    ("Run!", "Cours\u202f!"), ("I won.", "J'ai gagné."), ("He won.", "Il a gagné."),
+    ("We won.", "Nous avons gagné."), ("I'm sad.", "Je suis triste."),
+    ("He's sad.", "Il est triste."),
+]
+
+
+@pytest.fixture
+def fra_eng(tmp_path, monkeypatch):
+    """``d2l.DATA_URL`` serves ``fra-eng.zip`` (``fra-eng/fra.txt``: the 20 pairs above, 3
+    times each) from 127.0.0.1; the book's ``../data`` is ``tmp_path/data`` (the working
+    directory is ``tmp_path/work``)."""
+    served = tmp_path / "served"
+    served.mkdir()
+    text = "\n".join(f"{en}\t{fr}" for _ in range(3) for en, fr in PAIRS) + "\n"
+    with zipfile.ZipFile(served / "fra-eng.zip", "w") as z:
+        z.writestr("fra-eng/fra.txt", text)
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(served), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setattr(d2l, "DATA_URL", f"http://127.0.0.1:{server.server_address[1]}/")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    try:
+        yield text
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def translate(model, data, engs, fras):
+    """The book's loop printing each translation and its BLEU; returns the lines."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        preds, _ = model.predict_step(
+            data.build(engs, fras), d2l.try_gpu(), data.num_steps)
+        for en, fr, p in zip(engs, fras, preds):
+            translation = []
+            for token in data.tgt_vocab.to_tokens(p):
+                if token == '<eos>':
+                    break
+                translation.append(token)
+            print(f'{en} => {translation}, bleu,'
+                  f'{d2l.bleu(" ".join(translation), fr, k=2):.3f}')
+    return preds, out.getvalue().splitlines()
+
+
+# -- 11.4 The Bahdanau attention mechanism -------------------------------------------------
+
+class AttentionDecoder(d2l.Decoder):  #@save
+    """The base attention-based decoder interface."""
+    def __init__(self):
+        super().__init__()
+
+    @property
+    def attention_weights(self):
+        raise NotImplementedError
+
+
+class Seq2SeqAttentionDecoder(AttentionDecoder):
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers,
+                 dropout=0):
+        super().__init__()
+        self.attention = d2l.AdditiveAttention(num_hiddens, num_hiddens,
+                                               num_hiddens, dropout)
+        self.embedding = tf.keras.layers.Embedding(vocab_size, embed_size)
+        self.rnn = tf.keras.layers.RNN(tf.keras.layers.StackedRNNCells(
+            [tf.keras.layers.GRUCell(num_hiddens, dropout=dropout)
+             for _ in range(num_layers)]), return_sequences=True,
+                                       return_state=True)
+        self.dense = tf.keras.layers.Dense(vocab_size)
+
+    def init_state(self, enc_outputs, enc_valid_lens):
+        # Shape of outputs: (batch_size, num_steps, num_hiddens).
+        # Length of list hidden_state is num_layers, where the shape of its
+        # element is (batch_size, num_hiddens)
+        outputs, hidden_state = enc_outputs
+        return (tf.transpose(outputs, (1, 0, 2)), hidden_state,
+                enc_valid_lens)
+
+    def call(self, X, state, **kwargs):
+        # Shape of output enc_outputs: # (batch_size, num_steps, num_hiddens)
+        # Length of list hidden_state is num_layers, where the shape of its
+        # element is (batch_size, num_hiddens)
+        enc_outputs, hidden_state, enc_valid_lens = state
+        # Shape of the output X: (num_steps, batch_size, embed_size)
+        X = self.embedding(X)  # Input X has shape: (batch_size, num_steps)
+        X = tf.transpose(X, perm=(1, 0, 2))
+        outputs, self._attention_weights = [], []
+        for x in X:
+            # Shape of query: (batch_size, 1, num_hiddens)
+            query = tf.expand_dims(hidden_state[-1], axis=1)
+            # Shape of context: (batch_size, 1, num_hiddens)
+            context = self.attention(query, enc_outputs, enc_outputs,
+                                     enc_valid_lens, **kwargs)
+            # Concatenate on the feature dimension
+            x = tf.concat((context, tf.expand_dims(x, axis=1)), axis=-1)
+            out = self.rnn(x, hidden_state, **kwargs)
+            hidden_state = out[1:]
+            outputs.append(out[0])
+            self._attention_weights.append(self.attention.attention_weights)
+        # After fully connected layer transformation, shape of outputs:
+        # (batch_size, num_steps, vocab_size)
+        outputs = self.dense(tf.concat(outputs, axis=1))
+        return outputs, [enc_outputs, hidden_state, enc_valid_lens]
+
+    @property
+    def attention_weights(self):
+        return self._attention_weights
+
+
+def test_d2l_11_4_bahdanau_attention(fra_eng):
+    vocab_size, embed_size, num_hiddens, num_layers = 10, 8, 16, 2
+    batch_size, num_steps = 4, 7
+    encoder = d2l.Seq2SeqEncoder(vocab_size, embed_size, num_hiddens, num_layers)
+    decoder = Seq2SeqAttentionDecoder(vocab_size, embed_size, num_hiddens,
+                                      num_layers)
+    X = tf.zeros((batch_size, num_steps))
+    state = decoder.init_state(encoder(X, training=False), None)
+    output, state = decoder(X, state, training=False)
+    d2l.check_shape(output, (batch_size, num_steps, vocab_size))
+    d2l.check_shape(state[0], (batch_size, num_steps, num_hiddens))
+    d2l.check_shape(state[1][0], (batch_size, num_hiddens))
+
+    # (the book's sizes are 256, 256, 2, 0.2, batch 128 and 30 epochs)
+    data = d2l.MTFraEng(batch_size=20, num_train=40, num_val=20)
+    embed_size, num_hiddens, num_layers, dropout = 8, 16, 2, 0.2
+    with d2l.try_gpu():
+        encoder = d2l.Seq2SeqEncoder(
+            len(data.src_vocab), embed_size, num_hiddens, num_layers, dropout)
+        decoder = Seq2SeqAttentionDecoder(
+            len(data.tgt_vocab), embed_size, num_hiddens, num_layers, dropout)
+        model = d2l.Seq2Seq(encoder, decoder, tgt_pad=data.tgt_vocab['<pad>'],
+                            lr=0.005)
+    trainer = d2l.Trainer(max_epochs=2, gradient_clip_val=1)
+    trainer.fit(model, data)
+
+    engs = ['go .', 'i lost .', 'he\'s calm .', 'i\'m home .']
+    fras = ['va !', 'j\'ai perdu .', 'il est calme .', 'je suis chez moi .']
+    preds, lines = translate(model, data, engs, fras)
+    assert preds.shape == (4, data.num_steps) and len(lines) == 4
+    assert lines[0].startswith("go . => [") and ", bleu," in lines[0]
+
+    _, dec_attention_weights = model.predict_step(
+        data.build([engs[-1]], [fras[-1]]), d2l.try_gpu(), data.num_steps, True)
+    attention_weights = d2l.concat(
+        [step[0][0][0] for step in dec_attention_weights], 0)
+    attention_weights = d2l.reshape(attention_weights, (1, 1, -1, data.num_steps))
+    # Plus one to include the end-of-sequence token
+    d2l.show_heatmaps(attention_weights[:, :, :, :len(engs[-1].split()) + 1],
+                      xlabel='Key positions', ylabel='Query positions')
+    assert_heatmaps(plt.gcf(), 1, (data.num_steps, 4))
+    # each query's weights: a distribution over the 4 valid keys ("i'm home . <eos>"), none
+    # on the padding
+    w = attention_weights.numpy()[0, 0]
+    np.testing.assert_allclose(w.sum(axis=1), 1, rtol=1e-5)
+    assert np.all(w[:, 4:] == 0)
+
+    # The first decoding step's attention: additive attention (NumPy) whose query is the
+    # encoder's last layer's final state and whose keys and values are the encoder's outputs.
+    src, tgt, src_valid_len, label = data.build(engs, fras)
+    enc_outputs, enc_state = model.encoder(src, src_valid_len, training=False)
+    state = model.decoder.init_state((enc_outputs, enc_state), src_valid_len)
+    model.decoder(tgt, state, training=False)
+    keys = np.transpose(np.asarray(enc_outputs, np.float64), (1, 0, 2))
+    att = model.decoder.attention
+    _, w = additive_attention_np(np.asarray(enc_state[-1], np.float64)[:, None, :], keys, keys,
+                                 src_valid_len.numpy(), *weights(att.W_q), *weights(att.W_k),
+                                 *weights(att.w_v))
+    np.testing.assert_allclose(model.decoder.attention_weights[0].numpy(), w, rtol=1e-4,
+                               atol=1e-6)
+
+    # One training step in float64 (no dropout: the same network at every evaluation): the
+    # gradient of the book's loss against finite differences, then Adam lowers the loss.
+    with float64_weights():
+        encoder = d2l.Seq2SeqEncoder(len(data.src_vocab), embed_size, num_hiddens, num_layers)
+        decoder = Seq2SeqAttentionDecoder(len(data.tgt_vocab), embed_size, num_hiddens,
+                                          num_layers)
+        model = d2l.Seq2Seq(encoder, decoder, tgt_pad=data.tgt_vocab['<pad>'], lr=0.005)
+        batch = next(iter(data.train_dataloader()))
+        loss = lambda: model.loss(model(*batch[:-1]), batch[-1])
+        before = float(loss())
+        variables = model.trainable_variables
+        # 2 embeddings, 2 x 2 GRU cells (kernel, recurrent kernel, bias), W_q, W_k, w_v, dense
+        assert len(variables) == 2 + 2 * 2 * 3 + 3 + 2
+        grads = check_gradient(variables, loss)
+        model.configure_optimizers().apply_gradients(zip(grads, variables))
+        assert float(loss()) < before
+
+
+# -- 11.5 Multi-head attention -------------------------------------------------------------
+
+class MultiHeadAttention(d2l.Module):  #@save
+    """Multi-head attention."""
+    def __init__(self, key_size, query_size, value_size, num_hiddens,
+                 num_heads, dropout, bias=False, **kwargs):
+        super().__init__()
+        self.num_heads = num_heads
+        self.attention = d2l.DotProductAttention(dropout)
+        self.W_q = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+        self.W_k = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+        self.W_v = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+        self.W_o = tf.keras.layers.Dense(num_hiddens, use_bias=bias)
+
+    def call(self, queries, keys, values, valid_lens, **kwargs):
+        # Shape of queries, keys, or values:
+        # (batch_size, no. of queries or key-value pairs, num_hiddens)
+        # Shape of valid_lens: (batch_size,) or (batch_size, no. of queries)
+        # After transposing, shape of output queries, keys, or values:
+        # (batch_size * num_heads, no. of queries or key-value pairs,
+        # num_hiddens / num_heads)
+        queries = self.transpose_qkv(self.W_q(queries))
+        keys = self.transpose_qkv(self.W_k(keys))
+        values = self.transpose_qkv(self.W_v(values))
+
+        if valid_lens is not None:
+            # On axis 0, copy the first item (scalar or vector) for num_heads
+            # times, then copy the next item, and so on
+            valid_lens = tf.repeat(valid_lens, repeats=self.num_heads, axis=0)
+
+        # Shape of output: (batch_size * num_heads, no. of queries,
+        # num_hiddens / num_heads)
+        output = self.attention(queries, keys, values, valid_lens, **kwargs)
+
+        # Shape of output_concat: (batch_size, no. of queries, num_hiddens)
+        output_concat = self.transpose_output(output)
+        return self.W_o(output_concat)
+
+
+@d2l.add_to_class(MultiHeadAttention)  #@save
+def transpose_qkv(self, X):
+    """Transposition for parallel computation of multiple attention heads."""
+    # Shape of input X: (batch_size, no. of queries or key-value pairs,
+    # num_hiddens). Shape of output X: (batch_size, no. of queries or
+    # key-value pairs, num_heads, num_hiddens / num_heads)
+    X = tf.reshape(X, shape=(X.shape[0], X.shape[1], self.num_heads, -1))
+    # Shape of output X: (batch_size, num_heads, no. of queries or key-value
+    # pairs, num_hiddens / num_heads)
+    X = tf.transpose(X, perm=(0, 2, 1, 3))
+    # Shape of output: (batch_size * num_heads, no. of queries or key-value
+    # pairs, num_hiddens / num_heads)
+    return tf.reshape(X, shape=(-1, X.shape[2], X.shape[3]))
+
+
+@d2l.add_to_class(MultiHeadAttention)  #@save
+def transpose_output(self, X):
+    """Reverse the operation of transpose_qkv."""
+    X = tf.reshape(X, shape=(-1, self.num_heads, X.shape[1], X.shape[2]))
+    X = tf.transpose(X, perm=(0, 2, 1, 3))
+    return tf.reshape(X, shape=(X.shape[0], X.shape[1], -1))
+
+
+def test_d2l_11_5_multihead_attention():
+    num_hiddens, num_heads = 100, 5
+    attention = MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens,
+                                   num_hiddens, num_heads, 0.5)
+
+    batch_size, num_queries, num_kvpairs = 2, 4, 6
+    valid_lens = d2l.tensor([3, 2])
+    X = tf.ones((batch_size, num_queries, num_hiddens))
+    Y = tf.ones((batch_size, num_kvpairs, num_hiddens))
+    d2l.check_shape(attention(X, Y, Y, valid_lens, training=False),
+                    (batch_size, num_queries, num_hiddens))
+
+    # transpose_qkv puts head i's slice of the features in row b * num_heads + i
+    Z = np.arange(2 * 3 * 10, dtype=np.float32).reshape(2, 3, 10)
+    T = attention.transpose_qkv(tf.constant(Z)).numpy()
+    assert T.shape == (2 * num_heads, 3, 2)
+    for b in range(2):
+        for i in range(num_heads):
+            np.testing.assert_array_equal(T[b * num_heads + i], Z[b, :, 2 * i:2 * i + 2])
+    np.testing.assert_array_equal(attention.transpose_output(tf.constant(T)).numpy(), Z)
+
+    # The output against each head computed on its own (NumPy, float64), random inputs
+    X = tf.random.normal((batch_size, num_queries, num_hiddens))
+    Y = tf.random.normal((batch_size, num_kvpairs, num_hiddens))
+    for lens in (valid_lens, d2l.tensor([[1, 2, 3, 4], [6, 5, 4, 3]]), None):
+        out = attention(X, Y, Y, lens, training=False)
+        expected, w = multihead_np(attention, np.asarray(X, np.float64),
+                                   np.asarray(Y, np.float64), np.asarray(Y, np.float64),
+                                   None if lens is None else lens.numpy())
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            attention.attention.attention_weights.numpy().reshape(w.shape), w, rtol=1e-4,
+            atol=1e-6)
+    # (training=True: dropout on the weights, kept ones scaled by 2, the rest 0)
+    out = attention(X, Y, Y, valid_lens, training=True)
+    assert out.shape == (batch_size, num_queries, num_hiddens)
+
+
+# -- 11.6 Self-attention and positional encoding -------------------------------------------
+
+class PositionalEncoding(tf.keras.layers.Layer):  #@save
+    """Positional encoding."""
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__()
+        self.dropout = tf.keras.layers.Dropout(dropout)
+        # Create a long enough P
+        self.P = np.zeros((1, max_len, num_hiddens))
+        X = np.arange(max_len, dtype=np.float32).reshape(
+            -1,1)/np.power(10000, np.arange(
+            0, num_hiddens, 2, dtype=np.float32) / num_hiddens)
+        self.P[:, :, 0::2] = np.sin(X)
+        self.P[:, :, 1::2] = np.cos(X)
+
+    def call(self, X, **kwargs):
+        X = X + self.P[:, :X.shape[1], :]
+        return self.dropout(X, **kwargs)
+
+
+def test_d2l_11_6_self_attention_and_positional_encoding():
+    num_hiddens, num_heads = 100, 5
+    attention = d2l.MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens,
+                                       num_hiddens, num_heads, 0.5)
+
+    batch_size, num_queries, valid_lens = 2, 4, tf.constant([3, 2])
+    X = tf.ones((batch_size, num_queries, num_hiddens))
+    d2l.check_shape(attention(X, X, X, valid_lens, training=False),
+                    (batch_size, num_queries, num_hiddens))
+    X = tf.random.normal((batch_size, num_queries, num_hiddens))
+    X64 = np.asarray(X, np.float64)
+    expected, _ = multihead_np(attention, X64, X64, X64, [3, 2])
+    np.testing.assert_allclose(attention(X, X, X, valid_lens, training=False).numpy(),
+                               expected, rtol=1e-4, atol=1e-5)
+
+    encoding_dim, num_steps = 32, 60
+    pos_encoding = PositionalEncoding(encoding_dim, 0)
+    X = pos_encoding(tf.zeros((1, num_steps, encoding_dim)), training=False)
+    P = pos_encoding.P[:, :X.shape[1], :]
+    d2l.plot(np.arange(num_steps), P[0, :, 6:10].T, xlabel='Row (position)',
+             figsize=(6, 2.5), legend=["Col %d" % d for d in np.arange(6, 10)])
+    plt.gcf().canvas.draw()
+    assert len(plt.gca().lines) == 4
+    closed_form = positional_encoding_np(num_steps, encoding_dim)
+    np.testing.assert_allclose(P[0], closed_form, atol=1e-5)
+    assert X.dtype == tf.float32
+    np.testing.assert_allclose(X.numpy()[0], closed_form, atol=1e-5)
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for i in range(8):
+            print(f'{i} in binary is {i:>03b}')
+    assert out.getvalue().splitlines()[5] == '5 in binary is 101'
+
+    P = tf.expand_dims(tf.expand_dims(P[0, :, :], axis=0), axis=0)
+    d2l.show_heatmaps(P, xlabel='Column (encoding dimension)',
+                      ylabel='Row (position)', figsize=(3.5, 4), cmap='Blues')
+    assert_heatmaps(plt.gcf(), 1, (num_steps, encoding_dim))
+    # the positional encoding is added to float32 inputs (P, float64, takes their dtype)
+    Z = tf.random.normal((2, 5, encoding_dim))
+    np.testing.assert_allclose(pos_encoding(Z, training=False).numpy(),
+                               Z.numpy() + closed_form[:5], atol=1e-5)
+
+
+# -- 11.7 The Transformer architecture -----------------------------------------------------
+
+class PositionWiseFFN(tf.keras.layers.Layer):  #@save
+    """The positionwise feed-forward network."""
+    def __init__(self, ffn_num_hiddens, ffn_num_outputs):
+        super().__init__()
+        self.dense1 = tf.keras.layers.Dense(ffn_num_hiddens)
+        self.relu = tf.keras.layers.ReLU()
+        self.dense2 = tf.keras.layers.Dense(ffn_num_outputs)
+
+    def call(self, X):
+        return self.dense2(self.relu(self.dense1(X)))
+
+
+class AddNorm(tf.keras.layers.Layer):  #@save
+    """The residual connection followed by layer normalization."""
+    def __init__(self, norm_shape, dropout):
+        super().__init__()
+        self.dropout = tf.keras.layers.Dropout(dropout)
+        self.ln = tf.keras.layers.LayerNormalization(norm_shape)
+
+    def call(self, X, Y, **kwargs):
+        return self.ln(self.dropout(Y, **kwargs) + X)
+
+
+class TransformerEncoderBlock(tf.keras.layers.Layer):  #@save
+    """The Transformer encoder block."""
+    def __init__(self, key_size, query_size, value_size, num_hiddens,
+                 norm_shape, ffn_num_hiddens, num_heads, dropout, bias=False):
+        super().__init__()
+        self.attention = d2l.MultiHeadAttention(
+            key_size, query_size, value_size, num_hiddens, num_heads, dropout,
+            bias)
+        self.addnorm1 = AddNorm(norm_shape, dropout)
+        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
+        self.addnorm2 = AddNorm(norm_shape, dropout)
+
+    def call(self, X, valid_lens, **kwargs):
+        Y = self.addnorm1(X, self.attention(X, X, X, valid_lens, **kwargs),
+                          **kwargs)
+        return self.addnorm2(Y, self.ffn(Y), **kwargs)
+
+
+class TransformerEncoder(d2l.Encoder):  #@save
+    """The Transformer encoder."""
+    def __init__(self, vocab_size, key_size, query_size, value_size,
+                 num_hiddens, norm_shape, ffn_num_hiddens, num_heads,
+                 num_blks, dropout, bias=False):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.embedding = tf.keras.layers.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = d2l.PositionalEncoding(num_hiddens, dropout)
+        self.blks = [TransformerEncoderBlock(
+            key_size, query_size, value_size, num_hiddens, norm_shape,
+            ffn_num_hiddens, num_heads, dropout, bias) for _ in range(
+            num_blks)]
+
+    def call(self, X, valid_lens, **kwargs):
+        # Since positional encoding values are between -1 and 1, the embedding
+        # values are multiplied by the square root of the embedding dimension
+        # to rescale before they are summed up
+        X = self.pos_encoding(self.embedding(X) * tf.math.sqrt(
+            tf.cast(self.num_hiddens, dtype=tf.float32)), **kwargs)
+        self.attention_weights = [None] * len(self.blks)
+        for i, blk in enumerate(self.blks):
+            X = blk(X, valid_lens, **kwargs)
+            self.attention_weights[
+                i] = blk.attention.attention.attention_weights
+        return X
+
+
+class TransformerDecoderBlock(tf.keras.layers.Layer):
+    # The i-th block in the Transformer decoder
+    def __init__(self, key_size, query_size, value_size, num_hiddens,
+                 norm_shape, ffn_num_hiddens, num_heads, dropout, i):
+        super().__init__()
+        self.i = i
+        self.attention1 = d2l.MultiHeadAttention(
+            key_size, query_size, value_size, num_hiddens, num_heads, dropout)
+        self.addnorm1 = AddNorm(norm_shape, dropout)
+        self.attention2 = d2l.MultiHeadAttention(
+            key_size, query_size, value_size, num_hiddens, num_heads, dropout)
+        self.addnorm2 = AddNorm(norm_shape, dropout)
+        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
+        self.addnorm3 = AddNorm(norm_shape, dropout)
+
+    def call(self, X, state, **kwargs):
+        enc_outputs, enc_valid_lens = state[0], state[1]
+        # During training, all the tokens of any output sequence are processed
+        # at the same time, so state[2][self.i] is None as initialized. When
+        # decoding any output sequence token by token during prediction,
+        # state[2][self.i] contains representations of the decoded output at
+        # the i-th block up to the current time step
+        if state[2][self.i] is None:
+            key_values = X
+        else:
+            key_values = tf.concat((state[2][self.i], X), axis=1)
+        state[2][self.i] = key_values
+        if kwargs["training"]:
+            batch_size, num_steps, _ = X.shape
+            # Shape of dec_valid_lens: (batch_size, num_steps), where every
+            # row is [1, 2, ..., num_steps]
+            dec_valid_lens = tf.repeat(
+                tf.reshape(tf.range(1, num_steps + 1),
+                           shape=(-1, num_steps)), repeats=batch_size, axis=0)
+        else:
+            dec_valid_lens = None
+        # Self-attention
+        X2 = self.attention1(X, key_values, key_values, dec_valid_lens,
+                             **kwargs)
+        Y = self.addnorm1(X, X2, **kwargs)
+        # Encoder-decoder attention. Shape of enc_outputs:
+        # (batch_size, num_steps, num_hiddens)
+        Y2 = self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens,
+                             **kwargs)
+        Z = self.addnorm2(Y, Y2, **kwargs)
+        return self.addnorm3(Z, self.ffn(Z), **kwargs), state
+
+
+class TransformerDecoder(d2l.AttentionDecoder):
+    def __init__(self, vocab_size, key_size, query_size, value_size,
+                 num_hiddens, norm_shape, ffn_num_hiddens, num_heads,
+                 num_blks, dropout):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.num_blks = num_blks
+        self.embedding = tf.keras.layers.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = d2l.PositionalEncoding(num_hiddens, dropout)
+        self.blks = [TransformerDecoderBlock(
+            key_size, query_size, value_size, num_hiddens, norm_shape,
+            ffn_num_hiddens, num_heads, dropout, i)
+                     for i in range(num_blks)]
+        self.dense = tf.keras.layers.Dense(vocab_size)
+
+    def init_state(self, enc_outputs, enc_valid_lens):
+        return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
+
+    def call(self, X, state, **kwargs):
+        X = self.pos_encoding(self.embedding(X) * tf.math.sqrt(
+            tf.cast(self.num_hiddens, dtype=tf.float32)), **kwargs)
+        # 2 attention layers in decoder
+        self._attention_weights = [[None] * len(self.blks) for _ in range(2)]
+        for i, blk in enumerate(self.blks):
+            X, state = blk(X, state, **kwargs)
+            # Decoder self-attention weights
+            self._attention_weights[0][i] = (
+                blk.attention1.attention.attention_weights)
+            # Encoder-decoder attention weights
+            self._attention_weights[1][i] = (
+                blk.attention2.attention.attention_weights)
+        return self.dense(X), state
+
+    @property
+    def attention_weights(self):
+        return self._attention_weights
+
+
+def encoder_block_np(blk, X, valid_lens):
+    """A transformer encoder block (11.7) in NumPy: LN(X + MHA(X)), then LN(Y + FFN(Y))."""
+    axes = tuple(blk.addnorm1.ln.axis)
+    Y = layer_norm_np(blk.addnorm1.ln, X + multihead_np(blk.attention, X, X, X, valid_lens)[0],
+                      axes)
+    ffn = dense_np(blk.ffn.dense2, np.maximum(dense_np(blk.ffn.dense1, Y), 0))
+    return layer_norm_np(blk.addnorm2.ln, Y + ffn, axes)
+
+
+def test_d2l_11_7_transformer_blocks():
+    ffn = PositionWiseFFN(4, 8)
+    out = ffn(tf.ones((2, 3, 4)))[0]
+    assert out.shape == (3, 8)
+    np.testing.assert_allclose(out.numpy(), np.broadcast_to(out.numpy()[0], (3, 8)))
+    np.testing.assert_allclose(
+        out.numpy()[0], dense_np(ffn.dense2, np.maximum(dense_np(ffn.dense1, np.ones(4)), 0)),
+        rtol=1e-5, atol=1e-6)
+
+    ln = tf.keras.layers.LayerNormalization()
+    bn = tf.keras.layers.BatchNormalization()
+    X = tf.constant([[1, 2], [2, 3]], dtype=tf.float32)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print('layer norm:', ln(X), '\nbatch norm:', bn(X, training=True))
+    assert out.getvalue().startswith('layer norm: mt.Tensor(')
+    assert '\nbatch norm: mt.Tensor(' in out.getvalue()
+    # each row normalized (layer norm), each column (batch norm), with epsilon 1e-3 in both:
+    # (x - 1.5) / sqrt(0.25 + 0.001) = -/+0.998006 (the book's printed values)
+    e = 0.5 / math.sqrt(0.251)
+    np.testing.assert_allclose(ln(X).numpy(), [[-e, e], [-e, e]], rtol=1e-6)
+    bn = tf.keras.layers.BatchNormalization()
+    np.testing.assert_allclose(bn(X, training=True).numpy(), [[-e, -e], [e, e]], rtol=1e-6)
+
+    add_norm = AddNorm([1, 2], 0.5)
+    shape = (2, 3, 4)
+    d2l.check_shape(add_norm(tf.ones(shape), tf.ones(shape), training=False),
+                    shape)
+    X, Y = tf.random.normal(shape), tf.random.normal(shape)
+    np.testing.assert_allclose(
+        add_norm(X, Y, training=False).numpy(),
+        layer_norm_np(add_norm.ln, np.asarray(X, np.float64) + np.asarray(Y, np.float64),
+                      (1, 2)), rtol=1e-4, atol=1e-5)
+
+    X = tf.ones((2, 100, 24))
+    valid_lens = tf.constant([3, 2])
+    norm_shape = [i for i in range(len(X.shape))][1:]
+    encoder_blk = TransformerEncoderBlock(24, 24, 24, 24, norm_shape, 48, 8, 0.5)
+    d2l.check_shape(encoder_blk(X, valid_lens, training=False), X.shape)
+    # (norm_shape [1, 2]: layer norm over steps and features, the block built for 100 steps)
+    X = tf.random.normal((2, 100, 24))
+    np.testing.assert_allclose(encoder_blk(X, valid_lens, training=False).numpy(),
+                               encoder_block_np(encoder_blk, np.asarray(X, np.float64),
+                                                [3, 2]), rtol=1e-4, atol=1e-4)
+    X = tf.ones((2, 100, 24))
+
+    encoder = TransformerEncoder(200, 24, 24, 24, 24, [1, 2], 48, 8, 2, 0.5)
+    d2l.check_shape(encoder(tf.ones((2, 100)), valid_lens, training=False),
+                    (2, 100, 24))
+
+    decoder_blk = TransformerDecoderBlock(24, 24, 24, 24, [1, 2], 48, 8, 0.5, 0)
+    X = tf.ones((2, 100, 24))
+    state = [encoder_blk(X, valid_lens), valid_lens, [None]]
+    d2l.check_shape(decoder_blk(X, state, training=False)[0], X.shape)
+
+
+def test_d2l_11_7_transformer_training(fra_eng):
+    # (the book's sizes: 256 hidden units, ffn 64, batch 128, 30 epochs)
+    data = d2l.MTFraEng(batch_size=20, num_train=40, num_val=20)
+    num_hiddens, num_blks, dropout = 16, 2, 0.2
+    ffn_num_hiddens, num_heads = 32, 4
+    key_size, query_size, value_size = 16, 16, 16
+    norm_shape = [2]
+    with d2l.try_gpu():
+        encoder = TransformerEncoder(
+            len(data.src_vocab), key_size, query_size, value_size, num_hiddens,
+            norm_shape, ffn_num_hiddens, num_heads, num_blks, dropout)
+        decoder = TransformerDecoder(
+            len(data.tgt_vocab), key_size, query_size, value_size, num_hiddens,
+            norm_shape, ffn_num_hiddens, num_heads, num_blks, dropout)
+        model = d2l.Seq2Seq(encoder, decoder, tgt_pad=data.tgt_vocab['<pad>'],
+                            lr=0.001)
+    trainer = d2l.Trainer(max_epochs=2, gradient_clip_val=1)
+    trainer.fit(model, data)
+
+    engs = ['go .', 'i lost .', 'he\'s calm .', 'i\'m home .']
+    fras = ['va !', 'j\'ai perdu .', 'il est calme .', 'je suis chez moi .']
+    preds, lines = translate(model, data, engs, fras)
+    assert preds.shape == (4, data.num_steps) and len(lines) == 4
+
+    _, dec_attention_weights = model.predict_step(
+        data.build([engs[-1]], [fras[-1]]), d2l.try_gpu(), data.num_steps, True)
+    enc_attention_weights = d2l.concat(model.encoder.attention_weights, 0)
+    shape = (num_blks, num_heads, -1, data.num_steps)
+    enc_attention_weights = d2l.reshape(enc_attention_weights, shape)
+    d2l.check_shape(enc_attention_weights,
+                    (num_blks, num_heads, data.num_steps, data.num_steps))
+    # every query of the source "i'm home . <eos>" looks at its 4 tokens only
+    w = enc_attention_weights.numpy()
+    np.testing.assert_allclose(w.sum(-1), 1, rtol=1e-5)
+    assert np.all(w[..., 4:] == 0)
+
+    d2l.show_heatmaps(
+        enc_attention_weights, xlabel='Key positions', ylabel='Query positions',
+        titles=['Head %d' % i for i in range(1, 5)], figsize=(7, 3.5))
+    fig = plt.gcf()
+    assert_heatmaps(fig, num_blks * num_heads, (data.num_steps, data.num_steps))
+    assert [ax.get_title() for ax in fig.axes[:4]] == ['Head 1', 'Head 2', 'Head 3', 'Head 4']
+
+    import pandas as pd
+    dec_attention_weights_2d = [head[0] for step in dec_attention_weights
+                                for attn in step
+                                for blk in attn for head in blk]
+    dec_attention_weights_filled = tf.convert_to_tensor(
+        np.asarray(pd.DataFrame(dec_attention_weights_2d).fillna(
+            0.0).values).astype(np.float32))
+    dec_attention_weights = tf.reshape(dec_attention_weights_filled, shape=(
+        -1, 2, num_blks, num_heads, data.num_steps))
+    dec_self_attention_weights, dec_inter_attention_weights = tf.transpose(
+        dec_attention_weights, perm=(1, 2, 3, 0, 4))
+
+    d2l.check_shape(dec_self_attention_weights,
+                    (num_blks, num_heads, data.num_steps, data.num_steps))
+    d2l.check_shape(dec_inter_attention_weights,
+                    (num_blks, num_heads, data.num_steps, data.num_steps))
+    # decoding step t attends to the t + 1 tokens decoded so far (the rest filled with 0)
+    # and to the 4 source tokens
+    w = dec_self_attention_weights.numpy()
+    np.testing.assert_allclose(w.sum(-1), 1, rtol=1e-5)
+    assert np.all(np.triu(np.ones((data.num_steps, data.num_steps)), 1)[None, None] * w == 0)
+    w = dec_inter_attention_weights.numpy()
+    np.testing.assert_allclose(w.sum(-1), 1, rtol=1e-5)
+    assert np.all(w[..., 4:] == 0)
+
+    d2l.show_heatmaps(
+        dec_self_attention_weights[:, :, :, :],
+        xlabel='Key positions', ylabel='Query positions',
+        titles=['Head %d' % i for i in range(1, 5)], figsize=(7, 3.5))
+    assert_heatmaps(plt.gcf(), num_blks * num_heads, (data.num_steps, data.num_steps))
+    d2l.show_heatmaps(
+        dec_inter_attention_weights, xlabel='Key positions',
+        ylabel='Query positions', titles=['Head %d' % i for i in range(1, 5)],
+        figsize=(7, 3.5))
+    assert_heatmaps(plt.gcf(), num_blks * num_heads, (data.num_steps, data.num_steps))
