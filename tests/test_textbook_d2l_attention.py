@@ -71,13 +71,21 @@ def additive_attention_np(Q, K, V, valid_lens, W_q, W_k, w_v):
     return w @ V, w
 
 
+# The NumPy versions read a layer's weights through ``val``: the variable's value in float64,
+# or the value ``numpy_gradient_check`` put in ``MOVED`` for it (the weights moved in float64).
+MOVED = {}
+
+
+def val(v):
+    return MOVED[id(v)] if id(v) in MOVED else np.asarray(v.numpy(), np.float64)
+
+
 def weights(layer):
-    return [np.asarray(v.numpy(), np.float64) for v in layer.weights]
+    return [val(v) for v in layer.weights]
 
 
 def dense_np(layer, X):
-    w = weights(layer)
-    return X @ w[0] + (w[1] if len(w) > 1 else 0)
+    return X @ val(layer.kernel) + (val(layer.bias) if layer.bias is not None else 0)
 
 
 def multihead_np(mha, queries, keys, values, valid_lens):
@@ -97,7 +105,7 @@ def multihead_np(mha, queries, keys, values, valid_lens):
 
 
 def layer_norm_np(ln, X, axes):
-    gamma, beta = weights(ln)
+    gamma, beta = val(ln.gamma), val(ln.beta)
     mean = X.mean(axis=axes, keepdims=True)
     var = X.var(axis=axes, keepdims=True)
     return (X - mean) / np.sqrt(var + ln.epsilon) * gamma + beta
@@ -144,6 +152,46 @@ def check_gradient(variables, loss_fn, grads=None, seed=0, eps=1e-6, rtol=1e-5, 
                    for g, d in zip(grads, direction))
     assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=atol), (analytic, numeric)
     return grads
+
+
+def numpy_gradient_check(model, X, loss_np, seed=0, eps=1e-5, rtol=2e-4):
+    """One training step of ``model`` (float32, as the book's code makes it) on the batch
+    ``X``: the tape's gradient of the book's loss, along a random unit direction of all the
+    trainable weights, against the central difference along it of ``loss_np()``, the same
+    loss computed by NumPy in float64 from the weights (``val``). The two losses must agree
+    first. Returns the gradients."""
+    variables = model.trainable_variables
+    with tf.GradientTape() as tape:
+        loss = model.loss(model(*X[:-1]), X[-1])
+    grads = tape.gradient(loss, variables)
+    assert all(g is not None for g in grads)
+    assert math.isclose(float(loss), loss_np(), rel_tol=1e-5), (float(loss), loss_np())
+    rng = np.random.default_rng(seed)
+    direction = [rng.standard_normal(v.shape) for v in variables]
+    norm = math.sqrt(sum(float(np.sum(d * d)) for d in direction))
+    start = [np.asarray(v.numpy(), np.float64) for v in variables]
+
+    def loss_at(t):
+        MOVED.update({id(v): w + t * d / norm for v, w, d in zip(variables, start, direction)})
+        try:
+            return loss_np()
+        finally:
+            MOVED.clear()
+
+    numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
+    analytic = sum(float(np.sum(np.asarray(tf.convert_to_tensor(g), np.float64) * d / norm))
+                   for g, d in zip(grads, direction))
+    assert math.isclose(analytic, numeric, rel_tol=rtol, abs_tol=1e-7), (analytic, numeric)
+    return grads
+
+
+def cross_entropy_np(logits, labels):
+    """The mean over all tokens of -log softmax(logits)[label] (d2l's ``Classifier.loss``)."""
+    logits = logits.reshape(-1, logits.shape[-1])
+    labels = np.asarray(labels).reshape(-1)
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return float(-log_p[np.arange(len(labels)), labels].mean())
 
 
 @contextlib.contextmanager
@@ -881,8 +929,37 @@ def encoder_block_np(blk, X, valid_lens):
     axes = tuple(blk.addnorm1.ln.axis)
     Y = layer_norm_np(blk.addnorm1.ln, X + multihead_np(blk.attention, X, X, X, valid_lens)[0],
                       axes)
-    ffn = dense_np(blk.ffn.dense2, np.maximum(dense_np(blk.ffn.dense1, Y), 0))
-    return layer_norm_np(blk.addnorm2.ln, Y + ffn, axes)
+    return layer_norm_np(blk.addnorm2.ln, Y + ffn_np(blk.ffn, Y), axes)
+
+
+def ffn_np(ffn, X):
+    return dense_np(ffn.dense2, np.maximum(dense_np(ffn.dense1, X), 0))
+
+
+def transformer_loss_np(model, src, tgt, src_valid_len, label):
+    """The transformer encoder-decoder's training loss (teacher forcing, no dropout) in NumPy:
+    embeddings times sqrt(d) plus the positional encoding; encoder blocks; decoder blocks of
+    masked (causal) self-attention, encoder-decoder attention and the FFN, each followed by
+    AddNorm; the dense layer; the mean cross-entropy over all tokens."""
+    enc, dec = model.encoder, model.decoder
+    src, tgt = np.asarray(src), np.asarray(tgt)
+    d = enc.num_hiddens
+    X = val(enc.embedding.embeddings)[src] * math.sqrt(d)
+    X = X + positional_encoding_np(src.shape[1], d)
+    for blk in enc.blks:
+        X = encoder_block_np(blk, X, np.asarray(src_valid_len))
+    Y = val(dec.embedding.embeddings)[tgt] * math.sqrt(d)
+    Y = Y + positional_encoding_np(tgt.shape[1], d)
+    batch_size, num_steps = tgt.shape
+    causal = np.tile(np.arange(1, num_steps + 1), (batch_size, 1))
+    for blk in dec.blks:
+        axes = tuple(blk.addnorm1.ln.axis)
+        Y = layer_norm_np(blk.addnorm1.ln,
+                          Y + multihead_np(blk.attention1, Y, Y, Y, causal)[0], axes)
+        Z = layer_norm_np(blk.addnorm2.ln, Y + multihead_np(
+            blk.attention2, Y, X, X, np.asarray(src_valid_len))[0], axes)
+        Y = layer_norm_np(blk.addnorm3.ln, Z + ffn_np(blk.ffn, Z), axes)
+    return cross_entropy_np(dense_np(dec.dense, Y), label)
 
 
 def test_d2l_11_7_transformer_blocks():
@@ -964,6 +1041,21 @@ def test_d2l_11_7_transformer_training(fra_eng):
     fras = ['va !', 'j\'ai perdu .', 'il est calme .', 'je suis chez moi .']
     preds, lines = translate(model, data, engs, fras)
     assert preds.shape == (4, data.num_steps) and len(lines) == 4
+
+    # One training step of the book's model without dropout (the same network at each
+    # evaluation): its loss and gradient against the same transformer written in NumPy.
+    args = (len(data.src_vocab), key_size, query_size, value_size, num_hiddens, norm_shape,
+            ffn_num_hiddens, num_heads, num_blks, 0)
+    check = d2l.Seq2Seq(TransformerEncoder(*args), TransformerDecoder(
+        len(data.tgt_vocab), *args[1:]), tgt_pad=data.tgt_vocab['<pad>'], lr=0.001)
+    batch = next(iter(data.train_dataloader()))
+    check(*batch[:-1])   # builds the layers
+    # (weights of several sizes: Adam's first step moves each by about lr)
+    grads = numpy_gradient_check(check, batch, lambda: transformer_loss_np(check, *batch))
+    assert len(grads) == 2 + 2 * (4 + 2 * 2 + 2 * 2) + 2 * (2 * 4 + 3 * 2 + 2 * 2) + 2
+    before = transformer_loss_np(check, *batch)
+    check.configure_optimizers().apply_gradients(zip(grads, check.trainable_variables))
+    assert transformer_loss_np(check, *batch) < before
 
     _, dec_attention_weights = model.predict_step(
         data.build([engs[-1]], [fras[-1]]), d2l.try_gpu(), data.num_steps, True)
