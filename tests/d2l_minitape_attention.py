@@ -1,4 +1,4 @@
-# ruff: noqa: E701, E731, E741  (the book's code as printed: one-line ifs, lambdas, l)
+# ruff: noqa: E701, E703, E731, E741  (the book's code as printed: one-line ifs, ;, lambdas, l)
 """The library of "Dive into Deep Learning" (TensorFlow edition) as chapter 11 (attention
 mechanisms and transformers) uses it, with ``import minitape as tf``: ``tests/d2l_minitape.py``
 (chapters 3-8) and the ``#@save`` pieces of chapters 9-11 that chapter 11 calls.

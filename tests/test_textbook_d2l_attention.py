@@ -30,7 +30,7 @@ import pytest
 
 import d2l_minitape_attention as d2l
 import minitape as tf
-from test_textbook_d2l import _no_rendering  # noqa: F401
+from test_textbook_d2l import _no_rendering, fashion  # noqa: F401
 
 plt = d2l.plt
 
@@ -1111,3 +1111,280 @@ def test_d2l_11_7_transformer_training(fra_eng):
         ylabel='Query positions', titles=['Head %d' % i for i in range(1, 5)],
         figsize=(7, 3.5))
     assert_heatmaps(plt.gcf(), num_blks * num_heads, (data.num_steps, data.num_steps))
+
+
+# -- 11.8 Transformers for vision ------------------------------------------------------------
+# The book gives this section in PyTorch and JAX only. Below is its PyTorch code carried
+# over to TensorFlow line by line (ours, not the book's): nn.LazyConv2d -> Conv2D on
+# channels-last images, flatten(2).transpose(1, 2) -> a reshape, nn.GELU -> Keras's gelu,
+# nn.LayerNorm(num_hiddens) -> LayerNormalization() (over the last axis), nn.Parameter ->
+# tf.Variable, cls_token.expand -> tf.tile, d2l.MultiHeadAttention with the TensorFlow
+# library's arguments.
+
+class PatchEmbedding(tf.keras.layers.Layer):
+    def __init__(self, img_size=96, patch_size=16, num_hiddens=512):
+        super().__init__()
+        def _make_tuple(x):
+            if not isinstance(x, (list, tuple)):
+                return (x, x)
+            return x
+        img_size, patch_size = _make_tuple(img_size), _make_tuple(patch_size)
+        self.num_patches = (img_size[0] // patch_size[0]) * (
+            img_size[1] // patch_size[1])
+        self.conv = tf.keras.layers.Conv2D(num_hiddens, kernel_size=patch_size,
+                                           strides=patch_size)
+
+    def call(self, X):
+        # Output shape: (batch size, no. of patches, no. of channels)
+        X = self.conv(X)
+        return tf.reshape(X, (X.shape[0], -1, X.shape[3]))
+
+
+class ViTMLP(tf.keras.layers.Layer):
+    def __init__(self, mlp_num_hiddens, mlp_num_outputs, dropout=0.5):
+        super().__init__()
+        self.dense1 = tf.keras.layers.Dense(mlp_num_hiddens)
+        self.gelu = tf.keras.activations.gelu
+        self.dropout1 = tf.keras.layers.Dropout(dropout)
+        self.dense2 = tf.keras.layers.Dense(mlp_num_outputs)
+        self.dropout2 = tf.keras.layers.Dropout(dropout)
+
+    def call(self, x, **kwargs):
+        return self.dropout2(self.dense2(self.dropout1(self.gelu(
+            self.dense1(x)), **kwargs)), **kwargs)
+
+
+class ViTBlock(tf.keras.layers.Layer):
+    def __init__(self, num_hiddens, norm_shape, mlp_num_hiddens,
+                 num_heads, dropout, use_bias=False):
+        super().__init__()
+        self.ln1 = tf.keras.layers.LayerNormalization()
+        self.attention = d2l.MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens,
+                                                num_hiddens, num_heads, dropout, use_bias)
+        self.ln2 = tf.keras.layers.LayerNormalization()
+        self.mlp = ViTMLP(mlp_num_hiddens, num_hiddens, dropout)
+
+    def call(self, X, valid_lens=None, **kwargs):
+        X = X + self.attention(*([self.ln1(X)] * 3), valid_lens, **kwargs)
+        return X + self.mlp(self.ln2(X), **kwargs)
+
+
+class ViT(d2l.Classifier):
+    """Vision Transformer."""
+    def __init__(self, img_size, patch_size, num_hiddens, mlp_num_hiddens,
+                 num_heads, num_blks, emb_dropout, blk_dropout, lr=0.1,
+                 use_bias=False, num_classes=10):
+        super().__init__()
+        self.save_hyperparameters()
+        self.patch_embedding = PatchEmbedding(
+            img_size, patch_size, num_hiddens)
+        self.cls_token = tf.Variable(d2l.zeros((1, 1, num_hiddens)))
+        num_steps = self.patch_embedding.num_patches + 1  # Add the cls token
+        # Positional embeddings are learnable
+        self.pos_embedding = tf.Variable(
+            tf.random.normal((1, num_steps, num_hiddens)))
+        self.dropout = tf.keras.layers.Dropout(emb_dropout)
+        self.blks = [ViTBlock(num_hiddens, num_hiddens, mlp_num_hiddens,
+                              num_heads, blk_dropout, use_bias)
+                     for i in range(num_blks)]
+        self.head = tf.keras.models.Sequential([
+            tf.keras.layers.LayerNormalization(),
+            tf.keras.layers.Dense(num_classes)])
+
+    def forward(self, X):
+        X = self.patch_embedding(X)
+        X = d2l.concat((tf.tile(self.cls_token, (X.shape[0], 1, 1)), X), 1)
+        X = self.dropout(X + self.pos_embedding, training=self.training)
+        for blk in self.blks:
+            X = blk(X, training=self.training)
+        return self.head(X[:, 0])
+
+
+def gelu_np(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+def vit_loss_np(model, X, y):
+    """The ViT's loss in NumPy: patches times the convolution's kernel (a stride-p, p x p
+    convolution is a matrix product per patch), the class token and learned positions, blocks
+    of X + MHA(LN(X)) and X + MLP(LN(X)), layer norm and dense on the class token."""
+    X = np.asarray(X, np.float64)
+    conv = model.patch_embedding.conv
+    kernel = val(conv.kernel)
+    p = kernel.shape[0]
+    n, H, W, C = X.shape
+    patches = X.reshape(n, H // p, p, W // p, p, C).transpose(0, 1, 3, 2, 4, 5)
+    E = patches.reshape(n, -1, p * p * C) @ kernel.reshape(p * p * C, -1) + val(conv.bias)
+    cls = np.broadcast_to(val(model.cls_token), (n, 1, E.shape[-1]))
+    Z = np.concatenate([cls, E], axis=1) + val(model.pos_embedding)
+    for blk in model.blks:
+        L = layer_norm_np(blk.ln1, Z, (2,))
+        Z = Z + multihead_np(blk.attention, L, L, L, None)[0]
+        L = layer_norm_np(blk.ln2, Z, (2,))
+        Z = Z + dense_np(blk.mlp.dense2, gelu_np(dense_np(blk.mlp.dense1, L)))
+    ln, dense = model.head.layers
+    return cross_entropy_np(dense_np(dense, layer_norm_np(ln, Z[:, 0], (1,))), y)
+
+
+def test_d2l_11_8_vision_transformer(fashion):  # noqa: F811
+    img_size, patch_size, num_hiddens, batch_size = 96, 16, 512, 4
+    patch_emb = PatchEmbedding(img_size, patch_size, num_hiddens)
+    X = d2l.zeros((batch_size, img_size, img_size, 3))
+    d2l.check_shape(patch_emb(X),
+                    (batch_size, (img_size//patch_size)**2, num_hiddens))
+    # patch k (row-major) is the dot product of the kernel with the k-th 16 x 16 block
+    X = tf.random.normal((1, img_size, img_size, 3))
+    kernel, bias = patch_emb.conv.kernel.numpy(), patch_emb.conv.bias.numpy()
+    block = X.numpy()[0, 16:32, 32:48, :]
+    np.testing.assert_allclose(patch_emb(X).numpy()[0, 6 + 2],
+                               np.tensordot(block, kernel, 3) + bias, rtol=1e-4, atol=1e-4)
+
+    X = d2l.ones((2, 100, 24))
+    encoder_blk = ViTBlock(24, 24, 48, 8, 0.5)
+    d2l.check_shape(encoder_blk(X, training=False), X.shape)
+
+    # (the book's sizes: 96 x 96 images, 16 x 16 patches, 512 hidden units, 10 epochs)
+    img_size, patch_size = 16, 4
+    num_hiddens, mlp_num_hiddens, num_heads, num_blks = 16, 32, 4, 2
+    emb_dropout, blk_dropout, lr = 0.1, 0.1, 0.1
+    model = ViT(img_size, patch_size, num_hiddens, mlp_num_hiddens, num_heads,
+                num_blks, emb_dropout, blk_dropout, lr)
+    trainer = d2l.Trainer(max_epochs=1)
+    data = d2l.FashionMNIST(batch_size=64, resize=(img_size, img_size))
+    trainer.fit(model, data)
+    assert trainer.train_batch_idx == 2
+
+    # One training step without dropout against the same network in NumPy
+    check = ViT(img_size, patch_size, num_hiddens, mlp_num_hiddens, num_heads, num_blks,
+                0, 0, lr)
+    X, y = next(iter(data.train_dataloader()))
+    assert X.shape == (64, img_size, img_size, 1)
+    check(X)
+    assert len(check.trainable_variables) == 2 + 2 + num_blks * (2 + 4 + 2 + 4) + 2 + 2
+    grads = numpy_gradient_check(check, (X, y), lambda: vit_loss_np(check, X, y))
+    before = vit_loss_np(check, X, y)
+    tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, check.trainable_variables))
+    assert vit_loss_np(check, X, y) < before
+
+
+# -- the fixes chapter 11 needed, one by one ---------------------------------------------------
+
+def test_repeat_as_tensorflow_documents_it():
+    # masked_softmax: tf.repeat(valid_lens, repeats=shape[1]); MultiHeadAttention:
+    # tf.repeat(valid_lens, repeats=self.num_heads, axis=0)
+    x = tf.constant([[1, 2], [3, 4]])
+    np.testing.assert_array_equal(tf.repeat(x, repeats=[2, 3], axis=0).numpy(),
+                                  [[1, 2], [1, 2], [3, 4], [3, 4], [3, 4]])
+    np.testing.assert_array_equal(tf.repeat(x, repeats=[2, 3], axis=1).numpy(),
+                                  [[1, 1, 2, 2, 2], [3, 3, 4, 4, 4]])
+    np.testing.assert_array_equal(tf.repeat(3, repeats=4).numpy(), [3, 3, 3, 3])
+    np.testing.assert_array_equal(tf.repeat(x, repeats=2).numpy(), [1, 1, 2, 2, 3, 3, 4, 4])
+    np.testing.assert_array_equal(tf.repeat(x, repeats=tf.constant([0, 2]), axis=-1).numpy(),
+                                  [[2, 2], [4, 4]])
+    assert tf.repeat(x, 2, axis=0).dtype == tf.int32
+    valid_lens = tf.constant([3, 2])
+    np.testing.assert_array_equal(tf.repeat(valid_lens, repeats=4).numpy(),
+                                  np.repeat([3, 2], 4))
+    # the gradient adds up the copies' cotangents
+    v = tf.Variable([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.repeat(v, [3, 1]) * tf.constant([1.0, 2.0, 3.0, 4.0]))
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [6.0, 4.0])
+    with pytest.raises(ValueError, match=r"repeats of shape \(3,\) cannot go with axis 0 of "
+                                         r"size 2"):
+        tf.repeat(valid_lens, [1, 2, 3])
+    with pytest.raises(ValueError, match="0 or more"):
+        tf.repeat(valid_lens, -1)
+    with pytest.raises(TypeError, match="repeats must be ints"):
+        tf.repeat(valid_lens, 1.5)
+    with pytest.raises(ValueError, match="axis"):
+        tf.repeat(valid_lens, 2, axis=1)
+
+
+def test_sort_as_tensorflow_documents_it():
+    # Nadaraya-Watson's training inputs: x_train = tf.sort(d2l.rand((n,1)) * 5, 0)
+    np.testing.assert_allclose(tf.sort([1, 10, 26.7, 2.8, 0.0]).numpy(),
+                               [0, 1, 2.8, 10, 26.7])
+    np.testing.assert_allclose(tf.sort([1, 10, 26.7, 2.8, 0.0], direction='DESCENDING').numpy(),
+                               [26.7, 10, 2.8, 1, 0])
+    x = tf.constant([[1, 10, 26.7], [5, 2.8, 0.0]])
+    np.testing.assert_allclose(tf.sort(x, axis=0).numpy(), [[1, 2.8, 0], [5, 10, 26.7]])
+    np.testing.assert_allclose(tf.sort(x, axis=-1).numpy(), [[1, 10, 26.7], [0, 2.8, 5]])
+    np.testing.assert_array_equal(tf.sort(tf.constant([3, 1, 2], tf.int64)).numpy(), [1, 2, 3])
+    # each sorted entry's cotangent goes back to where the entry was
+    v = tf.Variable([[3.0], [1.0], [2.0]])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.sort(v, 0) * tf.constant([[1.0], [10.0], [100.0]]))
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [[100.0], [1.0], [10.0]])
+    # ties keep their order (a stable sort): the gradient of the first tied entry
+    v = tf.Variable([2.0, 1.0, 2.0])
+    with tf.GradientTape() as tape:
+        y = tf.sort(v, direction='DESCENDING')[0]
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="direction must be"):
+        tf.sort(x, direction='ascending')
+    with pytest.raises(ValueError, match="axis"):
+        tf.sort(tf.constant(1.0))
+
+
+def test_layer_normalization_over_several_axes():
+    # d2l's AddNorm: tf.keras.layers.LayerNormalization(norm_shape), norm_shape = [1, 2]
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 3, 4))
+    with float64_weights():
+        ln = tf.keras.layers.LayerNormalization([1, 2])
+        y = ln(tf.constant(x))
+    assert ln.gamma.shape == (3, 4) and ln.beta.shape == (3, 4) and ln.axis == [1, 2]
+    mean, var = x.mean((1, 2), keepdims=True), x.var((1, 2), keepdims=True)
+    np.testing.assert_allclose(y.numpy(), (x - mean) / np.sqrt(var + 1e-3), rtol=1e-12)
+    gamma, beta = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    ln.set_weights([gamma, beta])
+    np.testing.assert_allclose(ln(tf.constant(x)).numpy(),
+                               (x - mean) / np.sqrt(var + 1e-3) * gamma + beta, rtol=1e-12)
+    # the gradient (input, gamma, beta) against finite differences in float64
+    X = tf.Variable(x)
+    check_gradient([X, ln.gamma, ln.beta],
+                   lambda: tf.reduce_sum(tf.sin(ln(X)) * tf.constant(x)), rtol=1e-7)
+    # negative and unsorted axes, as Keras: sorted non-negative after building
+    ln = tf.keras.layers.LayerNormalization(axis=(-1, 1))
+    y = ln(tf.constant(x, tf.float32))
+    assert ln.axis == [1, 2] and ln.gamma.shape == (3, 4)
+    np.testing.assert_allclose(y.numpy(), (x - mean) / np.sqrt(var + 1e-3), rtol=1e-5, atol=1e-6)
+    # the batch axis and the features: gamma of shape (2, 4), one per (sample, feature)
+    ln = tf.keras.layers.LayerNormalization(axis=[0, 2])
+    y = ln(tf.constant(x, tf.float32))
+    assert ln.gamma.shape == (2, 4)
+    m, v = x.mean((0, 2), keepdims=True), x.var((0, 2), keepdims=True)
+    np.testing.assert_allclose(y.numpy(), (x - m) / np.sqrt(v + 1e-3), rtol=1e-5, atol=1e-6)
+    # the default: the last axis, gamma one per feature
+    ln = tf.keras.layers.LayerNormalization()
+    ln(tf.constant(x, tf.float32))
+    assert ln.gamma.shape == (4,)
+    with pytest.raises(ValueError, match=r"built for sizes \(3, 4\) along axes \[1, 2\], got "
+                                         r"an input of shape \(2, 5, 4\)"):
+        ln = tf.keras.layers.LayerNormalization([1, 2])
+        ln(tf.ones((2, 3, 4)))
+        ln(tf.ones((2, 5, 4)))
+    with pytest.raises(ValueError, match="names the same axis twice"):
+        tf.keras.layers.LayerNormalization([2, -1])(tf.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match="axis"):
+        tf.keras.layers.LayerNormalization([3])(tf.ones((2, 3, 4)))
+    with pytest.raises(TypeError, match="axis must be an int or a list/tuple of ints"):
+        tf.keras.layers.LayerNormalization(axis=[1.5])
+
+
+def test_dropout_on_attention_weights_in_training():
+    # DotProductAttention drops attention weights when called with training=True: with the
+    # identity as values, the output is the dropped weights, each 0 or w / (1 - 0.5)
+    attention = d2l.DotProductAttention(dropout=0.5)
+    queries, keys = tf.random.normal((2, 3, 4)), tf.random.normal((2, 10, 4))
+    values = tf.tile(tf.expand_dims(tf.eye(10), 0), (2, 1, 1))
+    valid_lens = tf.constant([4, 10])
+    out = attention(queries, keys, values, valid_lens, training=True).numpy()
+    w = attention.attention_weights.numpy()
+    assert np.all(np.isclose(out, 0) | np.isclose(out, 2 * w, rtol=1e-6))
+    assert 0 < np.mean(np.isclose(out, 0)[w > 0]) < 1
+    np.testing.assert_allclose(attention(queries, keys, values, valid_lens,
+                                         training=False).numpy(), w, rtol=1e-6)
+    np.testing.assert_allclose(attention(queries, keys, values, valid_lens).numpy(), w,
+                               rtol=1e-6)
