@@ -331,7 +331,10 @@ def test_d2l_11_2_attention_pooling():
         y_hat = d2l.transpose(d2l.transpose(yt64)@attention_w)
         return d2l.reduce_mean((y_hat - yt64) ** 2)
 
-    check_gradient([sigma], loss, eps=1e-6, rtol=1e-6)
+    grads = check_gradient([sigma], loss, eps=1e-6, rtol=1e-6)
+    before = float(loss())
+    tf.keras.optimizers.SGD(0.1).apply_gradients(zip(grads, [sigma]))
+    assert float(loss()) < before
 
 
 # -- 11.3 Attention scoring functions ------------------------------------------------------
