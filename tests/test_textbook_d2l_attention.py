@@ -154,7 +154,7 @@ def check_gradient(variables, loss_fn, grads=None, seed=0, eps=1e-6, rtol=1e-5, 
     return grads
 
 
-def numpy_gradient_check(model, X, loss_np, seed=0, eps=1e-5, rtol=2e-4):
+def numpy_gradient_check(model, X, loss_np, seed=0, eps=1e-5, rtol=5e-5):
     """One training step of ``model`` (float32, as the book's code makes it) on the batch
     ``X``: the tape's gradient of the book's loss, along a random unit direction of all the
     trainable weights, against the central difference along it of ``loss_np()``, the same
@@ -552,6 +552,17 @@ def test_d2l_11_4_bahdanau_attention(fra_eng):
                             lr=0.005)
     trainer = d2l.Trainer(max_epochs=2, gradient_clip_val=1)
     trainer.fit(model, data)
+    # (the trainer's clip_gradients: the gradients scaled to global norm 1 when above it)
+    batch = next(iter(data.train_dataloader()))
+    with tf.GradientTape() as tape:
+        l = model.loss(model(*batch[:-1]), batch[-1])
+    grads = tape.gradient(l, model.trainable_variables)
+    norm = math.sqrt(sum(float(tf.reduce_sum(g ** 2)) for g in grads))
+    clipped = trainer.clip_gradients(norm / 4, grads)
+    assert math.isclose(math.sqrt(sum(float(tf.reduce_sum(g ** 2)) for g in clipped)),
+                        norm / 4, rel_tol=1e-5)
+    np.testing.assert_allclose(clipped[0].numpy(), grads[0].numpy() / 4, rtol=1e-5)
+    assert trainer.clip_gradients(norm * 2, grads) is grads
 
     engs = ['go .', 'i lost .', 'he\'s calm .', 'i\'m home .']
     fras = ['va !', 'j\'ai perdu .', 'il est calme .', 'je suis chez moi .']
