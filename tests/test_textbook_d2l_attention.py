@@ -395,7 +395,7 @@ def test_d2l_11_3_attention_scoring_functions():
                       xlabel='Keys', ylabel='Queries')
     assert_heatmaps(plt.gcf(), 1, (2, 10))
 
-    # Dropout on the attention weights in training (rate 0.1: kept weights scaled by 1/0.9)
+    # training=True drops attention weights (test_dropout_on_attention_weights_in_training)
     out = attention(queries, keys, values, valid_lens, training=True)
     assert out.shape == (2, 1, 4)
 
@@ -712,7 +712,7 @@ def test_d2l_11_5_multihead_attention():
         np.testing.assert_allclose(
             attention.attention.attention_weights.numpy().reshape(w.shape), w, rtol=1e-4,
             atol=1e-6)
-    # (training=True: dropout on the weights, kept ones scaled by 2, the rest 0)
+    # (training=True drops the heads' weights: test_dropout_on_attention_weights_in_training)
     out = attention(X, Y, Y, valid_lens, training=True)
     assert out.shape == (batch_size, num_queries, num_hiddens)
 
