@@ -1339,6 +1339,8 @@ def test_sort_as_tensorflow_documents_it():
         tf.sort(x, direction='ascending')
     with pytest.raises(ValueError, match="axis"):
         tf.sort(tf.constant(1.0))
+    with pytest.raises(TypeError, match="real numbers.*got bool"):
+        tf.sort(tf.constant([True, False]))
 
 
 def test_layer_normalization_over_several_axes():

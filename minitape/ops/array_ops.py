@@ -1158,6 +1158,7 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
 
     Raises:
         ValueError: ``direction`` not one of the two, ``axis`` out of range (a scalar has none).
+        TypeError: ``values`` not real numbers (bool, complex), which TensorFlow's sort refuses.
 
     >>> import minitape as mt
     >>> mt.sort(mt.constant([[3., 1., 2.]])).numpy()
@@ -1166,6 +1167,9 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     array([3, 2, 1], dtype=int32)
     """
     values = convert_to_tensor(values, what="sort")
+    if values.dtype.kind not in "iuf":
+        raise TypeError(f"sort: values must be real numbers (ints or floats), got "
+                        f"{values.dtype.name}; cast them first (mt.cast)")
     if direction not in ("ASCENDING", "DESCENDING"):
         raise ValueError(f"sort: direction must be \"ASCENDING\" or \"DESCENDING\", got "
                          f"{direction!r}")
