@@ -86,6 +86,10 @@ losses = keras.losses
 metrics = keras.metrics
 # -- end of d2lqa ------------------------------------------------------------------------------
 
+# -- "Dive into Deep Learning", chapter 11 (d2lattn) -------------------------------------------
+from .ops.array_ops import repeat, sort  # noqa: E402  (masked_softmax, MultiHeadAttention)
+# -- end of d2lattn ----------------------------------------------------------------------------
+
 __version__ = version.VERSION
 
 debugging.install_numpy_warnings()   # NumPy's warnings from ops point at the learner's line

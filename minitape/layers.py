@@ -1200,20 +1200,35 @@ class Embedding(LayerMixin, Module):
 
 
 class LayerNormalization(LayerMixin, Module):
-    """Normalize each sample over its last axis, as ``tf.keras.layers.LayerNormalization``.
+    """Normalize each sample over ``axis`` (the last by default), as
+    ``tf.keras.layers.LayerNormalization``.
 
     ``(x - mean) / sqrt(variance + epsilon) * gamma + beta``, the mean and (biased) variance
-    taken over the last axis of each sample, the same in training and inference (unlike
-    ``BatchNormalization``). ``gamma`` (ones) and ``beta`` (zeros), one per feature, are made
-    on the first call; ``center=False`` / ``scale=False`` leave one out.
+    taken over the axes ``axis`` of each sample (an int or a list of ints, negative counting
+    from the end), the same in training and inference (unlike ``BatchNormalization``).
+    ``gamma`` (ones) and ``beta`` (zeros) have the input's sizes along those axes (one per
+    feature for the last axis; ``(steps, features)`` for ``axis=[1, 2]`` on ``(batch, steps,
+    features)``, as "Dive into Deep Learning"'s transformer's ``norm_shape``), made on the
+    first call; ``center=False`` / ``scale=False`` leave one out.
+
+    Raises:
+        TypeError: ``axis`` neither an int nor a list/tuple of ints (at construction).
+        ValueError: ``axis`` out of range or naming an axis twice for the input; an input
+            whose sizes along ``axis`` differ from those the layer was built for.
     """
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, name=None, **kwargs):
         super().__init__(name=name if name is not None else _default_name("layer_normalization"))
         _layer_options(self, kwargs, "LayerNormalization")
-        if axis != -1:
-            raise ValueError(f"LayerNormalization: minitape normalizes over the last axis only "
-                             f"(axis=-1, Keras's default), got axis={axis!r}")
+        ints = (int, np.integer)
+        if isinstance(axis, (list, tuple)) and all(
+                isinstance(a, ints) and not isinstance(a, bool) for a in axis):
+            self.axis = [int(a) for a in axis]
+        elif isinstance(axis, ints) and not isinstance(axis, bool):
+            self.axis = int(axis)
+        else:
+            raise TypeError(f"LayerNormalization: axis must be an int or a list/tuple of ints "
+                            f"(the axes to normalize over, e.g. -1 or [1, 2]), got {axis!r}")
         self.epsilon = float(epsilon)
         self.center, self.scale = bool(center), bool(scale)
         self.gamma = self.beta = None
@@ -1223,13 +1238,31 @@ class LayerNormalization(LayerMixin, Module):
     def built(self):
         return self._built
 
-    def build(self, features, dtype=None):
-        """Make ``gamma`` and ``beta`` for ``features`` (or an input shape, as Keras)."""
-        features = _last_dim(features, "LayerNormalization")
+    def _axes(self, ndim):
+        from .ops.axes import check_axes
+        return list(check_axes(self.axis, ndim, f"LayerNormalization '{self.name}'"))
+
+    def build(self, input_shape, dtype=None):
+        """Make ``gamma`` and ``beta`` for an input shape (as Keras: the sizes along ``axis``
+        then become the weights' shape, and ``axis`` the sorted non-negative axes); minitape's
+        own calls may pass the last dimension's size alone when ``axis`` is -1."""
+        if isinstance(input_shape, (tuple, list)) or hasattr(input_shape, "as_list"):
+            input_shape = tuple(input_shape)
+            self.axis = self._axes(len(input_shape))
+            shape = tuple(input_shape[a] for a in self.axis)
+            if any(n is None for n in shape):
+                raise ValueError(f"LayerNormalization.build needs the sizes of the axes "
+                                 f"{self.axis} it normalizes over, got the input shape "
+                                 f"{input_shape!r}")
+        elif self.axis in (-1, [-1]):
+            shape = (int(input_shape),)
+        else:
+            raise ValueError(f"LayerNormalization.build: with axis={self.axis!r}, pass the "
+                             f"input's whole shape, got {input_shape!r}")
         dtype = _layer_dtype(None) if dtype is None else dtype
 
         def var(value, name):
-            v = Variable(np.full(features, value, dtype), name=name)
+            v = Variable(np.full(shape, value, dtype), name=name)
             v.path = f"{self.name}/{name}"
             return v
         self.gamma = var(1.0, "gamma") if self.scale else None
@@ -1239,13 +1272,26 @@ class LayerNormalization(LayerMixin, Module):
     def __call__(self, inputs):
         x = math_ops.floating(inputs, f"LayerNormalization '{self.name}'")
         if not self._built:
-            self.build(x.shape[-1], x.dtype)
-        mean = reduction_ops.reduce_mean(x, axis=-1, keepdims=True)
-        variance = reduction_ops.reduce_mean(math_ops.square(x - mean), axis=-1, keepdims=True)
+            self.build(x.shape, x.dtype)
+        axes = self._axes(x.ndim)
+        sizes = tuple(x.shape[a] for a in axes)
+        built = (self.gamma if self.gamma is not None else self.beta)
+        if built is not None and built.shape != sizes:
+            raise ValueError(f"LayerNormalization '{self.name}' was built for sizes "
+                             f"{built.shape} along axes {axes}, got an input of shape {x.shape}")
+        mean = reduction_ops.reduce_mean(x, axis=axes, keepdims=True)
+        variance = reduction_ops.reduce_mean(math_ops.square(x - mean), axis=axes, keepdims=True)
         y = (x - mean) / math_ops.sqrt(variance + self.epsilon)
+        # gamma and beta have the sizes along ``axes``: put them on those axes of the input
+        # (a reshape only when those are not just the last axis, as Keras's _broadcast)
+        broadcast = [x.shape[a] if a in axes else 1 for a in range(x.ndim)]
         if self.gamma is not None:
-            y = y * self.gamma
-        return y + self.beta if self.beta is not None else y
+            y = y * (self.gamma if axes == [x.ndim - 1] else
+                     array_ops.reshape(self.gamma, broadcast))
+        if self.beta is not None:
+            y = y + (self.beta if axes == [x.ndim - 1] else
+                     array_ops.reshape(self.beta, broadcast))
+        return y
 
 
 class Normalization(LayerMixin, Module):

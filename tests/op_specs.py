@@ -487,6 +487,14 @@ SPECS = [
       args(normal((4, 3)), normal((4,)))),
     S("BatchMatMulV2", "matvec_broadcast_batch", lambda a, b: mt.linalg.matvec(
         a, b, adjoint_a=True) * b[..., :1], args(normal((2, 1, 3, 3)), normal((4, 3)))),
+    # d2l chapter 11: tf.repeat and tf.sort, made of a GatherV2 (the copies' cotangents add up;
+    # each sorted entry's goes back to where it came from)
+    S("GatherV2", "repeat_per_entry_axis1", lambda x: mt.repeat(x, [2, 0, 3], axis=1) ** 2,
+      args(normal((2, 3)))),
+    S("GatherV2", "repeat_flattened", lambda x: mt.repeat(x * x, 2), args(normal((2, 2)))),
+    S("GatherV2", "sort_axis0", lambda x: mt.sort(x, axis=0) ** 3, distinct((3, 2))),
+    S("GatherV2", "sort_descending_last_axis",
+      lambda x: mt.sort(x, direction="DESCENDING") * x, distinct((2, 4))),
     # user-defined gradients
     S("CustomGradient", "log1pexp", log1pexp, args(normal((2, 3)))),
     S("CustomGradient", "two_in_two_out", scaled_product, args(normal((3,)), normal((3,)))),

@@ -87,6 +87,11 @@ AXIS = [
          r"^stack: axis=2 is out of range for a new axis"),
     _row("reverse", lambda: mt.reverse(M, axis=[2]), ValueError, r"^reverse: axis=2"),
     _row("split", lambda: mt.split(M, 1, axis=2), ValueError, r"^split: axis=2"),
+    _row("repeat", lambda: mt.repeat(M, 2, axis=2), ValueError, r"^repeat: axis=2"),
+    _row("repeat_scalar", lambda: mt.repeat(S, 2, axis=0), ValueError,
+         r"^repeat: axis=0.*a scalar has no axes"),
+    _row("sort", lambda: mt.sort(M, axis=2), ValueError, r"^sort: axis=2"),
+    _row("sort_scalar", lambda: mt.sort(S), ValueError, r"^sort: axis=-1.*a scalar has no axes"),
     # -- nn
     _row("softmax", lambda: mt.nn.softmax(V, axis=1), ValueError, r"^softmax: axis=1"),
     _row("log_softmax", lambda: mt.nn.log_softmax(V, axis=-2), ValueError,

@@ -109,6 +109,7 @@ CALLS = {
     "tile": lambda: (_x(), [1, 2]),
     "pad": lambda: (_x(), [[1, 0], [0, 2]], "CONSTANT", _scalar(0.5)),
     "gather": lambda: (_x(), [1, 0, 1]),
+    "repeat": lambda: (_x(), [2, 0, 1], 1),   # (sort takes one float Tensor as it is)
     "where": lambda: (mt.constant([[True, False, True], [False, True, True]]), _x(), _x()),
     "fill": lambda: ([2, 3], _scalar(1.5)),
     "linspace": lambda: (_scalar(-1.0), _scalar(2.0), 4),

@@ -1111,3 +1111,89 @@ register_tensor_conversion_function((list, tuple), _autopack, priority=99)   # (
 # vectorized Jacobian), but imports nothing above it: the ops install them.
 _jacobians.reshape, _jacobians.transpose = reshape, transpose
 _jacobians.stack, _jacobians.concat = stack, concat
+
+
+# -- "Dive into Deep Learning", chapter 11 (d2lattn): repeat and sort, made of GatherV2 ---------
+
+
+def repeat(input, repeats, axis=None, name=None):  # noqa: A002
+    """Repeat each entry of ``input`` along ``axis``, as ``tf.repeat`` (and ``np.repeat``).
+
+    ``repeats`` is an int, or one int per entry along ``axis`` (a list or 1-D int Tensor of
+    length ``input.shape[axis]``); ``axis=None`` flattens ``input`` first. Entry ``i`` comes
+    ``repeats[i]`` times, in order: ``repeat([[1, 2], [3, 4]], 2, axis=0)`` is
+    ``[[1, 2], [1, 2], [3, 4], [3, 4]]``. As TensorFlow's (a composite of ops), it records no
+    op of its own: a ``GatherV2`` (after a ``Reshape`` for ``axis=None``), whose gradient adds
+    up the copies' cotangents.
+
+    Raises:
+        ValueError: ``axis`` out of range (a scalar ``input`` needs ``axis=None``).
+        mt.errors.InvalidArgumentError (a ``ValueError``): ``repeats`` of the wrong length,
+            negative, or not a scalar or a vector.
+        TypeError: non-integer ``repeats``.
+
+    >>> import minitape as mt
+    >>> mt.repeat(mt.constant([1, 2]), repeats=[2, 3]).numpy()
+    array([1, 1, 2, 2, 2], dtype=int32)
+    >>> mt.repeat(mt.constant([[1., 2.], [3., 4.]]), 2, axis=0).numpy()
+    array([[1., 2.],
+           [1., 2.],
+           [3., 4.],
+           [3., 4.]], dtype=float32)
+    """
+    input = convert_to_tensor(input, what="repeat")
+    counts = np.asarray(convert_to_tensor(repeats, what="repeat repeats").numpy())
+    if counts.dtype.kind not in "iu":
+        raise TypeError(f"repeat: repeats must be ints, got {counts.dtype} {repeats!r:.60}")
+    if axis is None:
+        input = reshape(input, [-1])
+        axis = 0
+    axis = check_axis(axis, input.ndim, "repeat", shape=input.shape)
+    size = input.shape[axis]
+    if counts.ndim > 1 or (counts.ndim == 1 and counts.size not in (1, size)):
+        raise invalid_argument(
+            f"repeat: repeats of shape {counts.shape} cannot go with axis {axis} of size {size} "
+            f"(input of shape {input.shape}): give one int, or {size} ints, one per entry")
+    if counts.size and counts.min() < 0:
+        raise invalid_argument(f"repeat: repeats must be 0 or more, got {counts.tolist()}")
+    indices = np.repeat(np.arange(size), np.broadcast_to(counts.reshape(-1), (size,)))
+    y = _take(input, (slice(None),) * axis + (indices,), "GatherV2", {"axis": axis})
+    y.name = check_name(name, "repeat")
+    return y
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None):
+    """``values`` sorted along ``axis`` (the last by default), as ``tf.sort``.
+
+    ``direction`` is ``"ASCENDING"`` or ``"DESCENDING"``. Equal values keep their order (a
+    stable sort, as TensorFlow's, which sorts with ``top_k``). The result is a ``GatherV2`` of
+    ``values`` at the sorted positions (TensorFlow records ``TopKV2``): the gradient sends each
+    output's cotangent back to the entry that went there.
+
+    Raises:
+        ValueError: ``direction`` not one of the two, ``axis`` out of range (a scalar has none).
+        TypeError: ``values`` not real numbers (bool, complex), which TensorFlow's sort refuses.
+
+    >>> import minitape as mt
+    >>> mt.sort(mt.constant([[3., 1., 2.]])).numpy()
+    array([[1., 2., 3.]], dtype=float32)
+    >>> mt.sort(mt.constant([3, 1, 2]), direction="DESCENDING").numpy()
+    array([3, 2, 1], dtype=int32)
+    """
+    values = convert_to_tensor(values, what="sort")
+    if values.dtype.kind not in "iuf":
+        raise TypeError(f"sort: values must be real numbers (ints or floats), got "
+                        f"{values.dtype.name}; cast them first (mt.cast)")
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"sort: direction must be \"ASCENDING\" or \"DESCENDING\", got "
+                         f"{direction!r}")
+    axis = check_axis(axis, values.ndim, "sort", shape=values.shape)
+    keys = values._value if direction == "ASCENDING" else -values._value
+    if direction == "DESCENDING" and values.dtype.kind == "u":
+        keys = np.iinfo(values.dtype).max - values._value
+    order = np.argsort(keys, axis=axis, kind="stable")
+    key = list(np.ix_(*(np.arange(n) for n in values.shape)))
+    key[axis] = order
+    y = _take(values, tuple(key), "GatherV2", {"axis": axis})
+    y.name = check_name(name, "sort")
+    return y
