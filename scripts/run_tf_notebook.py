@@ -11,7 +11,8 @@ Each code cell runs in one namespace, in order, with the import lines switched
 layers``) and nothing else changed (the licence cell and shell lines ``!pip ...`` /
 ``%magic`` are skipped, as the guides' own notebooks skip them offline). The script prints
 each failing cell with its error, then a summary line, and exits with status 1 if a cell
-failed. ``-v`` prints every cell and what it printed. Nothing is downloaded: a cell that needs the network fails, and says so.
+failed. ``-v`` prints every cell and what it printed. Nothing is downloaded: a cell that
+needs the network fails, and says so.
 """
 
 from __future__ import annotations
