@@ -127,3 +127,35 @@ def test_to_categorical():
                                   [[0.0, 1.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match="labels must be in \\[0, 2\\)"):
         mt.keras.utils.to_categorical([2], num_classes=2)
+
+
+def test_a_vector_fits_a_model_whose_input_ends_in_one_as_keras_3():
+    # TensorFlow's regression tutorial: Normalization(input_shape=[1,], axis=None) then
+    # Dense(1), trained and asked on a vector of horsepowers, shape (n,): Keras 3 gives a
+    # model that knows its input one axis more (or fewer) of size 1 (``_adjust_input_rank``).
+    layers = mt.keras.layers
+    horsepower = np.array([130.0, 165.0, 150.0, 95.0, 88.0, 110.0], np.float32)
+    normalizer = layers.Normalization(input_shape=[1, ], axis=None)
+    normalizer.adapt(horsepower)
+    model = mt.keras.Sequential([normalizer, layers.Dense(units=1)])
+    w, b = (v.numpy() for v in model.layers[1].weights)
+    expected = (horsepower - horsepower.mean()) / horsepower.std() * w[0, 0] + b[0]
+    got = model.predict(horsepower[:4], verbose=0)
+    assert got.shape == (4, 1)
+    np.testing.assert_allclose(got[:, 0], expected[:4], rtol=1e-5)
+    model.compile(optimizer=mt.keras.optimizers.Adam(0.1), loss="mean_absolute_error")
+    history = model.fit(horsepower, horsepower / 10, epochs=2, verbose=0, validation_split=0.5)
+    assert len(history.history["val_loss"]) == 2
+    # A functional model the same; a trailing axis of 1 too many is dropped; a tape sees it.
+    inputs = mt.keras.Input(shape=(1,))
+    functional = mt.keras.Model(inputs, layers.Dense(2)(inputs))
+    assert functional(horsepower).shape == (6, 2)
+    assert functional(horsepower[:, None, None]).shape == (6, 2)
+    x = mt.constant(horsepower)
+    with mt.GradientTape() as tape:
+        tape.watch(x)
+        y = mt.reduce_sum(functional(x))
+    kernel = functional.layers[-1].kernel.numpy()
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), np.full(6, kernel.sum()), rtol=1e-6)
+    with pytest.raises(ValueError):          # anything else is still refused
+        functional(np.ones((6, 3), np.float32))

@@ -27,7 +27,7 @@ from .. import dtypes, module
 from ..engine.tensor import Tensor, register_tensor_conversion_function
 from ..ops.constant_op import constant
 from .layers import Layer, accepts
-from .models import Model, unrecorded
+from .models import Model, adjust_input_rank, unrecorded
 
 __all__ = ["KerasTensor", "Input", "InputLayer", "Functional"]
 
@@ -352,6 +352,7 @@ class Functional(Model):
                                  "pass a list with one value per mt.keras.Input")
         for symbol, value in zip(symbols, given):
             x = value if isinstance(value, Tensor) else constant(np.asarray(value))
+            x = adjust_input_rank(x, symbol.shape)    # (a vector where (None, 1) is expected)
             if symbol.dtype.kind == "f" and x.dtype != symbol.dtype and x.dtype.kind in "iuf":
                 x = constant(np.asarray(x.numpy(), symbol.dtype))
             expected = symbol.shape[1:]

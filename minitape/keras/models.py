@@ -28,7 +28,7 @@ import numpy as np
 from .. import optimizers as _optimizers
 from ..engine import recording, tensor
 from ..module import Module, keyed_variables, read_headers
-from ..ops import random_ops, reduction_ops
+from ..ops import array_ops, random_ops, reduction_ops
 from ..engine.tape import GradientTape
 from ..engine.tensor import Tensor
 from ..ops.constant_op import constant
@@ -973,7 +973,8 @@ class Sequential(Model):
         return model
 
     def call(self, inputs, training=None):
-        x = inputs
+        shape = getattr(self, "_build_input_shape", None)
+        x = adjust_input_rank(inputs, shape) if isinstance(shape, tuple) else inputs
         for layer in self._layers:
             if training is not None and accepts(layer, "training"):
                 x = layer(x, training=training)
@@ -982,6 +983,24 @@ class Sequential(Model):
         if "_build_output" in vars(self):   # (building: see _maybe_build)
             self._build_output = x
         return x
+
+
+def adjust_input_rank(x, shape):
+    """``x`` made to the rank of ``shape`` (an input's shape, batch axis first) the way Keras 3
+    does for a model that knows its input: one axis too few where ``shape`` ends in 1 gains a
+    last axis of 1, one axis too many of size 1 at the end loses it; any other ``x`` is
+    returned as it is (the layers check it). So a vector of scalars fits a model built with
+    ``input_shape=[1]`` (TensorFlow's regression tutorial: ``model.predict(horsepower[:10])``).
+    A Tensor goes through the recorded ops (``expand_dims`` / ``squeeze``), so a tape sees it.
+    """
+    if not isinstance(x, (Tensor, np.ndarray)) or not shape:
+        return x
+    rank = len(shape)
+    if x.ndim == rank - 1 and shape[-1] == 1:
+        return np.expand_dims(x, -1) if isinstance(x, np.ndarray) else array_ops.expand_dims(x, -1)
+    if x.ndim == rank + 1 and x.shape[-1] == 1:
+        return np.squeeze(x, -1) if isinstance(x, np.ndarray) else array_ops.squeeze(x, -1)
+    return x
 
 
 class _CompiledMetrics(list):
