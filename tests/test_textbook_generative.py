@@ -129,3 +129,210 @@ def test_pca_with_an_undercomplete_linear_autoencoder():
     projection = mean + (X_train - mean) @ pca_plane @ pca_plane.T
     np.testing.assert_allclose(autoencoder.predict(X_train), projection, atol=2e-2)
     assert history.history["loss"][-1] == pytest.approx(pca_error, rel=2e-2)
+
+
+# -- Stacked autoencoders ------------------------------------------------------------------
+
+def test_stacked_autoencoder(book):
+    X_train, X_valid, y_valid = book["X_train"], book["X_valid"], book["y_valid"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    stacked_encoder = tf.keras.Sequential([
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(30, activation="relu"),
+    ])
+    stacked_decoder = tf.keras.Sequential([
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(28 * 28),
+        tf.keras.layers.Reshape([28, 28])
+    ])
+    stacked_ae = tf.keras.Sequential([stacked_encoder, stacked_decoder])
+
+    stacked_ae.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+    history = stacked_ae.fit(X_train, X_train, epochs=2,  # (the book: 20)
+                             validation_data=(X_valid, X_valid))
+
+    fig, reconstructions = plot_reconstructions(stacked_ae, X_valid)
+    save_fig("reconstruction_plot")  # extra code – saves the high res figure
+    assert reconstructions.shape == (5, 28, 28)
+    assert set(history.history) == {"loss", "val_loss"}
+    assert len(history.history["loss"]) == 2
+
+    from sklearn.manifold import TSNE
+
+    X_valid_compressed = stacked_encoder.predict(X_valid)
+    tsne = TSNE(init="pca", learning_rate="auto", random_state=42,
+                perplexity=5)  # (perplexity < 32 validation images)
+    X_valid_2D = tsne.fit_transform(X_valid_compressed)
+    plt.scatter(X_valid_2D[:, 0], X_valid_2D[:, 1], c=y_valid, s=10, cmap="tab10")
+    assert X_valid_compressed.shape == (32, 30) and X_valid_2D.shape == (32, 2)
+
+    # The same network in float64: a training step's gradient against finite differences.
+    with float64_weights():
+        tf.random.set_seed(0)
+        encoder = tf.keras.Sequential([
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(100, activation="relu"),
+            tf.keras.layers.Dense(30, activation="relu"),
+        ])
+        decoder = tf.keras.Sequential([
+            tf.keras.layers.Dense(100, activation="relu"),
+            tf.keras.layers.Dense(28 * 28),
+            tf.keras.layers.Reshape([28, 28])
+        ])
+        check_training_step(tf.keras.Sequential([encoder, decoder]), X_train[:8],
+                            mse_loss(X_train[:8]))
+
+
+# -- Tying weights -------------------------------------------------------------------------
+
+class DenseTranspose(tf.keras.layers.Layer):
+    def __init__(self, dense, activation=None, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = dense
+        self.activation = tf.keras.activations.get(activation)
+
+    def build(self, batch_input_shape):
+        self.biases = self.add_weight(name="bias",
+                                      shape=self.dense.input_shape[-1],
+                                      initializer="zeros")
+        super().build(batch_input_shape)
+
+    def call(self, inputs):
+        Z = tf.matmul(inputs, self.dense.weights[0], transpose_b=True)
+        return self.activation(Z + self.biases)
+
+
+def tied_autoencoder():
+    dense_1 = tf.keras.layers.Dense(100, activation="relu")
+    dense_2 = tf.keras.layers.Dense(30, activation="relu")
+
+    tied_encoder = tf.keras.Sequential([
+        tf.keras.layers.Flatten(),
+        dense_1,
+        dense_2
+    ])
+
+    tied_decoder = tf.keras.Sequential([
+        DenseTranspose(dense_2, activation="relu"),
+        DenseTranspose(dense_1),
+        tf.keras.layers.Reshape([28, 28])
+    ])
+
+    tied_ae = tf.keras.Sequential([tied_encoder, tied_decoder])
+    return tied_ae, dense_1, dense_2, tied_decoder
+
+
+def test_tying_weights(book):
+    X_train, X_valid = book["X_train"], book["X_valid"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+    tied_ae, dense_1, dense_2, tied_decoder = tied_autoencoder()
+
+    # extra code – compiles and fits the model
+    tied_ae.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+    history = tied_ae.fit(X_train, X_train, epochs=2,  # (the book: 10)
+                          validation_data=(X_valid, X_valid))
+    plot_reconstructions(tied_ae, X_valid)
+
+    # The decoder has its own biases and no kernel: the kernels are the encoder's Variables.
+    transpose_1, transpose_2 = tied_decoder.layers[1], tied_decoder.layers[0]
+    assert transpose_1.biases.shape == (784,) and transpose_2.biases.shape == (100,)
+    # (``self.dense = dense`` tracks the Dense layer, so the decoder lists the encoder's
+    # weights too, as in tf.keras; the model lists each Variable once.)
+    encoder_ids = {id(v) for v in tied_ae.layers[0].trainable_variables}
+    own = [v for v in tied_decoder.trainable_variables if id(v) not in encoder_ids]
+    assert [v.shape for v in own] == [(100,), (784,)]
+    ids = [id(v) for v in tied_ae.trainable_variables]
+    assert len(ids) == len(set(ids)) == 6
+    assert id(dense_1.kernel) in ids and id(dense_2.kernel) in ids
+    # The decoder computes with the very kernels the encoder trained.
+    Z = tied_ae.layers[0](X_valid[:4])
+    W1, b1 = dense_1.kernel.numpy(), transpose_1.biases.numpy()
+    W2, b2 = dense_2.kernel.numpy(), transpose_2.biases.numpy()
+    expected = (np.maximum(Z.numpy() @ W2.T + b2, 0) @ W1.T + b1).reshape(4, 28, 28)
+    np.testing.assert_allclose(tied_ae(X_valid[:4]).numpy(), expected, rtol=1e-4, atol=1e-5)
+
+    # One gradient for each shared kernel, the sum of its two uses: finite differences.
+    with float64_weights():
+        tf.random.set_seed(0)
+        model = tied_autoencoder()[0]
+        check_training_step(model, X_train[:8], mse_loss(X_train[:8]))
+        assert len(model.trainable_variables) == 6
+
+
+# -- Training one autoencoder at a time ----------------------------------------------------
+
+def test_training_one_autoencoder_at_a_time(book):
+    X_train, X_valid = book["X_train"], book["X_valid"]
+
+    def train_autoencoder(n_neurons, X_train, X_valid, n_epochs=1,  # (the book: 10)
+                          output_activation=None, learning_rate=1e-3):
+        n_inputs = X_train.shape[-1]
+        encoder = tf.keras.layers.Dense(n_neurons, activation="relu")
+        decoder = tf.keras.layers.Dense(n_inputs, activation=output_activation)
+        autoencoder = tf.keras.Sequential([encoder, decoder])
+        optimizer = tf.keras.optimizers.Nadam(learning_rate=learning_rate)
+        autoencoder.compile(loss="mse", optimizer=optimizer)
+        autoencoder.fit(X_train, X_train, epochs=n_epochs,
+                        validation_data=(X_valid, X_valid))
+        return encoder, decoder, encoder(X_train), encoder(X_valid)
+
+    tf.random.set_seed(42)
+
+    X_train_flat = tf.keras.layers.Flatten()(X_train)
+    X_valid_flat = tf.keras.layers.Flatten()(X_valid)
+    enc1, dec1, X_train_enc1, X_valid_enc1 = train_autoencoder(
+        100, X_train_flat, X_valid_flat, learning_rate=5e-4)
+    enc2, dec2, _, _ = train_autoencoder(
+        30, X_train_enc1, X_valid_enc1, output_activation="relu",
+        learning_rate=5e-3)
+
+    stacked_ae_1_by_1 = tf.keras.Sequential([
+        tf.keras.layers.Flatten(),
+        enc1, enc2, dec2, dec1,
+        tf.keras.layers.Reshape([28, 28])
+    ])
+    _, before = plot_reconstructions(stacked_ae_1_by_1, X_valid)
+
+    # The stack reuses the trained layers: its output is the composition, in NumPy.
+    def dense(layer, x, relu):
+        y = x @ layer.kernel.numpy() + layer.bias.numpy()
+        return np.maximum(y, 0) if relu else y
+
+    x = X_valid[:5].reshape(5, -1)
+    x = dense(dec1, dense(dec2, dense(enc2, dense(enc1, x, True), True), True), False)
+    np.testing.assert_allclose(before, np.clip(x.reshape(5, 28, 28), 0, 1), atol=1e-5)
+    assert X_train_flat.shape == (96, 784) and X_train_enc1.shape == (96, 100)
+
+    stacked_ae_1_by_1.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+    history = stacked_ae_1_by_1.fit(X_train, X_train, epochs=1,  # (the book: 5)
+                                    validation_data=(X_valid, X_valid))
+    assert len(history.history["val_loss"]) == 1
+
+
+# -- the fixes the chapter needed, one by one ----------------------------------------------
+
+def test_layer_input_shape_is_its_first_input_shape_in_a_model():
+    dense_1, dense_2 = tf.keras.layers.Dense(5), tf.keras.layers.Dense(2)
+    model = tf.keras.Sequential([tf.keras.layers.Flatten(), dense_1, dense_2])
+    with pytest.raises(AttributeError, match="never been called inside a model"):
+        dense_1.input_shape
+    model(np.zeros((4, 3, 2), np.float32))
+    assert dense_1.input_shape == (None, 6) and dense_2.input_shape == (None, 5)
+    assert model.layers[0].input_shape == (None, 3, 2)
+    inputs = tf.keras.Input(shape=[7])
+    dense_3 = tf.keras.layers.Dense(1)
+    dense_3(inputs)
+    assert dense_3.input_shape == (None, 7)
+    # Called alone on a tensor, a layer has no input shape (tf.keras 2 says so too).
+    dense_4 = tf.keras.layers.Dense(1)
+    dense_4(np.zeros((2, 3), np.float32))
+    with pytest.raises(AttributeError, match="never been called inside a model"):
+        dense_4.input_shape
+
+
+def test_add_weight_takes_an_int_shape():
+    layer = tf.keras.layers.Layer()
+    assert layer.add_weight(shape=3, initializer="ones").shape == (3,)
+    assert layer.add_weight(shape=np.int64(2)).shape == (2,)

@@ -174,7 +174,8 @@ class Layer(_mt_layers.LayerMixin, Module):
         ``add_weight(name, shape, dtype, initializer, ...)``.
 
         Args:
-            shape: tuple or list of ints (default ``()``).
+            shape: tuple or list of ints (default ``()``), or an int for a vector (as
+                tf.keras 2, Géron's ``shape=self.dense.input_shape[-1]``).
             initializer: a Keras name (``"glorot_uniform"``, the default for floats;
                 ``"zeros"``, the default otherwise; ``"ones"``, ``"he_normal"``,
                 ``"random_normal"``...), an ``mt.keras.initializers`` object, or a callable
@@ -215,6 +216,8 @@ class Layer(_mt_layers.LayerMixin, Module):
                 given[key] = value
             shape, initializer, dtype = given["shape"], given["initializer"], given["dtype"]
             trainable, name = given["trainable"], given["name"]
+        if isinstance(shape, (int, np.integer)):   # (an int: a vector, as tf.keras 2)
+            shape = (shape,)
         shape = tuple(int(d) for d in (() if shape is None else shape))
         dtype = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
         if initializer is None:

@@ -975,6 +975,9 @@ class Sequential(Model):
     def call(self, inputs, training=None):
         x = inputs
         for layer in self._layers:
+            if "_call_input_shape" not in vars(layer) and hasattr(x, "shape"):
+                # (``layer.input_shape``, as tf.keras 2: the shape of its first input here)
+                layer._call_input_shape = (None,) + tuple(x.shape[1:])
             if training is not None and accepts(layer, "training"):
                 x = layer(x, training=training)
             else:
