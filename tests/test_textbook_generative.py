@@ -311,6 +311,233 @@ def test_training_one_autoencoder_at_a_time(book):
     assert len(history.history["val_loss"]) == 1
 
 
+
+# -- Convolutional autoencoders ------------------------------------------------------------
+
+def conv_autoencoder():
+    conv_encoder = tf.keras.Sequential([
+        tf.keras.layers.Reshape([28, 28, 1]),
+        tf.keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+        tf.keras.layers.MaxPool2D(pool_size=2),  # output: 14 × 14 x 16
+        tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+        tf.keras.layers.MaxPool2D(pool_size=2),  # output: 7 × 7 x 32
+        tf.keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+        tf.keras.layers.MaxPool2D(pool_size=2),  # output: 3 × 3 x 64
+        tf.keras.layers.Conv2D(30, 3, padding="same", activation="relu"),
+        tf.keras.layers.GlobalAvgPool2D()  # output: 30
+    ])
+    conv_decoder = tf.keras.Sequential([
+        tf.keras.layers.Dense(3 * 3 * 16),
+        tf.keras.layers.Reshape((3, 3, 16)),
+        tf.keras.layers.Conv2DTranspose(32, 3, strides=2, activation="relu"),
+        tf.keras.layers.Conv2DTranspose(16, 3, strides=2, padding="same",
+                                        activation="relu"),
+        tf.keras.layers.Conv2DTranspose(1, 3, strides=2, padding="same"),
+        tf.keras.layers.Reshape([28, 28])
+    ])
+    conv_ae = tf.keras.Sequential([conv_encoder, conv_decoder])
+    return conv_ae, conv_encoder, conv_decoder
+
+
+def test_convolutional_autoencoder(book):
+    X_train, X_valid = book["X_train"], book["X_valid"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+    conv_ae, conv_encoder, conv_decoder = conv_autoencoder()
+
+    # extra code – compiles and fits the model
+    conv_ae.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+    history = conv_ae.fit(X_train, X_train, epochs=1,  # (the book: 10)
+                          validation_data=(X_valid, X_valid))
+    _, reconstructions = plot_reconstructions(conv_ae, X_valid)
+    assert reconstructions.shape == (5, 28, 28)
+    # The shapes of the book's comments; the decoder: 3 -> 7 (valid) -> 14 -> 28 (same).
+    assert conv_encoder.predict(X_valid[:2]).shape == (2, 30)
+    x = np.zeros((2, 30), np.float32)
+    out = []
+    for layer in conv_decoder.layers:
+        x = layer(x)
+        out.append(tuple(x.shape[1:]))
+    assert out == [(144,), (3, 3, 16), (7, 7, 32), (14, 14, 16), (28, 28, 1), (28, 28)]
+
+    with float64_weights():
+        tf.random.set_seed(0)
+        check_training_step(conv_autoencoder()[0], X_train[:4], mse_loss(X_train[:4]))
+
+
+# -- Denoising autoencoders ----------------------------------------------------------------
+
+def test_denoising_autoencoder_with_dropout(book):
+    X_train, X_valid = book["X_train"], book["X_valid"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    dropout_encoder = tf.keras.Sequential([
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dropout(0.5),
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(30, activation="relu")
+    ])
+    dropout_decoder = tf.keras.Sequential([
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(28 * 28),
+        tf.keras.layers.Reshape([28, 28])
+    ])
+    dropout_ae = tf.keras.Sequential([dropout_encoder, dropout_decoder])
+
+    # extra code – compiles and fits the model
+    dropout_ae.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+    history = dropout_ae.fit(X_train, X_train, epochs=1,  # (the book: 10)
+                             validation_data=(X_valid, X_valid))
+
+    # extra code – this cell generates and saves Figure 17–9
+    tf.random.set_seed(42)
+    dropout = tf.keras.layers.Dropout(0.5)
+    noisy = dropout(X_valid, training=True)
+    plot_reconstructions(dropout_ae, noisy)
+    save_fig("dropout_denoising_plot")
+    # Inverted dropout: each pixel is dropped (0) or kept and doubled.
+    noisy = noisy.numpy()
+    kept = noisy != 0
+    np.testing.assert_allclose(noisy[kept], 2 * X_valid[kept], rtol=1e-6)
+    assert 0.4 < 1 - kept.mean() < 0.6
+    # At inference the encoder's Dropout does nothing: predict is the plain network.
+    a, b = dropout_ae.predict(X_valid[:4]), dropout_ae.predict(X_valid[:4])
+    np.testing.assert_array_equal(a, b)
+
+
+def test_denoising_autoencoder_with_gaussian_noise(book):
+    # The chapter's Gaussian-noise variant (its binary hashing autoencoder, exercise 10).
+    X_train, X_valid = book["X_train"], book["X_valid"]
+    tf.random.set_seed(42)
+
+    hashing_encoder = tf.keras.Sequential([
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.GaussianNoise(15.),
+        tf.keras.layers.Dense(16, activation="sigmoid"),
+    ])
+    hashing_decoder = tf.keras.Sequential([
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(28 * 28),
+        tf.keras.layers.Reshape([28, 28])
+    ])
+    hashing_ae = tf.keras.Sequential([hashing_encoder, hashing_decoder])
+    optimizer = tf.keras.optimizers.Nadam(learning_rate=5e-4)
+    hashing_ae.compile(loss="mse", optimizer=optimizer)
+    history = hashing_ae.fit(X_train, X_train, epochs=1,  # (the book: 10)
+                             validation_data=(X_valid, X_valid))
+    plot_reconstructions(hashing_ae, X_valid)
+
+    hashes = hashing_encoder.predict(X_valid).round().astype(np.int32)
+    hashes *= np.array([[2 ** bit for bit in range(16)]])
+    hashes = hashes.sum(axis=1)
+    lines = [f"{h:016b}" for h in hashes[:5]]
+    assert hashes.shape == (32,) and all(len(line) == 16 for line in lines)
+    # GaussianNoise adds N(0, 15²) noise in training only.
+    noise = tf.keras.layers.GaussianNoise(15.)
+    x = np.zeros((200, 50), np.float32)
+    np.testing.assert_array_equal(noise(x).numpy(), x)
+    assert noise(x, training=True).numpy().std() == pytest.approx(15, rel=0.03)
+
+
+# -- Sparse autoencoders -------------------------------------------------------------------
+
+def test_sparse_autoencoder_with_l1_activity_regularization(book):
+    X_train, X_valid = book["X_train"], book["X_valid"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    sparse_l1_encoder = tf.keras.Sequential([
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(300, activation="sigmoid"),
+        tf.keras.layers.ActivityRegularization(l1=1e-4)
+    ])
+    sparse_l1_decoder = tf.keras.Sequential([
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(28 * 28),
+        tf.keras.layers.Reshape([28, 28])
+    ])
+    sparse_l1_ae = tf.keras.Sequential([sparse_l1_encoder, sparse_l1_decoder])
+
+    # extra code – compiles and fits the model
+    sparse_l1_ae.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+    history = sparse_l1_ae.fit(X_train, X_train, epochs=1,  # (the book: 10)
+                               validation_data=(X_valid, X_valid))
+    plot_reconstructions(sparse_l1_ae, X_valid)
+
+    # The penalty: 1e-4 * sum |codings| / batch size (Keras 3 divides by the batch size).
+    x = X_valid[:8]
+    codings = sparse_l1_encoder(x).numpy().astype(np.float64)
+    assert len(sparse_l1_ae.losses) == 1
+    expected = 1e-4 * np.abs(codings).sum() / 8
+    assert float(sparse_l1_ae.losses[0]) == pytest.approx(expected, rel=1e-5)
+    # fit minimises mse + that penalty: evaluate reports their sum.
+    sparse_l1_ae(x)
+    mse = np.mean((sparse_l1_ae(x).numpy().astype(np.float64) - x) ** 2)
+    assert sparse_l1_ae.evaluate(x, x, verbose=0, batch_size=8) == pytest.approx(
+        mse + expected, rel=1e-4)
+
+
+kl_divergence = tf.keras.losses.kullback_leibler_divergence
+
+
+class KLDivergenceRegularizer(tf.keras.regularizers.Regularizer):
+    def __init__(self, weight, target):
+        self.weight = weight
+        self.target = target
+
+    def __call__(self, inputs):
+        mean_activities = tf.reduce_mean(inputs, axis=0)
+        return self.weight * (
+            kl_divergence(self.target, mean_activities) +
+            kl_divergence(1. - self.target, 1. - mean_activities))
+
+
+def kl_sparse_autoencoder():
+    kld_reg = KLDivergenceRegularizer(weight=5e-3, target=0.1)
+    sparse_kl_encoder = tf.keras.Sequential([
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(300, activation="sigmoid",
+                              activity_regularizer=kld_reg)
+    ])
+    sparse_kl_decoder = tf.keras.Sequential([
+        tf.keras.layers.Dense(100, activation="relu"),
+        tf.keras.layers.Dense(28 * 28),
+        tf.keras.layers.Reshape([28, 28])
+    ])
+    sparse_kl_ae = tf.keras.Sequential([sparse_kl_encoder, sparse_kl_decoder])
+    return sparse_kl_ae, sparse_kl_encoder
+
+
+def test_sparse_autoencoder_with_kl_divergence_regularizer(book):
+    X_train, X_valid = book["X_train"], book["X_valid"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+    sparse_kl_ae, sparse_kl_encoder = kl_sparse_autoencoder()
+
+    # extra code – compiles and fits the model
+    sparse_kl_ae.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+    history = sparse_kl_ae.fit(X_train, X_train, epochs=1,  # (the book: 10)
+                               validation_data=(X_valid, X_valid))
+    plot_reconstructions(sparse_kl_ae, X_valid)
+
+    # The penalty in NumPy: 5e-3 * (KL(0.1 || q) + KL(0.9 || 1 - q)) summed over the 300
+    # codings, q their mean activity on the batch; Keras 3 divides it by the batch size.
+    x = X_valid[:8]
+    codings = sparse_kl_encoder(x).numpy().astype(np.float64)
+    q = codings.mean(axis=0)
+    p = 0.1
+    kl = np.sum(p * np.log(p / q)) + np.sum((1 - p) * np.log((1 - p) / (1 - q)))
+    assert len(sparse_kl_ae.losses) == 1
+    assert float(sparse_kl_ae.losses[0]) == pytest.approx(5e-3 * kl / 8, rel=1e-4)
+
+    # A training step's gradient (mse + penalty) against finite differences in float64.
+    with float64_weights():
+        tf.random.set_seed(0)
+        model = kl_sparse_autoencoder()[0]
+        mse = mse_loss(X_train[:8])
+        check_training_step(model, X_train[:8], lambda Y: mse(Y) + tf.add_n(model.losses))
+
+
 # -- the fixes the chapter needed, one by one ----------------------------------------------
 
 def test_layer_input_shape_is_its_first_input_shape_in_a_model():
@@ -336,3 +563,40 @@ def test_add_weight_takes_an_int_shape():
     layer = tf.keras.layers.Layer()
     assert layer.add_weight(shape=3, initializer="ones").shape == (3,)
     assert layer.add_weight(shape=np.int64(2)).shape == (2,)
+
+
+def test_kl_divergence_matches_numpy_and_its_aliases():
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(4), size=3)
+    q = rng.dirichlet(np.ones(4), size=3)
+    expected = np.sum(p * np.log(p / q), axis=-1)
+    losses = tf.keras.losses
+    for fn in (losses.kl_divergence, losses.kullback_leibler_divergence, losses.kld,
+               losses.KLD, losses.get("kld")):
+        np.testing.assert_allclose(fn(p, q).numpy(), expected, rtol=1e-10)
+    assert float(losses.KLDivergence()(p, q)) == pytest.approx(expected.mean(), rel=1e-10)
+    # Both sides clipped to [1e-7, 1]: a zero target adds nothing, a zero prediction is finite.
+    assert float(losses.kl_divergence([0.0, 1.0], [0.5, 0.5])) == pytest.approx(
+        math.log(2) + 1e-7 * math.log(1e-7 / 0.5), rel=1e-6)
+    assert math.isfinite(float(losses.kl_divergence([0.5, 0.5], [0.0, 1.0])))
+    # A float target broadcasts against a vector (the book's regularizer).
+    q1 = rng.uniform(0.05, 0.95, 6)
+    assert float(losses.kl_divergence(0.1, q1)) == pytest.approx(
+        np.sum(0.1 * np.log(0.1 / q1)), rel=1e-7)  # (0.1 goes through float32)
+    # The gradient with respect to the prediction: -y_true / y_pred.
+    q_var = tf.Variable(q)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(losses.kl_divergence(p, q_var))
+    np.testing.assert_allclose(tape.gradient(loss, q_var).numpy(), -p / q, rtol=1e-10)
+
+
+def test_activity_regularization_layer():
+    layer = tf.keras.layers.ActivityRegularization(l1=0.1, l2=0.01)
+    x = np.array([[1.0, -2.0], [3.0, 0.5]])
+    np.testing.assert_array_equal(layer(x).numpy(), x)
+    expected = (0.1 * np.abs(x).sum() + 0.01 * np.square(x).sum()) / 2
+    assert [float(v) for v in layer.losses] == pytest.approx([expected])
+    assert layer.get_config()["l1"] == 0.1 and layer.get_config()["l2"] == 0.01
+    copy = tf.keras.layers.ActivityRegularization.from_config(layer.get_config())
+    copy(x)
+    assert [float(v) for v in copy.losses] == pytest.approx([expected])

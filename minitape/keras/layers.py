@@ -365,6 +365,34 @@ def _requires(fn, name) -> bool:
 # -- end of cnnqa ---------------------------------------------------------------------------
 
 
+# -- Géron's chapter 17 (gengeron): the sparse autoencoder's layer --------------------------
+
+class ActivityRegularization(Layer):
+    """Returns its input unchanged and adds ``l1 * sum(|x|) + l2 * sum(x**2)``, divided by the
+    batch size, to ``layer.losses`` (so ``fit`` minimises it too), as
+    ``keras.layers.ActivityRegularization``.
+
+    Args:
+        l1, l2: non-negative floats (default 0.0).
+    """
+
+    def __init__(self, l1=0.0, l2=0.0, **kwargs):
+        from . import regularizers
+        super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
+        self.l1, self.l2 = l1, l2
+
+    def call(self, inputs):
+        return _mt_layers.convert_to_tensor(inputs, what="ActivityRegularization")
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("activity_regularizer", None)
+        return {**config, "l1": self.l1, "l2": self.l2}
+
+
+__all__.append("ActivityRegularization")
+
+
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
     # ``minitape/_tf_names.py``).
