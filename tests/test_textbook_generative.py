@@ -1,3 +1,4 @@
+# ruff: noqa: F841  (the book's code as printed: ``history = model.fit(...)`` kept unused)
 """Géron, "Hands-On Machine Learning" (3rd edition), chapter 17: autoencoders, GANs and
 diffusion models, with ``import minitape as tf``.
 
@@ -600,3 +601,148 @@ def test_activity_regularization_layer():
     copy = tf.keras.layers.ActivityRegularization.from_config(layer.get_config())
     copy(x)
     assert [float(v) for v in copy.losses] == pytest.approx([expected])
+
+
+# -- Variational autoencoders --------------------------------------------------------------
+
+class Sampling(tf.keras.layers.Layer):
+    def call(self, inputs):
+        mean, log_var = inputs
+        return tf.random.normal(tf.shape(log_var)) * tf.exp(log_var / 2) + mean
+
+
+def test_variational_autoencoder(book):
+    X_train, X_valid = book["X_train"], book["X_valid"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    codings_size = 10
+
+    inputs = tf.keras.layers.Input(shape=[28, 28])
+    Z = tf.keras.layers.Flatten()(inputs)
+    Z = tf.keras.layers.Dense(150, activation="relu")(Z)
+    Z = tf.keras.layers.Dense(100, activation="relu")(Z)
+    codings_mean = tf.keras.layers.Dense(codings_size)(Z)  # μ
+    codings_log_var = tf.keras.layers.Dense(codings_size)(Z)  # γ
+    codings = Sampling()([codings_mean, codings_log_var])
+    variational_encoder = tf.keras.Model(
+        inputs=[inputs], outputs=[codings_mean, codings_log_var, codings])
+
+    decoder_inputs = tf.keras.layers.Input(shape=[codings_size])
+    x = tf.keras.layers.Dense(100, activation="relu")(decoder_inputs)
+    x = tf.keras.layers.Dense(150, activation="relu")(x)
+    x = tf.keras.layers.Dense(28 * 28)(x)
+    outputs = tf.keras.layers.Reshape([28, 28])(x)
+    variational_decoder = tf.keras.Model(inputs=[decoder_inputs], outputs=[outputs])
+
+    _, _, codings = variational_encoder(inputs)
+    reconstructions = variational_decoder(codings)
+    variational_ae = tf.keras.Model(inputs=[inputs], outputs=[reconstructions])
+
+    # The book's next cell applies TensorFlow ops to KerasTensors, which tf.keras 2 recorded
+    # as layers (TFOpLambda) and Keras 3 refuses: minitape follows Keras 3 and says so.
+    with pytest.raises(TypeError, match="KerasTensor.*Keras 3 refuses it too"):
+        latent_loss = -0.5 * tf.reduce_sum(
+            1 + codings_log_var - tf.exp(codings_log_var) - tf.square(codings_mean),
+            axis=-1)
+        variational_ae.add_loss(tf.reduce_mean(latent_loss) / 784.)
+    # Its formula on real Tensors against the closed form of KL(N(μ, σ²) || N(0, 1)) in NumPy,
+    # and its gradient with respect to γ = log σ²: -0.5 * (1 - exp(γ)) / batch / 784.
+    mean, log_var, _ = variational_encoder(X_valid[:8])
+    log_var = tf.Variable(tf.cast(log_var, tf.float64))
+    mean64 = tf.cast(mean, tf.float64)
+    with tf.GradientTape() as tape:
+        latent_loss = -0.5 * tf.reduce_sum(
+            1 + log_var - tf.exp(log_var) - tf.square(mean64), axis=-1)
+        loss = tf.reduce_mean(latent_loss) / 784.
+    m, v = mean64.numpy(), log_var.numpy()
+    sigma2 = np.exp(v)
+    kl = 0.5 * np.sum(sigma2 + m ** 2 - 1 - np.log(sigma2), axis=-1)
+    np.testing.assert_allclose(latent_loss.numpy(), kl, rtol=1e-12)
+    np.testing.assert_allclose(tape.gradient(loss, log_var).numpy(),
+                               -0.5 * (1 - sigma2) / 8 / 784, rtol=1e-12)
+
+    variational_ae.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+    history = variational_ae.fit(X_train, X_train, epochs=2,  # (the book: 25)
+                                 batch_size=128,
+                                 validation_data=(X_valid, X_valid))
+    plot_reconstructions(variational_ae, X_valid)
+    assert len(history.history["loss"]) == 2
+
+    # The codings are sampled: mean + exp(log_var / 2) * eps, a new eps at each call; with
+    # the seed reset, eps is the same N(0, 1) draw: recover it and check the formula.
+    x = X_valid[:8]
+    tf.random.set_seed(7)
+    mean, log_var, sampled = (t.numpy().astype(np.float64) for t in variational_encoder(x))
+    assert sampled.shape == (8, codings_size)
+    assert not np.allclose(variational_encoder(x)[2].numpy(), sampled)
+    tf.random.set_seed(7)
+    eps = tf.random.normal([8, codings_size]).numpy().astype(np.float64)
+    np.testing.assert_allclose(sampled, eps * np.exp(log_var / 2) + mean, rtol=1e-5, atol=1e-6)
+
+    # Generating Fashion images
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    codings = tf.random.normal(shape=[3 * 7, codings_size])
+    images = variational_decoder(codings).numpy()
+    plot_multiple_images(images, 7)
+    save_fig("vae_generated_images_plot", tight_layout=False)
+    assert images.shape == (21, 28, 28)
+
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    codings = np.zeros([7, codings_size])
+    codings[:, 3] = np.linspace(-0.8, 0.8, 7)  # axis 3 looks best in this case
+    images = variational_decoder(codings).numpy()
+    plot_multiple_images(images)
+    assert images.shape == (7, 28, 28)
+    # The decoder is deterministic: the middle image decodes the zero coding.
+    np.testing.assert_allclose(images[3], variational_decoder(np.zeros([1, 10])).numpy()[0],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_keras_tensor_operators_are_recorded_as_keras_3():
+    x = tf.keras.Input(shape=[4])
+    t = tf.keras.Input(shape=[3, 3, 4])
+    y = 1 - 2 * x[:, tf.newaxis, tf.newaxis, :] / 4 + t ** 2
+    z = (-y)[:, 1:, :2] * abs(t[:, 1:, :2]) - 0.5
+    assert z.shape == (None, 2, 2, 4) and type(z).__name__ == "KerasTensor"
+    model = tf.keras.Model([x, t], z)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 4)), rng.standard_normal((2, 3, 3, 4))
+    expected = -(1 - 2 * a[:, None, None, :] / 4 + b ** 2)[:, 1:, :2] * np.abs(b[:, 1:, :2]) - 0.5
+    np.testing.assert_allclose(model([a.astype(np.float32), b.astype(np.float32)]).numpy(),
+                               expected, rtol=1e-5, atol=1e-6)
+    # The replay is recorded by a tape as the ops it runs: gradients flow to a layer before.
+    inputs = tf.keras.Input(shape=[3])
+    dense = tf.keras.layers.Dense(2)
+    h = dense(inputs)
+    outputs = h[:, :1] * h[:, 1:] + h
+    model = tf.keras.Model(inputs, outputs)
+    X = tf.constant(rng.standard_normal((5, 3)).astype(np.float32))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(X))
+    grad = tape.gradient(loss, dense.kernel).numpy()
+    H = (X.numpy() @ dense.kernel.numpy() + dense.bias.numpy()).astype(np.float64)
+    # The output's two columns are h0 h1 + h0 and h0 h1 + h1: d/dH of their sum is
+    # (2 h1 + 1, 2 h0 + 1); then the chain rule through H = X W + b.
+    dH = np.stack([2 * H[:, 1] + 1, 2 * H[:, 0] + 1], axis=1)
+    np.testing.assert_allclose(grad, X.numpy().T @ dH, rtol=1e-4, atol=1e-5)
+    # An op, not an operator, still gets the clear error (Keras 3 refuses it too).
+    with pytest.raises(TypeError, match="Keras 3 refuses it too"):
+        tf.exp(x)
+
+
+def test_a_functional_model_with_one_output_in_a_list_returns_it_alone():
+    # As Keras 3's unpack_singleton (and tf.keras 2): Model(inputs, [y])(x) is a Tensor, so a
+    # model built on it has one output, not a list of one (Géron's VAE decoder).
+    inputs = tf.keras.Input(shape=[3])
+    decoder = tf.keras.Model(inputs=[inputs], outputs=[tf.keras.layers.Dense(2)(inputs)])
+    X = np.ones((4, 3), np.float32)
+    assert isinstance(decoder(X), tf.Tensor) and decoder.predict(X, verbose=0).shape == (4, 2)
+    outer_inputs = tf.keras.Input(shape=[3])
+    outer = tf.keras.Model(inputs=[outer_inputs], outputs=[decoder(outer_inputs)])
+    assert isinstance(outer(X), tf.Tensor)
+    np.testing.assert_array_equal(outer(X).numpy(), decoder(X).numpy())
+    # Two outputs stay a list.
+    two = tf.keras.Model(inputs, [inputs * 2, inputs + 1])
+    assert isinstance(two(X), list) and len(two(X)) == 2

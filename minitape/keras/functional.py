@@ -15,8 +15,9 @@ and a layer used twice (shared weights) work as in Keras.
 
 Shapes are found as Keras does without values: here by calling each layer once on zeros
 with a batch of one (which also builds it: its weights exist as soon as the model does);
-the batch axis is ``None``. Arithmetic on KerasTensors (``x + y``) is not recorded: wrap it
-in ``mt.keras.layers.Lambda`` (or use ``Add``/``Concatenate``-style layers of your own).
+the batch axis is ``None``. Python's operators on KerasTensors (``x + y``, ``2 * x``,
+``x[:, None]``) are recorded too, as Keras 3's; an op like ``mt.exp(x)`` is not (Keras 3
+refuses it too): wrap it in ``mt.keras.layers.Lambda`` or a layer of your own.
 """
 
 from __future__ import annotations
@@ -62,9 +63,70 @@ class KerasTensor:
             "shape but no values, and minitape's functional models record layer calls only: "
             "wrap the computation in a layer, e.g. mt.keras.layers.Lambda(lambda x: x + 1)(x)")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __neg__ = _refuse
-    __getitem__ = __array__ = __bool__ = _refuse
+    __array__ = __bool__ = _refuse
+
+    # Python's operators record a node, as Keras 3's KerasTensor (Géron's diffusion model:
+    # ``Z = time[:, tf.newaxis, tf.newaxis, :] + Z``); the replay applies them to Tensors.
+    def _operator(self, name, fn, *args):
+        return _call_on_symbolic(_OperatorLayer(fn, name), self, *args)
+
+    def __add__(self, other):
+        return self._operator("add", lambda x, y: x + y, other)
+
+    def __radd__(self, other):
+        return self._operator("add", lambda x, y: y + x, other)
+
+    def __sub__(self, other):
+        return self._operator("subtract", lambda x, y: x - y, other)
+
+    def __rsub__(self, other):
+        return self._operator("subtract", lambda x, y: y - x, other)
+
+    def __mul__(self, other):
+        return self._operator("multiply", lambda x, y: x * y, other)
+
+    def __rmul__(self, other):
+        return self._operator("multiply", lambda x, y: y * x, other)
+
+    def __truediv__(self, other):
+        return self._operator("divide", lambda x, y: x / y, other)
+
+    def __rtruediv__(self, other):
+        return self._operator("divide", lambda x, y: y / x, other)
+
+    def __pow__(self, other):
+        return self._operator("power", lambda x, y: x ** y, other)
+
+    def __rpow__(self, other):
+        return self._operator("power", lambda x, y: y ** x, other)
+
+    def __matmul__(self, other):
+        return self._operator("matmul", lambda x, y: x @ y, other)
+
+    def __rmatmul__(self, other):
+        return self._operator("matmul", lambda x, y: y @ x, other)
+
+    def __neg__(self):
+        return self._operator("negative", lambda x: -x)
+
+    def __abs__(self):
+        return self._operator("absolute", abs)
+
+    def __getitem__(self, key):
+        return self._operator("get_item", lambda x, k: x[k], key)
+
+
+class _OperatorLayer(Layer):
+    """A Python operator applied to KerasTensors (``x + y``, ``x[:, None]``): a layer without
+    weights whose node a functional model replays, as Keras 3 records the ``keras.ops`` call
+    behind a KerasTensor's operator (tf.keras 2: a ``TFOpLambda`` layer)."""
+
+    def __init__(self, fn, name):
+        super().__init__(name=module.unique_name(name))
+        self.fn = fn
+
+    def call(self, inputs, *args):
+        return self.fn(inputs, *args)
 
 
 def _refuse_conversion(value, dtype=None, name=None, what="convert_to_tensor"):
@@ -371,7 +433,12 @@ class Functional(Model):
             outputs = node.layer(*args, **kwargs)
             for symbol, value in zip(_leaves(node.outputs), _leaves(outputs)):
                 values[id(symbol)] = value
-        return _map(self._outputs, lambda y: values[id(y)])
+        outputs = _map(self._outputs, lambda y: values[id(y)])
+        # One output in a list (``outputs=[y]``) comes back alone, as Keras 3's
+        # ``unpack_singleton`` (and tf.keras 2): Geron's ``variational_decoder(codings).numpy()``.
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            return outputs[0]
+        return outputs
 
     def get_config(self):
         """The layers and the calls linking them (``minitape/keras/saving.py``), as Keras."""

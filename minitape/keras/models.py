@@ -778,6 +778,7 @@ class Model(Layer):
             print(f"{len(batches)}/{len(batches)}")
         if not outputs:
             return np.zeros((0,))
+        outputs = [_one_output(None, o)[1] for o in outputs]   # (outputs=[y], even nested)
         if isinstance(outputs[0], dict):   # (several outputs: one array each, as Keras)
             return {k: np.concatenate([o[k].numpy() for o in outputs]) for k in outputs[0]}
         if isinstance(outputs[0], (list, tuple)) and len(outputs[0]) == 1:   # outputs=[y]
@@ -1225,8 +1226,9 @@ def _split(x, y, sample_weight, validation_split):
 
 def _one_output(y, y_pred):
     """A model made with ``outputs=[output]`` (one output in a list, as Geron writes it)
-    compares its output with ``y`` as a model with one output does, as Keras."""
-    if isinstance(y_pred, (list, tuple)) and len(y_pred) == 1:
+    compares its output with ``y`` as a model with one output does, as Keras (also nested,
+    ``outputs=[decoder(codings)]`` with a decoder made with ``outputs=[...]``: Geron's VAE)."""
+    while isinstance(y_pred, (list, tuple)) and len(y_pred) == 1:
         y_pred = y_pred[0]
         if isinstance(y, (list, tuple)) and len(y) == 1:
             y = y[0]
