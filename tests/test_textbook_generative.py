@@ -539,6 +539,103 @@ def test_sparse_autoencoder_with_kl_divergence_regularizer(book):
         check_training_step(model, X_train[:8], lambda Y: mse(Y) + tf.add_n(model.losses))
 
 
+
+# -- Generative adversarial networks -------------------------------------------------------
+
+def train_gan(gan, dataset, batch_size, codings_size, n_epochs):
+    generator, discriminator = gan.layers
+    for epoch in range(n_epochs):
+        print(f"Epoch {epoch + 1}/{n_epochs}")  # extra code
+        for X_batch in dataset:
+            # phase 1 - training the discriminator
+            noise = tf.random.normal(shape=[batch_size, codings_size])
+            generated_images = generator(noise)
+            X_fake_and_real = tf.concat([generated_images, X_batch], axis=0)
+            y1 = tf.constant([[0.]] * batch_size + [[1.]] * batch_size)
+            discriminator.train_on_batch(X_fake_and_real, y1)
+            # phase 2 - training the generator
+            noise = tf.random.normal(shape=[batch_size, codings_size])
+            y2 = tf.constant([[1.]] * batch_size)
+            gan.train_on_batch(noise, y2)
+        # extra code — plot images during training
+        plot_multiple_images(generated_images.numpy(), 8)
+        plt.close("all")
+
+
+def weights(model):
+    return [v.numpy().copy() for v in model.variables]
+
+
+def moved(before, model):
+    return [not np.array_equal(b, v.numpy()) for b, v in zip(before, model.variables)]
+
+
+def test_gan(book):
+    X_train = book["X_train"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    codings_size = 30
+
+    Dense = tf.keras.layers.Dense
+    generator = tf.keras.Sequential([
+        Dense(100, activation="relu", kernel_initializer="he_normal"),
+        Dense(150, activation="relu", kernel_initializer="he_normal"),
+        Dense(28 * 28, activation="sigmoid"),
+        tf.keras.layers.Reshape([28, 28])
+    ])
+    discriminator = tf.keras.Sequential([
+        tf.keras.layers.Flatten(),
+        Dense(150, activation="relu", kernel_initializer="he_normal"),
+        Dense(100, activation="relu", kernel_initializer="he_normal"),
+        Dense(1, activation="sigmoid")
+    ])
+    gan = tf.keras.Sequential([generator, discriminator])
+
+    discriminator.compile(loss="binary_crossentropy", optimizer="rmsprop")
+    discriminator.trainable = False
+    gan.compile(loss="binary_crossentropy", optimizer="rmsprop")
+
+    batch_size = 32
+    dataset = tf.data.Dataset.from_tensor_slices(X_train).shuffle(1000)
+    dataset = dataset.batch(batch_size, drop_remainder=True).prefetch(1)
+
+    # The two phases one at a time, on a batch: phase 1 trains the discriminator only (the
+    # flag set after its compile does not freeze it), phase 2 the generator only.
+    X_batch = tf.constant(X_train[:batch_size])
+    noise = tf.random.normal(shape=[batch_size, codings_size])
+    generated_images = generator(noise)
+    X_fake_and_real = tf.concat([generated_images, X_batch], axis=0)
+    y1 = tf.constant([[0.]] * batch_size + [[1.]] * batch_size)
+    d_before, g_before = weights(discriminator), weights(generator)
+    # The expected loss: binary cross-entropy of the discriminator on the batch, in NumPy.
+    p = np.clip(discriminator(X_fake_and_real).numpy().astype(np.float64), 1e-7, 1 - 1e-7)
+    y = y1.numpy()
+    bce = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+    assert discriminator.train_on_batch(X_fake_and_real, y1) == pytest.approx(bce, rel=1e-4)
+    assert all(moved(d_before, discriminator)) and not any(moved(g_before, generator))
+    assert discriminator.trainable is False   # (train_on_batch left the flag as it was)
+
+    noise = tf.random.normal(shape=[batch_size, codings_size])
+    y2 = tf.constant([[1.]] * batch_size)
+    d_before, g_before = weights(discriminator), weights(generator)
+    gan.train_on_batch(noise, y2)
+    assert all(moved(g_before, generator)) and not any(moved(d_before, discriminator))
+
+    # The book's loop (2 epochs of 2 batches; the book: 50 epochs of 1,718).
+    d_before, g_before = weights(discriminator), weights(generator)
+    train_gan(gan, dataset, batch_size, codings_size, n_epochs=2)
+    assert all(moved(d_before, discriminator)) and all(moved(g_before, generator))
+
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    codings = tf.random.normal(shape=[batch_size, codings_size])
+    generated_images = generator.predict(codings)
+    plot_multiple_images(generated_images, 8)
+    save_fig("gan_generated_images_plot", tight_layout=False)
+    assert generated_images.shape == (32, 28, 28)
+    assert generated_images.min() >= 0 and generated_images.max() <= 1   # (sigmoid)
+
+
 # -- the fixes the chapter needed, one by one ----------------------------------------------
 
 def test_layer_input_shape_is_its_first_input_shape_in_a_model():
@@ -746,3 +843,44 @@ def test_a_functional_model_with_one_output_in_a_list_returns_it_alone():
     # Two outputs stay a list.
     two = tf.keras.Model(inputs, [inputs * 2, inputs + 1])
     assert isinstance(two(X), list) and len(two(X)) == 2
+
+
+def test_train_on_batch_is_one_sgd_step_on_the_whole_batch():
+    with float64_weights():
+        tf.random.set_seed(0)
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        model.compile(loss="mse", optimizer=tf.keras.optimizers.SGD(learning_rate=0.1))
+        rng = np.random.default_rng(0)
+        X, y = rng.standard_normal((40, 3)), rng.standard_normal((40, 1))
+        model(X[:1])
+        W, b = model.layers[0].kernel.numpy().copy(), model.layers[0].bias.numpy().copy()
+        r = X @ W + b - y
+        loss = model.train_on_batch(X, y)   # (all 40 samples: not batches of 32)
+        assert loss == pytest.approx(np.mean(r ** 2), rel=1e-6)  # (the tracker: float32)
+        # (rtol 1e-7: the learning rate is a float32 0.1)
+        np.testing.assert_allclose(model.layers[0].kernel.numpy(), W - 0.1 * 2 * X.T @ r / 40,
+                                   rtol=1e-7)
+        np.testing.assert_allclose(model.layers[0].bias.numpy(), b - 0.1 * 2 * r.mean(0),
+                                   rtol=1e-7)
+        assert model.train_on_batch(X, y, return_dict=True).keys() == {"loss"}
+    with pytest.raises(ValueError, match="compile"):
+        tf.keras.Sequential([tf.keras.layers.Dense(1)]).train_on_batch(X, y)
+
+
+def test_the_weights_a_model_trains_are_settled_at_compile():
+    # tf.keras 2 (and Keras 3's documentation): changing a layer's trainable flag after
+    # compile changes nothing until the model is compiled again.
+    dense = tf.keras.layers.Dense(1)
+    model = tf.keras.Sequential([dense])
+    model.compile(loss="mse", optimizer="sgd")
+    dense.trainable = False
+    X, y = np.ones((4, 2), np.float32), np.zeros((4, 1), np.float32)
+    model(X)
+    before = dense.kernel.numpy().copy()
+    model.train_on_batch(X, y)
+    assert not np.array_equal(dense.kernel.numpy(), before) and dense.trainable is False
+    model.compile(loss="mse", optimizer="sgd")
+    before = dense.kernel.numpy().copy()
+    with pytest.warns(UserWarning, match="no.* trainable weights"):
+        model.fit(X, y, verbose=0)
+    np.testing.assert_array_equal(dense.kernel.numpy(), before)

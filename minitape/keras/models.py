@@ -343,6 +343,11 @@ class Model(Layer):
                                          for m in self._metric_specs)
         self.run_eagerly = bool(run_eagerly)
         self.jit_compile = jit_compile
+        # Which layers train is settled here, as tf.keras 2 (and Keras 3's documentation):
+        # Géron's GAN compiles the discriminator, then sets ``discriminator.trainable =
+        # False`` before compiling the GAN, and ``discriminator.train_on_batch`` still trains.
+        self._compiled_trainable_state = {id(m): m.trainable for m in (self,) + self.submodules
+                                          if isinstance(getattr(m, "trainable", None), bool)}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The loss that ``fit`` differentiates, one scalar Tensor, as Keras 3's
@@ -580,14 +585,67 @@ class Model(Layer):
         with GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self._loss_of(x, y, y_pred, sample_weight)
-        if self.trainable_variables:
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        trained = self._compiled_trainable_variables()
+        if trained:
+            grads = tape.gradient(loss, trained)
+            self.optimizer.apply_gradients(zip(grads, trained))
         else:   # (as Keras 3: a model of add_loss layers only, as in Keras's guide)
             warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         self._loss_tracker.update_state(loss, sample_weight=_length(x))
         self.last_train_step = (tape, loss)   # for callbacks that show the step's tape
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _compiled_trainable_variables(self):
+        """``trainable_variables`` with each layer's ``trainable`` as it was at ``compile``
+        (tf.keras 2: the weights a compiled model trains are fixed by compile; a layer made
+        later keeps its own flag)."""
+        state = vars(self).get("_compiled_trainable_state")
+        if not state:
+            return self.trainable_variables
+        changed = [(m, m.trainable) for m in (self,) + self.submodules
+                   if id(m) in state and m.trainable is not state[id(m)]]
+        if not changed:
+            return self.trainable_variables
+        try:
+            for m, _ in changed:
+                m.trainable = state[id(m)]
+            return self.trainable_variables
+        finally:
+            for m, now in changed:
+                m.trainable = now
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict=False):
+        """One training step on the batch ``(x, y)`` as given, as ``keras.Model.train_on_batch``
+        (Géron's GAN alternates ``discriminator.train_on_batch`` and ``gan.train_on_batch``).
+
+        The metrics are reset first, so the result is this batch's. The layers trained are
+        those trainable at ``compile`` (see ``compile``).
+
+        Returns:
+            The loss as a float when no metrics were compiled, else ``[loss, metric, ...]``,
+            or a dict with ``return_dict=True``.
+
+        Raises:
+            ValueError: ``compile`` was not called, or both ``class_weight`` and
+                ``sample_weight`` given.
+        """
+        if self.optimizer is None:
+            raise ValueError("train_on_batch: call model.compile(optimizer=..., loss=...) first")
+        if class_weight is not None:
+            if sample_weight is not None:
+                raise ValueError("train_on_batch: You cannot use `class_weight` and "
+                                 "`sample_weight` at the same time")
+            sample_weight = _class_weights(y, class_weight, x)
+        batches = _Batches(x, y, max(int(_length(x)), 1), False, "train_on_batch",
+                           sample_weight=sample_weight)
+        self.reset_metrics()
+        for data in batches.epoch():
+            logs = self.train_step(data)
+        logs = _float_logs(logs, "train_step")
+        if return_dict:
+            return logs
+        return logs["loss"] if len(logs) == 1 else list(logs.values())
 
     def _loss_of(self, x, y, y_pred, sample_weight, training=True):
         # compute_loss as it is written: Keras 3's (x, y, y_pred, sample_weight[, training]),
