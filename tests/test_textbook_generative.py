@@ -636,6 +636,365 @@ def test_gan(book):
     assert generated_images.min() >= 0 and generated_images.max() <= 1   # (sigmoid)
 
 
+
+# -- Deep convolutional GANs ---------------------------------------------------------------
+
+def test_dcgan(book):
+    X_train = book["X_train"]
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on CPU
+
+    codings_size = 100
+
+    generator = tf.keras.Sequential([
+        tf.keras.layers.Dense(7 * 7 * 128),
+        tf.keras.layers.Reshape([7, 7, 128]),
+        tf.keras.layers.BatchNormalization(),
+        tf.keras.layers.Conv2DTranspose(64, kernel_size=5, strides=2,
+                                        padding="same", activation="relu"),
+        tf.keras.layers.BatchNormalization(),
+        tf.keras.layers.Conv2DTranspose(1, kernel_size=5, strides=2,
+                                        padding="same", activation="tanh"),
+    ])
+    discriminator = tf.keras.Sequential([
+        tf.keras.layers.Conv2D(64, kernel_size=5, strides=2, padding="same",
+                               activation=tf.keras.layers.LeakyReLU(0.2)),
+        tf.keras.layers.Dropout(0.4),
+        tf.keras.layers.Conv2D(128, kernel_size=5, strides=2, padding="same",
+                               activation=tf.keras.layers.LeakyReLU(0.2)),
+        tf.keras.layers.Dropout(0.4),
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(1, activation="sigmoid")
+    ])
+    gan = tf.keras.Sequential([generator, discriminator])
+
+    # extra code – compiles the discrimator and the gan, as earlier
+    discriminator.compile(loss="binary_crossentropy", optimizer="rmsprop")
+    discriminator.trainable = False
+    gan.compile(loss="binary_crossentropy", optimizer="rmsprop")
+
+    X_train_dcgan = X_train.reshape(-1, 28, 28, 1) * 2. - 1.  # reshape and rescale
+
+    # extra code – generates the dataset and trains the GAN, just like earlier
+    batch_size = 32
+    dataset = tf.data.Dataset.from_tensor_slices(X_train_dcgan)
+    dataset = dataset.shuffle(1000)
+    dataset = dataset.batch(batch_size, drop_remainder=True).prefetch(1)
+    generator(tf.zeros([1, codings_size]))
+    d_before, g_before = weights(discriminator), weights(generator)
+    train_gan(gan, dataset, batch_size, codings_size, n_epochs=1)  # (the book: 50)
+    # Both networks learnt; the generator's batch-norm statistics moved too (non-trainable).
+    assert all(moved(d_before, discriminator)) and all(moved(g_before, generator))
+    assert len(generator.non_trainable_variables) == 4
+
+    # extra code – this cell generates and saves Figure 17–16
+    tf.random.set_seed(42)
+    noise = tf.random.normal(shape=[batch_size, codings_size])
+    generated_images = generator.predict(noise)
+    plot_multiple_images(generated_images, 8)
+    save_fig("dcgan_generated_images_plot", tight_layout=False)
+    assert generated_images.shape == (32, 28, 28, 1)
+    assert np.abs(generated_images).max() <= 1   # (tanh)
+
+    # LeakyReLU(0.2) as an activation: x for x > 0, 0.2 x below.
+    leaky = discriminator.layers[0].activation
+    np.testing.assert_allclose(leaky(np.array([-2.0, 3.0], np.float32)).numpy(), [-0.4, 3.0],
+                               rtol=1e-6)
+    # A training step of each network against finite differences, in float64 (inference
+    # mode: no dropout masks, batch-norm from its moving statistics).
+    with float64_weights():
+        tf.random.set_seed(0)
+        small_generator = tf.keras.Sequential([
+            tf.keras.layers.Dense(7 * 7 * 8),
+            tf.keras.layers.Reshape([7, 7, 8]),
+            tf.keras.layers.BatchNormalization(),
+            tf.keras.layers.Conv2DTranspose(4, kernel_size=5, strides=2,
+                                            padding="same", activation="relu"),
+            tf.keras.layers.BatchNormalization(),
+            tf.keras.layers.Conv2DTranspose(1, kernel_size=5, strides=2,
+                                            padding="same", activation="tanh"),
+        ])
+        target = X_train_dcgan[:4]
+        check_training_step(small_generator, np.random.default_rng(1).standard_normal((4, 6)),
+                            mse_loss(target), training=False)
+        small_discriminator = tf.keras.Sequential([
+            tf.keras.layers.Conv2D(4, kernel_size=5, strides=2, padding="same",
+                                   activation=tf.keras.layers.LeakyReLU(0.2)),
+            tf.keras.layers.Dropout(0.4),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(1, activation="sigmoid")
+        ])
+        labels = tf.constant([[0.], [1.], [0.], [1.]], tf.float64)
+        check_training_step(small_discriminator, target,
+                            lambda p: tf.reduce_mean(
+                                tf.keras.losses.binary_crossentropy(labels, p)),
+                            training=False)
+
+
+
+# -- Diffusion models ----------------------------------------------------------------------
+
+def variance_schedule(T, s=0.008, max_beta=0.999):
+    t = np.arange(T + 1)
+    f = np.cos((t / T + s) / (1 + s) * np.pi / 2) ** 2
+    alpha = np.clip(f[1:] / f[:-1], 1 - max_beta, 1)
+    alpha = np.append(1, alpha).astype(np.float32)  # add α₀ = 1
+    beta = 1 - alpha
+    alpha_cumprod = np.cumprod(alpha)
+    return alpha, alpha_cumprod, beta  # αₜ , α̅ₜ , βₜ for t = 0 to T
+
+
+embed_size = 64
+
+
+class TimeEncoding(tf.keras.layers.Layer):
+    def __init__(self, T, embed_size, dtype=tf.float32, **kwargs):
+        super().__init__(dtype=dtype, **kwargs)
+        assert embed_size % 2 == 0, "embed_size must be even"
+        p, i = np.meshgrid(np.arange(T + 1), 2 * np.arange(embed_size // 2))
+        t_emb = np.empty((T + 1, embed_size))
+        t_emb[:, ::2] = np.sin(p / 10_000 ** (i / embed_size)).T
+        t_emb[:, 1::2] = np.cos(p / 10_000 ** (i / embed_size)).T
+        self.time_encodings = tf.constant(t_emb.astype(self.dtype))
+
+    def call(self, inputs):
+        return tf.gather(self.time_encodings, inputs)
+
+
+def test_diffusion_variance_schedule_and_batches(book):
+    X_train, X_valid = book["X_train"], book["X_valid"]
+    np.random.seed(42)  # extra code – for reproducibility
+    T = 4000
+    alpha, alpha_cumprod, beta = variance_schedule(T)
+
+    # The book's formulas in float64: f(t) = cos²((t/T + s) / (1 + s) · π/2), α̅ₜ = f(t) / f(0)
+    # (the product telescopes while no αₜ is clipped), βₜ = 1 - αₜ.
+    t = np.arange(T + 1)
+    f = np.cos((t / T + 0.008) / 1.008 * np.pi / 2) ** 2
+    assert alpha.dtype == np.float32 and alpha[0] == 1 and beta[0] == 0
+    np.testing.assert_allclose(alpha_cumprod[:T - 50], (f / f[0])[:T - 50], rtol=1e-3,
+                               atol=1e-6)
+    np.testing.assert_allclose(beta, 1 - alpha)
+    assert beta.max() <= 0.999 + 1e-6 and np.all(np.diff(alpha_cumprod) <= 0)
+
+    def prepare_batch(X):
+        X = tf.cast(X[..., tf.newaxis], tf.float32) * 2 - 1  # scale from –1 to +1
+        X_shape = tf.shape(X)
+        t = tf.random.uniform([X_shape[0]], minval=1, maxval=T + 1, dtype=tf.int32)
+        alpha_cm = tf.gather(alpha_cumprod, t)
+        alpha_cm = tf.reshape(alpha_cm, [X_shape[0]] + [1] * (len(X_shape) - 1))
+        noise = tf.random.normal(X_shape)
+        return {
+            "X_noisy": alpha_cm ** 0.5 * X + (1 - alpha_cm) ** 0.5 * noise,
+            "time": t,
+        }, noise
+
+    def prepare_dataset(X, batch_size=32, shuffle=False):
+        ds = tf.data.Dataset.from_tensor_slices(X)
+        if shuffle:
+            ds = ds.shuffle(10_000)
+        return ds.batch(batch_size).map(prepare_batch).prefetch(1)
+
+    tf.random.set_seed(43)  # extra code – ensures reproducibility on CPU
+    train_set = prepare_dataset(X_train, batch_size=32, shuffle=True)
+    valid_set = prepare_dataset(X_valid, batch_size=32)
+
+    # extra code – just a quick sanity check
+
+    def subtract_noise(X_noisy, time, noise):
+        X_shape = tf.shape(X_noisy)
+        alpha_cm = tf.gather(alpha_cumprod, time)
+        alpha_cm = tf.reshape(alpha_cm, [X_shape[0]] + [1] * (len(X_shape) - 1))
+        return (X_noisy - (1 - alpha_cm) ** 0.5 * noise) / alpha_cm ** 0.5
+
+    X_dict, Y_noise = list(train_set.take(1))[0]  # get the first batch
+    X_original = subtract_noise(X_dict["X_noisy"], X_dict["time"], Y_noise)
+
+    plot_multiple_images(X_original[:8].numpy())
+    plot_multiple_images(X_dict["X_noisy"][:8].numpy())
+    plot_multiple_images(Y_noise[:8].numpy())
+    times = X_dict["time"].numpy()
+    assert X_dict["X_noisy"].shape == (32, 28, 28, 1) and times.dtype == np.int32
+    assert times.min() >= 1 and times.max() <= T
+    # Removing the noise gives back images of the training set, scaled to [-1, 1].
+    originals = X_original.numpy()
+    scaled = X_train[..., None] * 2 - 1
+    for image in originals[:4]:
+        distances = np.abs(scaled - image).max(axis=(1, 2, 3))
+        assert distances.min() < 2e-2
+    # The noisy images are √α̅ₜ x + √(1 - α̅ₜ) ε, in NumPy.
+    a = alpha_cumprod[times].astype(np.float64)[:, None, None, None]
+    np.testing.assert_allclose(X_dict["X_noisy"].numpy(),
+                               a ** 0.5 * originals + (1 - a) ** 0.5 * Y_noise.numpy(),
+                               rtol=1e-4, atol=2e-4)
+    batch_sizes = [x["X_noisy"].shape[0] for x, _ in valid_set]
+    assert batch_sizes == [32]
+
+    # The time encoding: sin/cos of t / 10000^(2i/d) (the Transformer's positional encoding).
+    time_encoding = TimeEncoding(T, embed_size)
+    codes = time_encoding(tf.constant([0, 1, 4000])).numpy()
+    for row, step in zip(codes, (0, 1, 4000)):
+        angles = step / 10_000 ** (2 * np.arange(32) / 64)
+        np.testing.assert_allclose(row[::2], np.sin(angles), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(row[1::2], np.cos(angles), rtol=1e-5, atol=1e-6)
+    assert codes.dtype == np.float32
+
+
+def test_diffusion_generate():
+    # ``generate`` as printed, with a small T and, instead of the trained U-Net, a small
+    # functional model of the same inputs: the loop is checked step by step in NumPy.
+    T = 6
+    alpha, alpha_cumprod, beta = variance_schedule(T)
+
+    X_noisy = tf.keras.layers.Input(shape=[28, 28, 1], name="X_noisy")
+    time_input = tf.keras.layers.Input(shape=[], dtype=tf.int32, name="time")
+    time_enc = TimeEncoding(T, embed_size)(time_input)
+    time = tf.keras.layers.Dense(1)(time_enc)
+    outputs = tf.keras.layers.Conv2D(1, 3, padding="same")(X_noisy) + time[:, tf.newaxis,
+                                                                           tf.newaxis, :]
+    model = tf.keras.Model(inputs=[X_noisy, time_input], outputs=[outputs])
+
+    def generate(model, batch_size=32):
+        X = tf.random.normal([batch_size, 28, 28, 1])
+        for t in range(T - 1, 0, -1):
+            print(f"\rt = {t}", end=" ")  # extra code – show progress
+            noise = (tf.random.normal if t > 1 else tf.zeros)(tf.shape(X))
+            X_noise = model({"X_noisy": X, "time": tf.constant([t] * batch_size)})
+            X = (
+                1 / alpha[t] ** 0.5
+                * (X - beta[t] / (1 - alpha_cumprod[t]) ** 0.5 * X_noise)
+                + (1 - alpha[t]) ** 0.5 * noise
+            )
+        return X
+
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on the CPU
+    X_gen = generate(model, batch_size=4)  # generated images (the book: 32)
+    plot_multiple_images(X_gen.numpy(), 8)
+    assert X_gen.shape == (4, 28, 28, 1)
+
+    # The same draws replayed in NumPy (float64): the DDPM step
+    # xₜ₋₁ = (xₜ - βₜ / √(1 - α̅ₜ) ε̂) / √αₜ + √βₜ z, with z = 0 at the last step.
+    tf.random.set_seed(42)
+    X = tf.random.normal([4, 28, 28, 1]).numpy().astype(np.float64)
+    for t in range(T - 1, 0, -1):
+        z = tf.random.normal([4, 28, 28, 1]).numpy() if t > 1 else np.zeros(X.shape)
+        eps = model({"X_noisy": X.astype(np.float32),
+                     "time": tf.constant([t] * 4)}).numpy().astype(np.float64)
+        X = (X - beta[t] / (1 - alpha_cumprod[t]) ** 0.5 * eps) / alpha[t] ** 0.5 \
+            + (1 - alpha[t]) ** 0.5 * z
+    np.testing.assert_allclose(X_gen.numpy(), X, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not hasattr(tf.keras.layers, "SeparableConv2D"),
+                    reason="SeparableConv2D is another helper's (convchollet) scope")
+def test_diffusion_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    T = 20  # (the book: 4000; the model only reads it for TimeEncoding's table)
+
+    def build_diffusion_model():
+        X_noisy = tf.keras.layers.Input(shape=[28, 28, 1], name="X_noisy")
+        time_input = tf.keras.layers.Input(shape=[], dtype=tf.int32, name="time")
+        time_enc = TimeEncoding(T, embed_size)(time_input)
+
+        dim = 16
+        Z = tf.keras.layers.ZeroPadding2D((3, 3))(X_noisy)
+        Z = tf.keras.layers.Conv2D(dim, 3)(Z)
+        Z = tf.keras.layers.BatchNormalization()(Z)
+        Z = tf.keras.layers.Activation("relu")(Z)
+
+        time = tf.keras.layers.Dense(dim)(time_enc)  # adapt time encoding
+        Z = time[:, tf.newaxis, tf.newaxis, :] + Z  # add time data to every pixel
+
+        skip = Z
+        cross_skips = []  # skip connections across the down & up parts of the UNet
+
+        for dim in (32, 64, 128):
+            Z = tf.keras.layers.Activation("relu")(Z)
+            Z = tf.keras.layers.SeparableConv2D(dim, 3, padding="same")(Z)
+            Z = tf.keras.layers.BatchNormalization()(Z)
+
+            Z = tf.keras.layers.Activation("relu")(Z)
+            Z = tf.keras.layers.SeparableConv2D(dim, 3, padding="same")(Z)
+            Z = tf.keras.layers.BatchNormalization()(Z)
+
+            cross_skips.append(Z)
+            Z = tf.keras.layers.MaxPooling2D(3, strides=2, padding="same")(Z)
+            skip_link = tf.keras.layers.Conv2D(dim, 1, strides=2,
+                                               padding="same")(skip)
+            Z = tf.keras.layers.add([Z, skip_link])
+
+            time = tf.keras.layers.Dense(dim)(time_enc)
+            Z = time[:, tf.newaxis, tf.newaxis, :] + Z
+            skip = Z
+
+        for dim in (64, 32, 16):
+            Z = tf.keras.layers.Activation("relu")(Z)
+            Z = tf.keras.layers.Conv2DTranspose(dim, 3, padding="same")(Z)
+            Z = tf.keras.layers.BatchNormalization()(Z)
+
+            Z = tf.keras.layers.Activation("relu")(Z)
+            Z = tf.keras.layers.Conv2DTranspose(dim, 3, padding="same")(Z)
+            Z = tf.keras.layers.BatchNormalization()(Z)
+
+            Z = tf.keras.layers.UpSampling2D(2)(Z)
+
+            skip_link = tf.keras.layers.UpSampling2D(2)(skip)
+            skip_link = tf.keras.layers.Conv2D(dim, 1, padding="same")(skip_link)
+            Z = tf.keras.layers.add([Z, skip_link])
+
+            time = tf.keras.layers.Dense(dim)(time_enc)
+            Z = time[:, tf.newaxis, tf.newaxis, :] + Z
+            Z = tf.keras.layers.concatenate([Z, cross_skips.pop()], axis=-1)
+            skip = Z
+
+        outputs = tf.keras.layers.Conv2D(1, 3, padding="same")(Z)[:, 2:-2, 2:-2]
+        return tf.keras.Model(inputs=[X_noisy, time_input], outputs=[outputs])
+
+    alpha, alpha_cumprod, beta = variance_schedule(T)
+
+    def prepare_batch(X):
+        X = tf.cast(X[..., tf.newaxis], tf.float32) * 2 - 1  # scale from –1 to +1
+        X_shape = tf.shape(X)
+        t = tf.random.uniform([X_shape[0]], minval=1, maxval=T + 1, dtype=tf.int32)
+        alpha_cm = tf.gather(alpha_cumprod, t)
+        alpha_cm = tf.reshape(alpha_cm, [X_shape[0]] + [1] * (len(X_shape) - 1))
+        noise = tf.random.normal(X_shape)
+        return {
+            "X_noisy": alpha_cm ** 0.5 * X + (1 - alpha_cm) ** 0.5 * noise,
+            "time": t,
+        }, noise
+
+    def prepare_dataset(X, batch_size=32, shuffle=False):
+        ds = tf.data.Dataset.from_tensor_slices(X)
+        if shuffle:
+            ds = ds.shuffle(10_000)
+        return ds.batch(batch_size).map(prepare_batch).prefetch(1)
+
+    X_train = np.random.default_rng(0).uniform(0, 1, (8, 28, 28)).astype(np.float32)
+    train_set = prepare_dataset(X_train, batch_size=4, shuffle=True)  # (the book: 32)
+    valid_set = prepare_dataset(X_train[:4], batch_size=4)
+
+    tf.random.set_seed(42)  # extra code – ensures reproducibility on the CPU
+    model = build_diffusion_model()
+    model.compile(loss=tf.keras.losses.Huber(), optimizer=tf.keras.optimizers.Nadam())
+    assert model.outputs[0].shape == (None, 28, 28, 1)
+
+    # extra code – adds a ModelCheckpoint callback
+    with pytest.raises(ValueError, match="must end in `.keras`"):   # (Keras 3 asks so)
+        checkpoint_cb = tf.keras.callbacks.ModelCheckpoint("my_diffusion_model",
+                                                           save_best_only=True)
+    checkpoint_cb = tf.keras.callbacks.ModelCheckpoint("my_diffusion_model.keras",
+                                                       save_best_only=True)
+
+    history = model.fit(train_set, validation_data=valid_set, epochs=1,  # (the book: 100)
+                        callbacks=[checkpoint_cb])  # extra code
+    assert math.isfinite(history.history["val_loss"][0])
+    restored = tf.keras.models.load_model("my_diffusion_model.keras",
+                                          custom_objects={"TimeEncoding": TimeEncoding})
+    X_dict = {"X_noisy": np.ones((2, 28, 28, 1), np.float32), "time": np.array([3, 9])}
+    np.testing.assert_allclose(restored(X_dict).numpy(), model(X_dict).numpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
 # -- the fixes the chapter needed, one by one ----------------------------------------------
 
 def test_layer_input_shape_is_its_first_input_shape_in_a_model():
@@ -884,3 +1243,28 @@ def test_the_weights_a_model_trains_are_settled_at_compile():
     with pytest.warns(UserWarning, match="no.* trainable weights"):
         model.fit(X, y, verbose=0)
     np.testing.assert_array_equal(dense.kernel.numpy(), before)
+
+
+def test_a_model_with_keras_tensor_operators_saves_and_loads(tmp_path):
+    x = tf.keras.Input(shape=[3, 4])
+    y = tf.keras.layers.Dense(2)(x)
+    z = (1 - y[..., :1, tf.newaxis] * 2) ** 2 + y[:, 1:2, None]
+    model = tf.keras.Model(x, z)
+    path = str(tmp_path / "operators.keras")
+    model.save(path)
+    restored = tf.keras.models.load_model(path)
+    X = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_allclose(restored(X).numpy(), model(X).numpy(), rtol=1e-6)
+    assert restored(X).shape == (2, 3, 1, 2)
+
+
+def test_fit_takes_a_dataset_as_validation_data():
+    tf.random.set_seed(0)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    model.compile(loss="mse", optimizer="sgd")
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((10, 3)).astype(np.float32), rng.standard_normal((10, 1))
+    valid = tf.data.Dataset.from_tensor_slices((X[:6], y[:6].astype(np.float32))).batch(4)
+    history = model.fit(X, y, epochs=1, verbose=0, validation_data=valid)
+    expected = model.evaluate(X[:6], y[:6], verbose=0)
+    assert history.history["val_loss"][0] == pytest.approx(expected, rel=1e-6)

@@ -67,66 +67,118 @@ class KerasTensor:
 
     # Python's operators record a node, as Keras 3's KerasTensor (Géron's diffusion model:
     # ``Z = time[:, tf.newaxis, tf.newaxis, :] + Z``); the replay applies them to Tensors.
-    def _operator(self, name, fn, *args):
-        return _call_on_symbolic(_OperatorLayer(fn, name), self, *args)
+    def _operator(self, op, other=None, reverse=False, unary=False):
+        if unary:
+            return _call_on_symbolic(_OperatorLayer(op), self)
+        if isinstance(other, KerasTensor):
+            return _call_on_symbolic(_OperatorLayer(op), *((other, self) if reverse
+                                                           else (self, other)))
+        # (a constant operand, a number or an index, is kept in the layer's config)
+        return _call_on_symbolic(_OperatorLayer(op, other, 0 if reverse else 1), self)
 
     def __add__(self, other):
-        return self._operator("add", lambda x, y: x + y, other)
+        return self._operator("add", other)
 
     def __radd__(self, other):
-        return self._operator("add", lambda x, y: y + x, other)
+        return self._operator("add", other, reverse=True)
 
     def __sub__(self, other):
-        return self._operator("subtract", lambda x, y: x - y, other)
+        return self._operator("subtract", other)
 
     def __rsub__(self, other):
-        return self._operator("subtract", lambda x, y: y - x, other)
+        return self._operator("subtract", other, reverse=True)
 
     def __mul__(self, other):
-        return self._operator("multiply", lambda x, y: x * y, other)
+        return self._operator("multiply", other)
 
     def __rmul__(self, other):
-        return self._operator("multiply", lambda x, y: y * x, other)
+        return self._operator("multiply", other, reverse=True)
 
     def __truediv__(self, other):
-        return self._operator("divide", lambda x, y: x / y, other)
+        return self._operator("divide", other)
 
     def __rtruediv__(self, other):
-        return self._operator("divide", lambda x, y: y / x, other)
+        return self._operator("divide", other, reverse=True)
 
     def __pow__(self, other):
-        return self._operator("power", lambda x, y: x ** y, other)
+        return self._operator("power", other)
 
     def __rpow__(self, other):
-        return self._operator("power", lambda x, y: y ** x, other)
+        return self._operator("power", other, reverse=True)
 
     def __matmul__(self, other):
-        return self._operator("matmul", lambda x, y: x @ y, other)
+        return self._operator("matmul", other)
 
     def __rmatmul__(self, other):
-        return self._operator("matmul", lambda x, y: y @ x, other)
+        return self._operator("matmul", other, reverse=True)
 
     def __neg__(self):
-        return self._operator("negative", lambda x: -x)
+        return self._operator("negative", unary=True)
 
     def __abs__(self):
-        return self._operator("absolute", abs)
+        return self._operator("absolute", unary=True)
 
     def __getitem__(self, key):
-        return self._operator("get_item", lambda x, k: x[k], key)
+        return self._operator("get_item", key)
+
+
+_OPERATORS = {
+    "add": lambda x, y: x + y, "subtract": lambda x, y: x - y,
+    "multiply": lambda x, y: x * y, "divide": lambda x, y: x / y,
+    "power": lambda x, y: x ** y, "matmul": lambda x, y: x @ y,
+    "negative": lambda x: -x, "absolute": abs, "get_item": lambda x, key: x[key],
+}
+
+
+def _encode_constant(value):
+    # An index as JSON can hold it (``model.save``): slices and Ellipsis marked.
+    if isinstance(value, slice):
+        return {"__slice__": [value.start, value.stop, value.step]}
+    if value is Ellipsis:
+        return {"__ellipsis__": True}
+    if isinstance(value, tuple):   # (saving.py keeps tuples as tuples)
+        return tuple(_encode_constant(v) for v in value)
+    return value
+
+
+def _decode_constant(value):
+    if isinstance(value, dict) and set(value) == {"__slice__"}:
+        return slice(*value["__slice__"])
+    if isinstance(value, dict) and set(value) == {"__ellipsis__"}:
+        return Ellipsis
+    if isinstance(value, tuple):
+        return tuple(_decode_constant(v) for v in value)
+    return value
 
 
 class _OperatorLayer(Layer):
-    """A Python operator applied to KerasTensors (``x + y``, ``x[:, None]``): a layer without
-    weights whose node a functional model replays, as Keras 3 records the ``keras.ops`` call
-    behind a KerasTensor's operator (tf.keras 2: a ``TFOpLambda`` layer)."""
+    """A Python operator applied to KerasTensors (``x + y``, ``2 * x``, ``x[:, None]``): a layer
+    without weights whose node a functional model replays, as Keras 3 records the
+    ``keras.ops`` call behind a KerasTensor's operator (tf.keras 2: a ``TFOpLambda`` layer).
 
-    def __init__(self, fn, name):
-        super().__init__(name=module.unique_name(name))
-        self.fn = fn
+    Args:
+        op: a key of ``_OPERATORS`` (``"add"``, ``"get_item"``, ...).
+        constant: an operand that is not a KerasTensor (a number, an index), or None.
+        position: where ``constant`` goes among the operands (0: first, as in ``1 - x``;
+            1: second), None when there is none.
+    """
+
+    def __init__(self, op, constant=None, position=None, name=None, **kwargs):
+        super().__init__(name=name or module.unique_name(op), **kwargs)
+        if op not in _OPERATORS:
+            raise ValueError(f"_OperatorLayer: unknown operator {op!r}; one of "
+                             f"{sorted(_OPERATORS)}")
+        self.op, self.constant, self.position = op, _decode_constant(constant), position
 
     def call(self, inputs, *args):
-        return self.fn(inputs, *args)
+        operands = [inputs, *args]
+        if self.position is not None:
+            operands.insert(self.position, self.constant)
+        return _OPERATORS[self.op](*operands)
+
+    def get_config(self):
+        return {**super().get_config(), "op": self.op,
+                "constant": _encode_constant(self.constant), "position": self.position}
 
 
 def _refuse_conversion(value, dtype=None, name=None, what="convert_to_tensor"):

@@ -687,7 +687,8 @@ class Model(Layer):
             shuffle: reshuffle the samples before each epoch (with ``mt.random``'s generator,
                 so ``mt.random.set_seed`` makes it repeatable).
             validation_data: optional ``(x_val, y_val)`` or ``(x_val, y_val, sample_weight)``,
-                evaluated after each epoch (``val_loss``, ``val_<metric>`` in the history).
+                or an ``mt.data.Dataset`` of such batches, evaluated after each epoch
+                (``val_loss``, ``val_<metric>`` in the history).
             initial_epoch: the epoch to start from (to resume a training).
             callbacks: ``mt.keras.callbacks`` instances (``EarlyStopping``,
                 ``ModelCheckpoint``, ...), called as Keras 3 calls them. One of them setting
@@ -745,7 +746,10 @@ class Model(Layer):
             (x, y, sample_weight), validation_data = _split(x, y, sample_weight, split)
         verbose = 1 if verbose == "auto" else int(verbose)
         batches = _Batches(x, y, batch_size, shuffle, "fit", sample_weight=sample_weight)
-        if validation_data is not None:
+        from ..data import Dataset
+        if isinstance(validation_data, Dataset):   # (batches of (x, y), as Keras)
+            val_x, val_y, val_weight = validation_data, None, None
+        elif validation_data is not None:
             if not (isinstance(validation_data, (tuple, list))
                     and len(validation_data) in (2, 3)):
                 raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, "
