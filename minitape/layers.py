@@ -153,6 +153,10 @@ class LayerMixin:
                 same of a layer only called on tensors).
         """
         found = vars(self).get("_symbolic")
+        if found is None and vars(self).get("_inputs") is not None:   # a functional model
+            found = (list(self.inputs),)   # (its Inputs' shapes, as Keras 3's Functional)
+            if len(found[0]) == 1:
+                found = (found[0][0],)
         if found is not None:
             inputs = found[0]
             if isinstance(inputs, (list, tuple)):

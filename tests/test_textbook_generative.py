@@ -1009,6 +1009,7 @@ def test_layer_input_shape_is_its_first_input_shape_in_a_model():
     dense_3 = tf.keras.layers.Dense(1)
     dense_3(inputs)
     assert dense_3.input_shape == (None, 7)
+    assert tf.keras.Model(inputs, dense_3(inputs)).input_shape == (None, 7)
     # Called alone on a tensor, a layer has no input shape (tf.keras 2 says so too).
     dense_4 = tf.keras.layers.Dense(1)
     dense_4(np.zeros((2, 3), np.float32))
