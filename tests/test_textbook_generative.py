@@ -365,6 +365,35 @@ def test_convolutional_autoencoder(book):
         check_training_step(conv_autoencoder()[0], X_train[:4], mse_loss(X_train[:4]))
 
 
+
+# -- Recurrent autoencoders (extra material) -----------------------------------------------
+
+def test_recurrent_autoencoder(book):
+    X_train, X_valid = book["X_train"][:32], book["X_valid"][:8]  # (fewer: LSTMs are slow)
+    tf.random.set_seed(42)
+
+    recurrent_encoder = tf.keras.Sequential([
+        tf.keras.layers.LSTM(100, return_sequences=True),
+        tf.keras.layers.LSTM(30)
+    ])
+    recurrent_decoder = tf.keras.Sequential([
+        tf.keras.layers.RepeatVector(28),
+        tf.keras.layers.LSTM(100, return_sequences=True),
+        tf.keras.layers.Dense(28)
+    ])
+    recurrent_ae = tf.keras.Sequential([recurrent_encoder, recurrent_decoder])
+    recurrent_ae.compile(loss="mse", optimizer=tf.keras.optimizers.Nadam())
+
+    history = recurrent_ae.fit(X_train, X_train, epochs=1,  # (the book: 10)
+                               validation_data=(X_valid, X_valid))
+    _, reconstructions = plot_reconstructions(recurrent_ae, X_valid)
+    assert reconstructions.shape == (5, 28, 28)
+    codings = recurrent_encoder(X_valid[:3])
+    repeated = recurrent_decoder.layers[0](codings).numpy()
+    assert repeated.shape == (3, 28, 30)
+    np.testing.assert_array_equal(repeated, np.repeat(codings.numpy()[:, None], 28, axis=1))
+
+
 # -- Denoising autoencoders ----------------------------------------------------------------
 
 def test_denoising_autoencoder_with_dropout(book):
@@ -1269,3 +1298,20 @@ def test_fit_takes_a_dataset_as_validation_data():
     history = model.fit(X, y, epochs=1, verbose=0, validation_data=valid)
     expected = model.evaluate(X[:6], y[:6], verbose=0)
     assert history.history["val_loss"][0] == pytest.approx(expected, rel=1e-6)
+
+
+def test_repeat_vector():
+    layer = tf.keras.layers.RepeatVector(3)
+    x = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    with tf.GradientTape() as tape:
+        y = layer(x)
+        loss = tf.reduce_sum(y * np.arange(12.0).reshape(2, 3, 2))
+    np.testing.assert_array_equal(y.numpy(), np.repeat(x.numpy()[:, None], 3, axis=1))
+    # The gradient sums the three copies' cotangents.
+    np.testing.assert_array_equal(tape.gradient(loss, x).numpy(),
+                                  np.arange(12.0).reshape(2, 3, 2).sum(axis=1))
+    assert tf.keras.layers.RepeatVector.from_config(layer.get_config()).n == 3
+    with pytest.raises(ValueError, match="shape \\(batch, features\\)"):
+        layer(np.zeros((2, 3, 4), np.float32))
+    with pytest.raises(ValueError, match="positive int"):
+        tf.keras.layers.RepeatVector(0)

@@ -393,6 +393,36 @@ class ActivityRegularization(Layer):
 __all__.append("ActivityRegularization")
 
 
+class RepeatVector(Layer):
+    """Repeats each sample ``n`` times along a new axis 1: ``(batch, features)`` becomes
+    ``(batch, n, features)``, as ``keras.layers.RepeatVector`` (Géron's recurrent
+    autoencoder feeds its codings to every time step of the decoder).
+
+    Raises:
+        ValueError: ``n`` is not a positive int, or the input is not 2-D (at the call).
+    """
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"RepeatVector: n must be a positive int, got {n!r}")
+        self.n = int(n)
+
+    def call(self, inputs):
+        from ..ops import array_ops
+        x = _mt_layers.convert_to_tensor(inputs, what="RepeatVector")
+        if x.ndim != 2:
+            raise ValueError(f"RepeatVector expects inputs of shape (batch, features), got "
+                             f"{x.shape}; flatten them first (layers.Flatten())")
+        return array_ops.tile(array_ops.expand_dims(x, 1), [1, self.n, 1])
+
+    def get_config(self):
+        return {**super().get_config(), "n": self.n}
+
+
+__all__.append("RepeatVector")
+
+
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see
     # ``minitape/_tf_names.py``).
