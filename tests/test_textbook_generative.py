@@ -3,14 +3,22 @@
 diffusion models, with ``import minitape as tf``.
 
 One test per section, the notebook's code cells as printed (only the import switched): the
-linear autoencoder doing PCA, stacked, tied, one-at-a-time, convolutional, denoising, sparse and
-variational autoencoders, the GAN and DCGAN trained with ``train_gan``, and the diffusion
-model's pieces. Sizes and epochs are shrunk (said in comments where they are); Fashion-MNIST is
-replaced by small synthetic files in a temporary Keras cache (the ``fashion`` fixture of
-``tests/test_textbook_d2l.py``). Numbers are checked against independent values: PCA's subspace
-from NumPy's SVD, the VAE's latent loss and the KL sparsity penalty in closed form in NumPy,
-the GAN's frozen discriminator, the diffusion schedule from the book's formulas, and training
-steps against central finite differences in float64.
+linear autoencoder doing PCA, stacked, tied, one-at-a-time, convolutional, recurrent, denoising,
+sparse and variational autoencoders, the GAN and DCGAN trained with ``train_gan``, and the
+diffusion model (schedule, batches, time encoding, ``generate``, the U-Net). Sizes and epochs
+are shrunk (said in comments where they are); Fashion-MNIST is replaced by small synthetic
+files in a temporary Keras cache (the ``fashion`` fixture of ``tests/test_textbook_d2l.py``).
+Numbers are checked against independent values: PCA's subspace from NumPy's SVD, the VAE's
+latent loss and the KL sparsity penalty in closed form in NumPy, the GAN's two phases (the
+frozen discriminator does not move in phase 2), the diffusion schedule from the book's
+formulas and ``generate`` replayed in NumPy, and training steps against central finite
+differences in float64.
+
+Where minitape follows Keras 3 rather than the tf.keras 2 the notebook runs on, the test says
+so and checks the clear error: TensorFlow ops applied to KerasTensors (the VAE's latent loss
+cell; Python's operators on them are recorded, as Keras 3) and a ``ModelCheckpoint`` path
+without ``.keras``. The U-Net test waits for ``layers.SeparableConv2D``. The last part tests
+the fixes the chapter needed, one by one.
 """
 
 from __future__ import annotations
