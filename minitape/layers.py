@@ -141,6 +141,34 @@ class LayerMixin:
         ``layer.output``."""
         return self._first_symbolic_call("output")[1]
 
+    @property
+    def input_shape(self):
+        """The shape of the input this layer was first called on inside a model (a
+        ``Sequential`` or a functional model), batch axis None, as tf.keras 2's
+        ``layer.input_shape`` (Géron's ``DenseTranspose`` reads ``dense.input_shape[-1]``;
+        Keras 3 dropped it). A list of shapes for a layer called on several inputs.
+
+        Raises:
+            AttributeError: the layer was never called inside a model (tf.keras 2 says the
+                same of a layer only called on tensors).
+        """
+        found = vars(self).get("_symbolic")
+        if found is None and vars(self).get("_inputs") is not None:   # a functional model
+            found = (list(self.inputs),)   # (its Inputs' shapes, as Keras 3's Functional)
+            if len(found[0]) == 1:
+                found = (found[0][0],)
+        if found is not None:
+            inputs = found[0]
+            if isinstance(inputs, (list, tuple)):
+                return [tuple(x.shape) for x in inputs]
+            return tuple(inputs.shape)
+        shape = vars(self).get("_call_input_shape")
+        if shape is None:
+            raise AttributeError(f"The layer '{self.name}' has never been called inside a model "
+                                 "and thus has no defined input shape (as in tf.keras): call "
+                                 "the model containing it first, e.g. model(X) or model.fit")
+        return shape
+
     def _first_symbolic_call(self, what):
         found = vars(self).get("_symbolic")
         if found is None:

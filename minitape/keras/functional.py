@@ -15,8 +15,9 @@ and a layer used twice (shared weights) work as in Keras.
 
 Shapes are found as Keras does without values: here by calling each layer once on zeros
 with a batch of one (which also builds it: its weights exist as soon as the model does);
-the batch axis is ``None``. Arithmetic on KerasTensors (``x + y``) is not recorded: wrap it
-in ``mt.keras.layers.Lambda`` (or use ``Add``/``Concatenate``-style layers of your own).
+the batch axis is ``None``. Python's operators on KerasTensors (``x + y``, ``2 * x``,
+``x[:, None]``) are recorded too, as Keras 3's; an op like ``mt.exp(x)`` is not (Keras 3
+refuses it too): wrap it in ``mt.keras.layers.Lambda`` or a layer of your own.
 """
 
 from __future__ import annotations
@@ -62,9 +63,122 @@ class KerasTensor:
             "shape but no values, and minitape's functional models record layer calls only: "
             "wrap the computation in a layer, e.g. mt.keras.layers.Lambda(lambda x: x + 1)(x)")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __neg__ = _refuse
-    __getitem__ = __array__ = __bool__ = _refuse
+    __array__ = __bool__ = _refuse
+
+    # Python's operators record a node, as Keras 3's KerasTensor (Géron's diffusion model:
+    # ``Z = time[:, tf.newaxis, tf.newaxis, :] + Z``); the replay applies them to Tensors.
+    def _operator(self, op, other=None, reverse=False, unary=False):
+        if unary:
+            return _call_on_symbolic(_OperatorLayer(op), self)
+        if isinstance(other, KerasTensor):
+            return _call_on_symbolic(_OperatorLayer(op), *((other, self) if reverse
+                                                           else (self, other)))
+        # (a constant operand, a number or an index, is kept in the layer's config)
+        return _call_on_symbolic(_OperatorLayer(op, other, 0 if reverse else 1), self)
+
+    def __add__(self, other):
+        return self._operator("add", other)
+
+    def __radd__(self, other):
+        return self._operator("add", other, reverse=True)
+
+    def __sub__(self, other):
+        return self._operator("subtract", other)
+
+    def __rsub__(self, other):
+        return self._operator("subtract", other, reverse=True)
+
+    def __mul__(self, other):
+        return self._operator("multiply", other)
+
+    def __rmul__(self, other):
+        return self._operator("multiply", other, reverse=True)
+
+    def __truediv__(self, other):
+        return self._operator("divide", other)
+
+    def __rtruediv__(self, other):
+        return self._operator("divide", other, reverse=True)
+
+    def __pow__(self, other):
+        return self._operator("power", other)
+
+    def __rpow__(self, other):
+        return self._operator("power", other, reverse=True)
+
+    def __matmul__(self, other):
+        return self._operator("matmul", other)
+
+    def __rmatmul__(self, other):
+        return self._operator("matmul", other, reverse=True)
+
+    def __neg__(self):
+        return self._operator("negative", unary=True)
+
+    def __abs__(self):
+        return self._operator("absolute", unary=True)
+
+    def __getitem__(self, key):
+        return self._operator("get_item", key)
+
+
+_OPERATORS = {
+    "add": lambda x, y: x + y, "subtract": lambda x, y: x - y,
+    "multiply": lambda x, y: x * y, "divide": lambda x, y: x / y,
+    "power": lambda x, y: x ** y, "matmul": lambda x, y: x @ y,
+    "negative": lambda x: -x, "absolute": abs, "get_item": lambda x, key: x[key],
+}
+
+
+def _encode_constant(value):
+    # An index as JSON can hold it (``model.save``): slices and Ellipsis marked.
+    if isinstance(value, slice):
+        return {"__slice__": [value.start, value.stop, value.step]}
+    if value is Ellipsis:
+        return {"__ellipsis__": True}
+    if isinstance(value, tuple):   # (saving.py keeps tuples as tuples)
+        return tuple(_encode_constant(v) for v in value)
+    return value
+
+
+def _decode_constant(value):
+    if isinstance(value, dict) and set(value) == {"__slice__"}:
+        return slice(*value["__slice__"])
+    if isinstance(value, dict) and set(value) == {"__ellipsis__"}:
+        return Ellipsis
+    if isinstance(value, tuple):
+        return tuple(_decode_constant(v) for v in value)
+    return value
+
+
+class _OperatorLayer(Layer):
+    """A Python operator applied to KerasTensors (``x + y``, ``2 * x``, ``x[:, None]``): a layer
+    without weights whose node a functional model replays, as Keras 3 records the
+    ``keras.ops`` call behind a KerasTensor's operator (tf.keras 2: a ``TFOpLambda`` layer).
+
+    Args:
+        op: a key of ``_OPERATORS`` (``"add"``, ``"get_item"``, ...).
+        constant: an operand that is not a KerasTensor (a number, an index), or None.
+        position: where ``constant`` goes among the operands (0: first, as in ``1 - x``;
+            1: second), None when there is none.
+    """
+
+    def __init__(self, op, constant=None, position=None, name=None, **kwargs):
+        super().__init__(name=name or module.unique_name(op), **kwargs)
+        if op not in _OPERATORS:
+            raise ValueError(f"_OperatorLayer: unknown operator {op!r}; one of "
+                             f"{sorted(_OPERATORS)}")
+        self.op, self.constant, self.position = op, _decode_constant(constant), position
+
+    def call(self, inputs, *args):
+        operands = [inputs, *args]
+        if self.position is not None:
+            operands.insert(self.position, self.constant)
+        return _OPERATORS[self.op](*operands)
+
+    def get_config(self):
+        return {**super().get_config(), "op": self.op,
+                "constant": _encode_constant(self.constant), "position": self.position}
 
 
 def _refuse_conversion(value, dtype=None, name=None, what="convert_to_tensor"):
@@ -372,7 +486,12 @@ class Functional(Model):
             outputs = node.layer(*args, **kwargs)
             for symbol, value in zip(_leaves(node.outputs), _leaves(outputs)):
                 values[id(symbol)] = value
-        return _map(self._outputs, lambda y: values[id(y)])
+        outputs = _map(self._outputs, lambda y: values[id(y)])
+        # One output in a list (``outputs=[y]``) comes back alone, as Keras 3's
+        # ``unpack_singleton`` (and tf.keras 2): Geron's ``variational_decoder(codings).numpy()``.
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            return outputs[0]
+        return outputs
 
     def get_config(self):
         """The layers and the calls linking them (``minitape/keras/saving.py``), as Keras."""

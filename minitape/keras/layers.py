@@ -174,7 +174,8 @@ class Layer(_mt_layers.LayerMixin, Module):
         ``add_weight(name, shape, dtype, initializer, ...)``.
 
         Args:
-            shape: tuple or list of ints (default ``()``).
+            shape: tuple or list of ints (default ``()``), or an int for a vector (as
+                tf.keras 2, Géron's ``shape=self.dense.input_shape[-1]``).
             initializer: a Keras name (``"glorot_uniform"``, the default for floats;
                 ``"zeros"``, the default otherwise; ``"ones"``, ``"he_normal"``,
                 ``"random_normal"``...), an ``mt.keras.initializers`` object, or a callable
@@ -215,6 +216,8 @@ class Layer(_mt_layers.LayerMixin, Module):
                 given[key] = value
             shape, initializer, dtype = given["shape"], given["initializer"], given["dtype"]
             trainable, name = given["trainable"], given["name"]
+        if isinstance(shape, (int, np.integer)):   # (an int: a vector, as tf.keras 2)
+            shape = (shape,)
         shape = tuple(int(d) for d in (() if shape is None else shape))
         dtype = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
         if initializer is None:
@@ -360,6 +363,64 @@ def _requires(fn, name) -> bool:
 
 
 # -- end of cnnqa ---------------------------------------------------------------------------
+
+
+# -- Géron's chapter 17 (gengeron): the sparse autoencoder's layer --------------------------
+
+class ActivityRegularization(Layer):
+    """Returns its input unchanged and adds ``l1 * sum(|x|) + l2 * sum(x**2)``, divided by the
+    batch size, to ``layer.losses`` (so ``fit`` minimises it too), as
+    ``keras.layers.ActivityRegularization``.
+
+    Args:
+        l1, l2: non-negative floats (default 0.0).
+    """
+
+    def __init__(self, l1=0.0, l2=0.0, **kwargs):
+        from . import regularizers
+        super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
+        self.l1, self.l2 = l1, l2
+
+    def call(self, inputs):
+        return _mt_layers.convert_to_tensor(inputs, what="ActivityRegularization")
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("activity_regularizer", None)
+        return {**config, "l1": self.l1, "l2": self.l2}
+
+
+__all__.append("ActivityRegularization")
+
+
+class RepeatVector(Layer):
+    """Repeats each sample ``n`` times along a new axis 1: ``(batch, features)`` becomes
+    ``(batch, n, features)``, as ``keras.layers.RepeatVector`` (Géron's recurrent
+    autoencoder feeds its codings to every time step of the decoder).
+
+    Raises:
+        ValueError: ``n`` is not a positive int, or the input is not 2-D (at the call).
+    """
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"RepeatVector: n must be a positive int, got {n!r}")
+        self.n = int(n)
+
+    def call(self, inputs):
+        from ..ops import array_ops
+        x = _mt_layers.convert_to_tensor(inputs, what="RepeatVector")
+        if x.ndim != 2:
+            raise ValueError(f"RepeatVector expects inputs of shape (batch, features), got "
+                             f"{x.shape}; flatten them first (layers.Flatten())")
+        return array_ops.tile(array_ops.expand_dims(x, 1), [1, self.n, 1])
+
+    def get_config(self):
+        return {**super().get_config(), "n": self.n}
+
+
+__all__.append("RepeatVector")
 
 
 def __getattr__(name):

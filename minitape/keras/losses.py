@@ -28,6 +28,7 @@ __all__ = [
     "SparseCategoricalCrossentropy", "get", "huber", "log_cosh", "mean_absolute_percentage_error",
     "mean_squared_logarithmic_error", "MAPE", "MSLE", "mape", "msle", "Huber", "LogCosh",
     "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError",
+    "kl_divergence", "kullback_leibler_divergence", "kld", "KLD", "KLDivergence",
 ]
 
 
@@ -319,6 +320,38 @@ class MeanSquaredLogarithmicError(Loss):
         super().__init__(reduction, name)
 
 
+# -- Géron's chapter 17 (gengeron): the KL divergence of his sparse autoencoder -------------
+
+def kl_divergence(y_true, y_pred):
+    """``sum(y_true * log(y_true / y_pred), axis=-1)``, both clipped to ``[1e-7, 1]`` first, as
+    ``keras.losses.kl_divergence`` (tf.keras 2 also names it ``kullback_leibler_divergence``,
+    ``kld``, ``KLD``; Géron's ``KLDivergenceRegularizer`` calls it with a float target).
+
+    Shapes: ``(batch, d)`` gives ``(batch,)``; a vector (or a float and a vector) a scalar.
+
+    >>> import minitape as mt
+    >>> mt.keras.losses.kl_divergence([[0.5, 0.5]], [[0.25, 0.75]]).numpy().round(6)
+    array([0.143841], dtype=float32)
+    """
+    y_true, y_pred = _prepare(y_true, y_pred, "kl_divergence")
+    eps = backend.epsilon()
+    y_true = math_ops.clip_by_value(y_true, eps, 1.0)
+    y_pred = math_ops.clip_by_value(y_pred, eps, 1.0)
+    return reduction_ops.reduce_sum(y_true * math_ops.log(y_true / y_pred), axis=-1)
+
+
+kullback_leibler_divergence = kld = KLD = kl_divergence
+
+
+class KLDivergence(Loss):
+    """Mean of ``kl_divergence`` over the batch, as ``keras.losses.KLDivergence``."""
+
+    fn = staticmethod(kl_divergence)
+
+    def __init__(self, reduction="sum_over_batch_size", name="kl_divergence"):
+        super().__init__(reduction, name)
+
+
 _BY_NAME = {
     "huber": huber, "log_cosh": log_cosh, "logcosh": log_cosh,
     "mean_absolute_percentage_error": mean_absolute_percentage_error,
@@ -330,6 +363,8 @@ _BY_NAME = {
     "MAE": mean_absolute_error, "binary_crossentropy": binary_crossentropy,
     "categorical_crossentropy": categorical_crossentropy,
     "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
+    "kl_divergence": kl_divergence, "kullback_leibler_divergence": kl_divergence,
+    "kld": kl_divergence, "KLD": kl_divergence,
 }
 
 

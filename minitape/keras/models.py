@@ -343,6 +343,11 @@ class Model(Layer):
                                          for m in self._metric_specs)
         self.run_eagerly = bool(run_eagerly)
         self.jit_compile = jit_compile
+        # Which layers train is settled here, as tf.keras 2 (and Keras 3's documentation):
+        # Géron's GAN compiles the discriminator, then sets ``discriminator.trainable =
+        # False`` before compiling the GAN, and ``discriminator.train_on_batch`` still trains.
+        self._compiled_trainable_state = {id(m): m.trainable for m in (self,) + self.submodules
+                                          if isinstance(getattr(m, "trainable", None), bool)}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The loss that ``fit`` differentiates, one scalar Tensor, as Keras 3's
@@ -580,14 +585,67 @@ class Model(Layer):
         with GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self._loss_of(x, y, y_pred, sample_weight)
-        if self.trainable_variables:
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        trained = self._compiled_trainable_variables()
+        if trained:
+            grads = tape.gradient(loss, trained)
+            self.optimizer.apply_gradients(zip(grads, trained))
         else:   # (as Keras 3: a model of add_loss layers only, as in Keras's guide)
             warnings.warn("The model does not have any trainable weights.", stacklevel=2)
         self._loss_tracker.update_state(loss, sample_weight=_length(x))
         self.last_train_step = (tape, loss)   # for callbacks that show the step's tape
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _compiled_trainable_variables(self):
+        """``trainable_variables`` with each layer's ``trainable`` as it was at ``compile``
+        (tf.keras 2: the weights a compiled model trains are fixed by compile; a layer made
+        later keeps its own flag)."""
+        state = vars(self).get("_compiled_trainable_state")
+        if not state:
+            return self.trainable_variables
+        changed = [(m, m.trainable) for m in (self,) + self.submodules
+                   if id(m) in state and m.trainable is not state[id(m)]]
+        if not changed:
+            return self.trainable_variables
+        try:
+            for m, _ in changed:
+                m.trainable = state[id(m)]
+            return self.trainable_variables
+        finally:
+            for m, now in changed:
+                m.trainable = now
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict=False):
+        """One training step on the batch ``(x, y)`` as given, as ``keras.Model.train_on_batch``
+        (Géron's GAN alternates ``discriminator.train_on_batch`` and ``gan.train_on_batch``).
+
+        The metrics are reset first, so the result is this batch's. The layers trained are
+        those trainable at ``compile`` (see ``compile``).
+
+        Returns:
+            The loss as a float when no metrics were compiled, else ``[loss, metric, ...]``,
+            or a dict with ``return_dict=True``.
+
+        Raises:
+            ValueError: ``compile`` was not called, or both ``class_weight`` and
+                ``sample_weight`` given.
+        """
+        if self.optimizer is None:
+            raise ValueError("train_on_batch: call model.compile(optimizer=..., loss=...) first")
+        if class_weight is not None:
+            if sample_weight is not None:
+                raise ValueError("train_on_batch: You cannot use `class_weight` and "
+                                 "`sample_weight` at the same time")
+            sample_weight = _class_weights(y, class_weight, x)
+        batches = _Batches(x, y, max(int(_length(x)), 1), False, "train_on_batch",
+                           sample_weight=sample_weight)
+        self.reset_metrics()
+        for data in batches.epoch():
+            logs = self.train_step(data)
+        logs = _float_logs(logs, "train_step")
+        if return_dict:
+            return logs
+        return logs["loss"] if len(logs) == 1 else list(logs.values())
 
     def _loss_of(self, x, y, y_pred, sample_weight, training=True):
         # compute_loss as it is written: Keras 3's (x, y, y_pred, sample_weight[, training]),
@@ -629,7 +687,8 @@ class Model(Layer):
             shuffle: reshuffle the samples before each epoch (with ``mt.random``'s generator,
                 so ``mt.random.set_seed`` makes it repeatable).
             validation_data: optional ``(x_val, y_val)`` or ``(x_val, y_val, sample_weight)``,
-                evaluated after each epoch (``val_loss``, ``val_<metric>`` in the history).
+                or an ``mt.data.Dataset`` of such batches, evaluated after each epoch
+                (``val_loss``, ``val_<metric>`` in the history).
             initial_epoch: the epoch to start from (to resume a training).
             callbacks: ``mt.keras.callbacks`` instances (``EarlyStopping``,
                 ``ModelCheckpoint``, ...), called as Keras 3 calls them. One of them setting
@@ -687,7 +746,10 @@ class Model(Layer):
             (x, y, sample_weight), validation_data = _split(x, y, sample_weight, split)
         verbose = 1 if verbose == "auto" else int(verbose)
         batches = _Batches(x, y, batch_size, shuffle, "fit", sample_weight=sample_weight)
-        if validation_data is not None:
+        from ..data import Dataset
+        if isinstance(validation_data, Dataset):   # (batches of (x, y), as Keras)
+            val_x, val_y, val_weight = validation_data, None, None
+        elif validation_data is not None:
             if not (isinstance(validation_data, (tuple, list))
                     and len(validation_data) in (2, 3)):
                 raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, "
@@ -778,6 +840,7 @@ class Model(Layer):
             print(f"{len(batches)}/{len(batches)}")
         if not outputs:
             return np.zeros((0,))
+        outputs = [_one_output(None, o)[1] for o in outputs]   # (outputs=[y], even nested)
         if isinstance(outputs[0], dict):   # (several outputs: one array each, as Keras)
             return {k: np.concatenate([o[k].numpy() for o in outputs]) for k in outputs[0]}
         if isinstance(outputs[0], (list, tuple)) and len(outputs[0]) == 1:   # outputs=[y]
@@ -976,6 +1039,9 @@ class Sequential(Model):
         shape = getattr(self, "_build_input_shape", None)
         x = adjust_input_rank(inputs, shape) if isinstance(shape, tuple) else inputs
         for layer in self._layers:
+            if "_call_input_shape" not in vars(layer) and hasattr(x, "shape"):
+                # (``layer.input_shape``, as tf.keras 2: the shape of its first input here)
+                layer._call_input_shape = (None,) + tuple(x.shape[1:])
             if training is not None and accepts(layer, "training"):
                 x = layer(x, training=training)
             else:
@@ -1241,8 +1307,9 @@ def _split(x, y, sample_weight, validation_split):
 
 def _one_output(y, y_pred):
     """A model made with ``outputs=[output]`` (one output in a list, as Geron writes it)
-    compares its output with ``y`` as a model with one output does, as Keras."""
-    if isinstance(y_pred, (list, tuple)) and len(y_pred) == 1:
+    compares its output with ``y`` as a model with one output does, as Keras (also nested,
+    ``outputs=[decoder(codings)]`` with a decoder made with ``outputs=[...]``: Geron's VAE)."""
+    while isinstance(y_pred, (list, tuple)) and len(y_pred) == 1:
         y_pred = y_pred[0]
         if isinstance(y, (list, tuple)) and len(y) == 1:
             y = y[0]

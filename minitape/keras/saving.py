@@ -76,7 +76,8 @@ def _builtin_classes(kind):
     if kind == "layer":
         out = {name: getattr(layers, name) for name in layers.__all__}
         out.update({"Sequential": models.Sequential, "Functional": functional.Functional,
-                    "Model": models.Model, "InputLayer": functional.InputLayer})
+                    "Model": models.Model, "InputLayer": functional.InputLayer,
+                    "_OperatorLayer": functional._OperatorLayer})   # (x + y in a model)
         return out
     if kind == "metric":
         return dict(metrics._CLASSES)
