@@ -1664,3 +1664,8 @@ AvgPool2D = AveragePooling2D
 GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool2D = GlobalMaxPooling2D
 # -- end of cnnqa ---------------------------------------------------------------------------------
+
+# Chollet's chapters 8-9 (convchollet): separable convolutions and data augmentation, in their
+# own module; imported here so that mt.layers and mt.keras.layers have them.
+from .image_layers import (DepthwiseConv2D, RandomFlip, RandomRotation,  # noqa: E402,F401
+                           RandomZoom, SeparableConv2D)

@@ -1,0 +1,595 @@
+"""Chollet's "Deep Learning with Python" (2nd edition), chapters 8 and 9, with
+``from minitape import keras``: the small MNIST convnet, data augmentation (``RandomFlip``,
+``RandomRotation``, ``RandomZoom``) with ``Rescaling`` and ``Dropout``, residual connections,
+batch normalization, depthwise separable convolutions and the mini-Xception, and the
+interpretation section (intermediate activations, filter visualization by gradient ascent,
+Grad-CAM) on small random-weight convnets in place of the pretrained ones.
+
+The book's code as printed, with small synthetic data. Numbers are checked against NumPy
+loops written here (depthwise convolution, bilinear resampling with NumPy's ``symmetric``
+padding), hand-worked images (a quarter turn is ``np.rot90``), parameter counts from the
+layer formulas, and central finite differences in float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import minitape as tf
+from minitape import keras
+from minitape.image_layers import affine_transform, rotation_transforms, zoom_transforms
+from minitape.keras import layers
+from test_textbook_cnn import check_training_step, float64_weights
+
+RNG = np.random.default_rng(8)
+
+
+def conv_params(k, c_in, c_out, bias=True):
+    return k * k * c_in * c_out + (c_out if bias else 0)
+
+
+def separable_params(k, c_in, c_out, bias=True):
+    return k * k * c_in + c_in * c_out + (c_out if bias else 0)
+
+
+def directional_check(f, x, seed=0, eps=1e-6, rtol=1e-6):
+    """``f`` (a function of one float64 Tensor to a scalar): the tape's gradient along a
+    random unit direction against the central difference."""
+    x = tf.constant(np.asarray(x, np.float64))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    g = np.asarray(tape.gradient(y, x))
+    d = np.random.default_rng(seed).standard_normal(x.shape)
+    d /= np.linalg.norm(d)
+    numeric = (float(f(x + eps * d)) - float(f(x - eps * d))) / (2 * eps)
+    assert math.isclose(float(np.sum(g * d)), numeric, rel_tol=rtol, abs_tol=1e-9)
+    return g
+
+
+# -- 8.1 A first convnet on MNIST ------------------------------------------------------------
+
+
+def mnist_convnet():
+    inputs = keras.Input(shape=(28, 28, 1))
+    x = layers.Conv2D(filters=32, kernel_size=3, activation="relu")(inputs)
+    x = layers.MaxPooling2D(pool_size=2)(x)
+    x = layers.Conv2D(filters=64, kernel_size=3, activation="relu")(x)
+    x = layers.MaxPooling2D(pool_size=2)(x)
+    x = layers.Conv2D(filters=128, kernel_size=3, activation="relu")(x)
+    x = layers.Flatten()(x)
+    outputs = layers.Dense(10, activation="softmax")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    return model
+
+
+def test_8_1_the_small_mnist_convnet():
+    tf.random.set_seed(0)
+    model = mnist_convnet()
+    lines = []
+    model.summary(print_fn=lines.append)
+    shapes = [(None, 26, 26, 32), (None, 13, 13, 32), (None, 11, 11, 64), (None, 5, 5, 64),
+              (None, 3, 3, 128), (None, 1152), (None, 10)]
+    assert [layer.output.shape for layer in model.layers[1:]] == shapes
+    total = (conv_params(3, 1, 32) + conv_params(3, 32, 64) + conv_params(3, 64, 128)
+             + 1152 * 10 + 10)
+    assert total == 104_202                       # the book's "Total params: 104,202"
+    assert f"Total params: {total:,}" in "\n".join(lines)
+    # MNIST's shapes, synthetic digits: a bright bar whose row is the label
+    train_labels = RNG.integers(0, 10, 96)
+    train_images = RNG.uniform(0, 40, (96, 28, 28)).astype("uint8")
+    for image, label in zip(train_images, train_labels):
+        image[2 + 2 * label:4 + 2 * label, 4:24] = 255
+    train_images = train_images.reshape((96, 28, 28, 1))
+    train_images = train_images.astype("float32") / 255
+    model.compile(optimizer="rmsprop",
+                  loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    history = model.fit(train_images, train_labels, epochs=3, batch_size=32, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    test_loss, test_acc = model.evaluate(train_images, train_labels, verbose=0)
+    probs = model.predict(train_images, verbose=0)
+    expected = -np.mean(np.log(probs[np.arange(96), train_labels]))
+    assert math.isclose(test_loss, expected, rel_tol=1e-4)
+    assert test_acc == pytest.approx(np.mean(probs.argmax(1) == train_labels))
+
+
+def test_8_1_training_step_gradient_matches_finite_differences():
+    with float64_weights():
+        tf.random.set_seed(1)
+        model = mnist_convnet()
+        X = RNG.uniform(0, 1, (3, 28, 28, 1))
+        y = np.array([1, 7, 3])
+        loss = keras.losses.SparseCategoricalCrossentropy()
+        check_training_step(model, X, lambda p: loss(y, p), lr=0.01)
+
+
+# -- 8.2 Data augmentation ---------------------------------------------------------------------
+
+
+def bilinear_reference(image, transform, fill_mode="reflect", fill_value=0.0):
+    """Keras's affine transform of one (h, w, c) image, one output pixel at a time: the input
+    padded by NumPy (``symmetric`` is Keras's ``reflect``), then the four neighbours."""
+    h, w, c = image.shape
+    a0, a1, a2, b0, b1, b2 = transform[:6]
+    pad = 2 * (h + w)
+    padded = (np.pad(image, ((pad, pad), (pad, pad), (0, 0)), mode="symmetric")
+              if fill_mode == "reflect" else
+              np.pad(image, ((pad, pad), (pad, pad), (0, 0)), constant_values=fill_value))
+    out = np.zeros_like(image, dtype=np.float64)
+    for row in range(h):
+        for col in range(w):
+            xs, ys = a0 * col + a1 * row + a2, b0 * col + b1 * row + b2
+            x0, y0 = math.floor(xs), math.floor(ys)
+            fx, fy = xs - x0, ys - y0
+            for dy, wy in ((0, 1 - fy), (1, fy)):
+                for dx, wx in ((0, 1 - fx), (1, fx)):
+                    out[row, col] += wy * wx * padded[pad + y0 + dy, pad + x0 + dx]
+    return out
+
+
+def test_8_2_data_augmentation_layers_as_the_book_uses_them():
+    data_augmentation = keras.Sequential(
+        [
+            layers.RandomFlip("horizontal"),
+            layers.RandomRotation(0.1),
+            layers.RandomZoom(0.2),
+        ]
+    )
+    images = RNG.uniform(0, 255, (6, 12, 10, 3)).astype("float32")
+    # inference: the images pass through unchanged
+    assert np.array_equal(data_augmentation(images).numpy(), images)
+    assert np.array_equal(data_augmentation(images, training=False).numpy(), images)
+    augmented_images = data_augmentation(images, training=True)
+    assert augmented_images.shape == images.shape
+    assert not np.allclose(augmented_images.numpy(), images)
+    # the book's figure loop: a new augmentation at each call
+    again = data_augmentation(images, training=True)
+    assert not np.allclose(again.numpy(), augmented_images.numpy())
+    assert augmented_images[0].numpy().astype("uint8").shape == (12, 10, 3)
+
+
+def test_random_flip_geometry_and_seed():
+    images = RNG.normal(size=(40, 3, 4, 2)).astype("float32")
+    out = layers.RandomFlip("horizontal", seed=5)(images, training=True).numpy()
+    same = [np.array_equal(o, i) for o, i in zip(out, images)]
+    flipped = [np.array_equal(o, i[:, ::-1]) for o, i in zip(out, images)]
+    assert all(s or f for s, f in zip(same, flipped)) and any(same) and any(flipped)
+    # Keras 3: one uniform draw per image, flipped when <= 0.5
+    draws = np.random.default_rng(5).uniform(0, 1, 40)
+    assert flipped == list(draws <= 0.5)
+    again = layers.RandomFlip("horizontal", seed=5)(images, training=True).numpy()
+    assert np.array_equal(out, again)                       # deterministic under a seed
+    both = layers.RandomFlip(seed=2)(images, training=True).numpy()
+    assert all(np.array_equal(o, i) or np.array_equal(o, i[::-1, ::-1])
+               for o, i in zip(both, images))
+    vertical = layers.RandomFlip("vertical", seed=2)(images, training=True).numpy()
+    assert all(np.array_equal(o, i) or np.array_equal(o, i[::-1]) for o, i in zip(vertical,
+                                                                                 images))
+    one = layers.RandomFlip("horizontal", seed=0)(images[0], training=True)
+    assert one.shape == (3, 4, 2)
+    with pytest.raises(ValueError, match="mode must be"):
+        layers.RandomFlip("diagonal")
+
+
+def test_random_rotation_geometry():
+    image = np.arange(25.0).reshape(1, 5, 5, 1)
+    quarter = affine_transform(tf.constant(image), rotation_transforms([np.pi / 2], 5, 5))
+    assert np.allclose(quarter.numpy()[0, :, :, 0], np.rot90(image[0, :, :, 0]))
+    half = affine_transform(tf.constant(image), rotation_transforms([np.pi], 5, 5))
+    assert np.allclose(half.numpy()[0, :, :, 0], image[0, ::-1, ::-1, 0])
+    # a seeded layer: angles uniform in [-0.1, 0.1] turns, Keras's bilinear resampling
+    images = RNG.normal(size=(3, 7, 6, 2))
+    layer = layers.RandomRotation(0.1, seed=4)
+    out = layer(tf.constant(images), training=True).numpy()
+    angles = np.random.default_rng(4).uniform(-0.2 * np.pi, 0.2 * np.pi, 3)
+    for o, image, t in zip(out, images, rotation_transforms(angles, 7, 6)):
+        assert np.allclose(o, bilinear_reference(image, t), atol=1e-12)
+    zero = layers.RandomRotation((0.0, 0.0))(images, training=True).numpy()
+    assert np.allclose(zero, images)
+    constant = affine_transform(tf.constant(images), rotation_transforms([0.3] * 3, 7, 6),
+                                fill_mode="constant", fill_value=2.0).numpy()
+    for o, image in zip(constant, images):
+        reference = bilinear_reference(image, rotation_transforms([0.3], 7, 6)[0], "constant",
+                                       2.0)
+        assert np.allclose(o, reference, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="fill_mode"):
+        layers.RandomRotation(0.1, fill_mode="blur")
+
+
+def test_random_zoom_geometry():
+    image = np.arange(25.0).reshape(1, 5, 5, 1)
+    # zoom 0.5 (in by 2) about the center: output pixel x reads input 1 + x / 2
+    zoomed = affine_transform(tf.constant(image), zoom_transforms([0.5], [0.5], 5, 5)).numpy()
+    centre = image[0, 1:4, 1:4, 0]
+    assert zoomed[0, 0, 0, 0] == centre[0, 0] and zoomed[0, 2, 2, 0] == centre[1, 1]
+    assert zoomed[0, 0, 1, 0] == (centre[0, 0] + centre[0, 1]) / 2
+    images = RNG.normal(size=(4, 6, 8, 1))
+    layer = layers.RandomZoom(0.2, seed=3)
+    out = layer(images, training=True).numpy()
+    zooms = np.random.default_rng(3).uniform(0.8, 1.2, 4)
+    for o, image, t in zip(out, images, zoom_transforms(zooms, zooms, 6, 8)):
+        assert np.allclose(o, bilinear_reference(image, t), atol=1e-5)
+    assert np.array_equal(layer(images).numpy(), images.astype("float32"))
+
+
+def test_augmentation_is_differentiable():
+    transform = rotation_transforms([0.4], 5, 4)
+    g = directional_check(lambda x: tf.reduce_sum(affine_transform(x, transform) ** 2),
+                          RNG.normal(size=(1, 5, 4, 2)))
+    assert g.shape == (1, 5, 4, 2)
+
+
+def cats_vs_dogs_model(data_augmentation):
+    inputs = keras.Input(shape=(180, 180, 3))
+    x = data_augmentation(inputs)
+    x = layers.Rescaling(1./255)(x)
+    x = layers.Conv2D(filters=32, kernel_size=3, activation="relu")(x)
+    x = layers.MaxPooling2D(pool_size=2)(x)
+    x = layers.Conv2D(filters=64, kernel_size=3, activation="relu")(x)
+    x = layers.MaxPooling2D(pool_size=2)(x)
+    x = layers.Conv2D(filters=128, kernel_size=3, activation="relu")(x)
+    x = layers.MaxPooling2D(pool_size=2)(x)
+    x = layers.Conv2D(filters=256, kernel_size=3, activation="relu")(x)
+    x = layers.MaxPooling2D(pool_size=2)(x)
+    x = layers.Conv2D(filters=256, kernel_size=3, activation="relu")(x)
+    x = layers.Flatten()(x)
+    x = layers.Dropout(0.5)(x)
+    outputs = layers.Dense(1, activation="sigmoid")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+
+    model.compile(loss="binary_crossentropy",
+                  optimizer="rmsprop",
+                  metrics=["accuracy"])
+    return model
+
+
+def test_8_2_convnet_with_augmentation_rescaling_and_dropout():
+    tf.random.set_seed(3)
+    data_augmentation = keras.Sequential(
+        [
+            layers.RandomFlip("horizontal"),
+            layers.RandomRotation(0.1),
+            layers.RandomZoom(0.2),
+        ]
+    )
+    model = cats_vs_dogs_model(data_augmentation)
+    total = (conv_params(3, 3, 32) + conv_params(3, 32, 64) + conv_params(3, 64, 128)
+             + conv_params(3, 128, 256) + conv_params(3, 256, 256) + 12544 + 1)
+    assert model.count_params() == total == 991_041          # the book's summary
+    images = RNG.uniform(0, 255, (4, 180, 180, 3)).astype("float32")
+    labels = np.array([0, 1, 1, 0])
+    # inference: augmentation and dropout off, the same as the layers after them by hand
+    x = tf.constant(images) * (1 / 255)
+    for layer in model.layers[3:]:
+        if not isinstance(layer, layers.Dropout):
+            x = layer(x)
+    assert np.allclose(model.predict(images, verbose=0), x.numpy(), rtol=1e-5, atol=1e-6)
+    # training: the augmentation and the dropout draw anew at each call
+    assert not np.allclose(model(images, training=True).numpy(),
+                           model(images, training=True).numpy())
+    seen = []
+    flip = data_augmentation.layers[0]
+    original = type(flip)._augment
+
+    def recording(self, x):
+        seen.append(x.shape)
+        return original(self, x)
+
+    type(flip)._augment = recording
+    try:
+        history = model.fit(images, labels, epochs=1, batch_size=2, verbose=0)
+    finally:
+        type(flip)._augment = original
+    assert seen == [(2, 180, 180, 3)] * 2              # active inside fit, one call per batch
+    assert np.isfinite(history.history["loss"][0])
+
+
+# -- 9.3 Residual connections, batch normalization, separable convolutions --------------------
+
+
+def test_9_3_residual_connections():
+    inputs = keras.Input(shape=(32, 32, 3))
+    x = layers.Conv2D(32, 3, activation="relu")(inputs)
+    residual = x
+    x = layers.Conv2D(64, 3, activation="relu", padding="same")(x)
+    residual = layers.Conv2D(64, 1)(residual)
+    x = layers.add([x, residual])
+    assert x.shape == (None, 30, 30, 64)
+
+    inputs = keras.Input(shape=(32, 32, 3))
+    x = layers.Conv2D(32, 3, activation="relu")(inputs)
+    residual = x
+    x = layers.Conv2D(64, 3, activation="relu", padding="same")(x)
+    x = layers.MaxPooling2D(2, padding="same")(x)
+    residual = layers.Conv2D(64, 1, strides=2)(residual)
+    x = layers.add([x, residual])
+    assert x.shape == (None, 15, 15, 64)
+
+    inputs = keras.Input(shape=(32, 32, 3))
+    x = layers.Rescaling(1./255)(inputs)
+
+    def residual_block(x, filters, pooling=False):
+        residual = x
+        x = layers.Conv2D(filters, 3, activation="relu", padding="same")(x)
+        x = layers.Conv2D(filters, 3, activation="relu", padding="same")(x)
+        if pooling:
+            x = layers.MaxPooling2D(2, padding="same")(x)
+            residual = layers.Conv2D(filters, 1, strides=2)(residual)
+        elif filters != residual.shape[-1]:
+            residual = layers.Conv2D(filters, 1)(residual)
+        x = layers.add([x, residual])
+        return x
+
+    x = residual_block(x, filters=32, pooling=True)
+    x = residual_block(x, filters=64, pooling=True)
+    x = residual_block(x, filters=128, pooling=False)
+
+    x = layers.GlobalAveragePooling2D()(x)
+    outputs = layers.Dense(1, activation="sigmoid")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    lines = []
+    model.summary(print_fn=lines.append)
+    total = (conv_params(3, 3, 32) + conv_params(3, 32, 32) + conv_params(1, 3, 32)
+             + conv_params(3, 32, 64) + conv_params(3, 64, 64) + conv_params(1, 32, 64)
+             + conv_params(3, 64, 128) + conv_params(3, 128, 128) + conv_params(1, 64, 128)
+             + 128 + 1)
+    assert f"Total params: {total:,}" in "\n".join(lines)
+    assert model.layers[-3].output.shape == (None, 8, 8, 128)
+    with float64_weights():                     # the same layers again, float64 weights
+        tf.random.set_seed(2)
+        inputs = keras.Input(shape=(32, 32, 3))
+        x = layers.Rescaling(1./255)(inputs)
+        x = residual_block(x, filters=4, pooling=True)
+        x = residual_block(x, filters=6, pooling=False)
+        outputs = layers.Dense(1, activation="sigmoid")(layers.GlobalAveragePooling2D()(x))
+        small = keras.Model(inputs=inputs, outputs=outputs)
+        X = RNG.uniform(0, 255, (2, 32, 32, 3))
+        loss = keras.losses.BinaryCrossentropy()
+        check_training_step(small, X, lambda p: loss(np.array([[0.0], [1.0]]), p), lr=0.1)
+
+
+def depthwise_reference(x, w, stride, pad_same):
+    n, h, wd, c = x.shape
+    kh, kw, _, m = w.shape
+    if pad_same:
+        ho, wo = -(-h // stride), -(-wd // stride)
+        ph = max((ho - 1) * stride + kh - h, 0)
+        pw = max((wo - 1) * stride + kw - wd, 0)
+        x = np.pad(x, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)))
+    else:
+        ho, wo = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    out = np.zeros((n, ho, wo, c * m))
+    for i in range(ho):
+        for j in range(wo):
+            for ch in range(c):
+                for k in range(m):
+                    window = x[:, i * stride:i * stride + kh, j * stride:j * stride + kw, ch]
+                    out[:, i, j, ch * m + k] = np.sum(window * w[:, :, ch, k], axis=(1, 2))
+    return out
+
+
+@pytest.mark.parametrize("stride,padding", [(1, "VALID"), (2, "SAME"), (1, "SAME")])
+def test_depthwise_conv2d_matches_a_numpy_loop(stride, padding):
+    x = RNG.normal(size=(2, 5, 6, 3))
+    w = RNG.normal(size=(3, 2, 3, 2))
+    y = tf.nn.depthwise_conv2d(x, w, [1, stride, stride, 1], padding)
+    assert np.allclose(y.numpy(), depthwise_reference(x, w, stride, padding == "SAME"))
+    with pytest.raises(ValueError, match="channels"):
+        tf.nn.depthwise_conv2d(x, w[:, :, :2], 1, "VALID")
+
+
+def test_separable_conv2d_is_a_conv2d_with_the_product_kernel():
+    layer = layers.SeparableConv2D(4, 3, padding="same", depth_multiplier=2)
+    x = RNG.normal(size=(2, 6, 5, 3)).astype("float32")
+    y = layer(x)
+    assert [v.name for v in layer.trainable_variables] == ["depthwise_kernel",
+                                                           "pointwise_kernel", "bias"]
+    assert layer.count_params() == 3 * 3 * 3 * 2 + 6 * 4 + 4
+    layer.bias.assign(RNG.normal(size=4))
+    d, p = layer.depthwise_kernel.numpy(), layer.pointwise_kernel.numpy()[0, 0]
+    full = np.einsum("ijcm,cmo->ijco", d, p.reshape(3, 2, 4))
+    expected = tf.nn.conv2d(x, full, 1, "SAME") + layer.bias
+    assert np.allclose(layer(x).numpy(), expected.numpy(), atol=1e-5)
+    assert y.shape == (2, 6, 5, 4)
+    depthwise = layers.DepthwiseConv2D(3, strides=2, depth_multiplier=2)
+    assert depthwise(x).shape == (2, 2, 2, 6)
+    assert depthwise.count_params() == 3 * 3 * 3 * 2 + 6
+    regularized = layers.SeparableConv2D(2, 1, depthwise_regularizer=keras.regularizers.l2(1.0),
+                                         use_bias=False)
+    regularized(x)
+    assert math.isclose(float(sum(regularized.losses)),
+                        float(np.sum(regularized.depthwise_kernel.numpy() ** 2)), rel_tol=1e-5)
+
+
+def mini_xception(size=180, blocks=(32, 64, 128, 256, 512)):
+    """Chollet's listing 9.x; ``size`` and ``blocks`` smaller for the float64 check."""
+    data_augmentation = keras.Sequential(
+        [
+            layers.RandomFlip("horizontal"),
+            layers.RandomRotation(0.1),
+            layers.RandomZoom(0.2),
+        ]
+    )
+    inputs = keras.Input(shape=(size, size, 3))
+    x = data_augmentation(inputs)
+
+    x = layers.Rescaling(1./255)(x)
+    x = layers.Conv2D(filters=32, kernel_size=5, use_bias=False)(x)
+
+    for size in blocks:
+        residual = x
+
+        x = layers.BatchNormalization()(x)
+        x = layers.Activation("relu")(x)
+        x = layers.SeparableConv2D(size, 3, padding="same", use_bias=False)(x)
+
+        x = layers.BatchNormalization()(x)
+        x = layers.Activation("relu")(x)
+        x = layers.SeparableConv2D(size, 3, padding="same", use_bias=False)(x)
+
+        x = layers.MaxPooling2D(3, strides=2, padding="same")(x)
+
+        residual = layers.Conv2D(
+            size, 1, strides=2, padding="same", use_bias=False)(residual)
+        x = layers.add([x, residual])
+
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dropout(0.5)(x)
+    outputs = layers.Dense(1, activation="sigmoid")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    return model
+
+
+def test_9_3_mini_xception():
+    tf.random.set_seed(4)
+    model = mini_xception()
+    trainable = conv_params(5, 3, 32, bias=False)
+    non_trainable = 0
+    c = 32
+    for size in (32, 64, 128, 256, 512):
+        trainable += 2 * c + separable_params(3, c, size, bias=False)      # BN, sepconv
+        trainable += 2 * size + separable_params(3, size, size, bias=False)
+        trainable += conv_params(1, c, size, bias=False)
+        non_trainable += 2 * c + 2 * size                                   # moving stats
+        c = size
+    trainable += 512 + 1
+    assert model.count_params() == trainable + non_trainable
+    assert len(model.trainable_weights) == 1 + 5 * 7 + 2
+    assert model.layers[-3].output.shape == (None, 512)
+    model.compile(loss="binary_crossentropy",
+                  optimizer="rmsprop",
+                  metrics=["accuracy"])
+    images = RNG.uniform(0, 255, (2, 180, 180, 3)).astype("float32")
+    history = model.fit(images, np.array([0, 1]), epochs=1, batch_size=2, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_9_3_mini_xception_training_step_gradient_matches_finite_differences():
+    with float64_weights():
+        tf.random.set_seed(5)
+        model = mini_xception(size=16, blocks=(4, 8))
+        X = RNG.uniform(0, 255, (3, 16, 16, 3))
+        y = np.array([[0.0], [1.0], [1.0]])
+        loss = keras.losses.BinaryCrossentropy()
+        # training=False: no new augmentation or dropout draw between the two evaluations
+        check_training_step(model, X, lambda p: loss(y, p), lr=0.05, training=False)
+
+
+# -- 9.4 Interpreting what convnets learn -------------------------------------------------------
+
+
+def small_trained_like_model():
+    """The chapter 8 convnet with augmentation, at 48x48 pixels, random weights."""
+    inputs = keras.Input(shape=(48, 48, 3))
+    x = layers.RandomFlip("horizontal")(inputs)
+    x = layers.Rescaling(1./255)(x)
+    x = layers.Conv2D(filters=8, kernel_size=3, activation="relu")(x)
+    x = layers.MaxPooling2D(pool_size=2)(x)
+    x = layers.Conv2D(filters=16, kernel_size=3, activation="relu")(x)
+    x = layers.MaxPooling2D(pool_size=2)(x)
+    x = layers.Conv2D(filters=16, kernel_size=3, activation="relu")(x)
+    x = layers.Flatten()(x)
+    x = layers.Dropout(0.5)(x)
+    outputs = layers.Dense(1, activation="sigmoid")(x)
+    return keras.Model(inputs=inputs, outputs=outputs)
+
+
+def test_9_4_visualizing_intermediate_activations():
+    tf.random.set_seed(6)
+    model = small_trained_like_model()
+    img_tensor = RNG.uniform(0, 255, (1, 48, 48, 3)).astype("float32")
+
+    layer_outputs = []
+    layer_names = []
+    for layer in model.layers:
+        if isinstance(layer, (layers.Conv2D, layers.MaxPooling2D)):
+            layer_outputs.append(layer.output)
+            layer_names.append(layer.name)
+    activation_model = keras.Model(inputs=model.input, outputs=layer_outputs)
+    activations = activation_model.predict(img_tensor, verbose=0)
+    first_layer_activation = activations[0]
+    assert first_layer_activation.shape == (1, 46, 46, 8)
+    assert [a.shape for a in activations] == [(1, 46, 46, 8), (1, 23, 23, 8), (1, 21, 21, 16),
+                                              (1, 10, 10, 16), (1, 8, 8, 16)]
+    conv = model.layers[3]
+    by_hand = np.maximum(tf.nn.conv2d(img_tensor / 255, conv.kernel, 1, "VALID").numpy()
+                         + conv.bias.numpy(), 0)
+    assert np.allclose(first_layer_activation, by_hand, atol=1e-5)
+    assert len(layer_names) == 5 and layer_names[0] == conv.name
+
+
+def test_9_4_filter_visualization_by_gradient_ascent():
+    with float64_weights():
+        tf.random.set_seed(7)
+        model = small_trained_like_model()
+    layer = model.get_layer(name=model.layers[5].name)
+    feature_extractor = keras.Model(inputs=model.input, outputs=layer.output)
+
+    def compute_loss(image, filter_index):
+        activation = feature_extractor(image)
+        filter_activation = activation[:, 2:-2, 2:-2, filter_index]
+        return tf.reduce_mean(filter_activation)
+
+    @tf.function
+    def gradient_ascent_step(image, filter_index, learning_rate):
+        with tf.GradientTape() as tape:
+            tape.watch(image)
+            loss = compute_loss(image, filter_index)
+        grads = tape.gradient(loss, image)
+        grads = tf.math.l2_normalize(grads)
+        image += learning_rate * grads
+        return image
+
+    img_width = 48
+    img_height = 48
+    image = tf.random.uniform(minval=0.4, maxval=0.6, shape=(1, img_width, img_height, 3),
+                              dtype="float64") * 255
+    directional_check(lambda x: compute_loss(x, 3), image)
+    before = float(compute_loss(image, 3))
+    for i in range(10):
+        image = gradient_ascent_step(image, 3, 10.)
+    assert float(compute_loss(image, 3)) > before
+
+
+def test_9_4_grad_cam():
+    with float64_weights():
+        tf.random.set_seed(8)
+        model = small_trained_like_model()
+    img_array = RNG.uniform(0, 255, (1, 48, 48, 3))
+    last_conv_layer = model.layers[7]
+    classifier_layer_names = [layer.name for layer in model.layers[8:]]
+    last_conv_layer_model = keras.Model(model.inputs, last_conv_layer.output)
+
+    classifier_input = keras.Input(shape=last_conv_layer.output.shape[1:])
+    x = classifier_input
+    for layer_name in classifier_layer_names:
+        x = model.get_layer(layer_name)(x)
+    classifier_model = keras.Model(classifier_input, x)
+
+    with tf.GradientTape() as tape:
+        last_conv_layer_output = last_conv_layer_model(img_array)
+        tape.watch(last_conv_layer_output)
+        preds = classifier_model(last_conv_layer_output)
+        top_pred_index = tf.argmax(preds[0])
+        top_class_channel = preds[:, top_pred_index]
+
+    grads = tape.gradient(top_class_channel, last_conv_layer_output)
+    assert np.allclose(preds.numpy(), model.predict(img_array, verbose=0))
+    directional_check(lambda a: tf.reduce_sum(classifier_model(a)[:, 0]),
+                      last_conv_layer_output)
+    pooled_grads = tf.reduce_mean(grads, axis=(0, 1, 2)).numpy()
+    last_conv_layer_output = last_conv_layer_output.numpy()[0]
+    for i in range(pooled_grads.shape[-1]):
+        last_conv_layer_output[:, :, i] *= pooled_grads[i]
+    heatmap = np.mean(last_conv_layer_output, axis=-1)
+    assert heatmap.shape == (8, 8)
+    # the Dense layer is linear in the flattened features: its gradient is its kernel times
+    # the sigmoid's derivative
+    p = float(preds[0, 0])
+    dense = model.layers[-1]
+    expected = (p * (1 - p) * dense.kernel.numpy()[:, 0]).reshape(8, 8, 16)
+    assert np.allclose(grads.numpy()[0], expected)
