@@ -20,7 +20,7 @@ from .layers import (LayerMixin, _activation, _constrain, _default_name, _images
                      _initial_kernel, _keras_padding, _last_dim, _layer_dtype, _layer_options,
                      _pair, _check_initializer, training_mode)
 from .module import Module
-from .engine.tensor import Variable
+from .engine.tensor import Variable, convert_to_tensor
 from .ops import array_ops, conv_ops, math_ops, random_ops
 
 __all__ = ["SeparableConv2D", "DepthwiseConv2D", "RandomFlip", "RandomRotation", "RandomZoom"]
@@ -303,14 +303,16 @@ def affine_transform(images, transforms, interpolation="bilinear", fill_mode="re
 
 
 class _Augmentation(LayerMixin, Module):
-    """An image augmentation layer: random while training, the identity otherwise.
+    """An image augmentation layer: random while training, the identity otherwise. Images
+    are cast to the layer's ``dtype`` (``mt.keras.backend.floatx()`` unless given), as Keras.
 
     Draws come from the layer's own generator when ``seed`` is given (a run is repeatable,
     each call draws anew), else from minitape's (``mt.random.set_seed``)."""
 
-    def __init__(self, seed=None, name=None, base="augmentation", **kwargs):
+    def __init__(self, seed=None, name=None, base="augmentation", dtype=None, **kwargs):
         super().__init__(name=name if name is not None else _default_name(base))
         _layer_options(self, kwargs, type(self).__name__)
+        self.dtype = _layer_dtype(dtype)
         self.seed = seed
         self._seeds = None if seed is None else np.random.default_rng(seed)
 
@@ -321,7 +323,9 @@ class _Augmentation(LayerMixin, Module):
 
     def __call__(self, inputs, training=None):
         who = f"{type(self).__name__} '{self.name}'"
-        x = math_ops.floating(inputs, who)
+        x = convert_to_tensor(inputs, what=who)
+        if x.dtype != self.dtype:   # as Keras: images come out in the layer's (float) dtype
+            x = math_ops.cast(x, self.dtype)
         if x.ndim not in (3, 4):
             raise ValueError(f"{who} expects images (batch, height, width, channels) or one "
                              f"image (height, width, channels), got shape {x.shape}")

@@ -183,12 +183,12 @@ def test_random_rotation_geometry():
     assert np.allclose(half.numpy()[0, :, :, 0], image[0, ::-1, ::-1, 0])
     # a seeded layer: angles uniform in [-0.1, 0.1] turns, Keras's bilinear resampling
     images = RNG.normal(size=(3, 7, 6, 2))
-    layer = layers.RandomRotation(0.1, seed=4)
+    layer = layers.RandomRotation(0.1, seed=4, dtype="float64")
     out = layer(tf.constant(images), training=True).numpy()
     angles = np.random.default_rng(4).uniform(-0.2 * np.pi, 0.2 * np.pi, 3)
     for o, image, t in zip(out, images, rotation_transforms(angles, 7, 6)):
         assert np.allclose(o, bilinear_reference(image, t), atol=1e-12)
-    zero = layers.RandomRotation((0.0, 0.0))(images, training=True).numpy()
+    zero = layers.RandomRotation((0.0, 0.0), dtype="float64")(images, training=True).numpy()
     assert np.allclose(zero, images)
     constant = affine_transform(tf.constant(images), rotation_transforms([0.3] * 3, 7, 6),
                                 fill_mode="constant", fill_value=2.0).numpy()
@@ -458,7 +458,7 @@ def test_9_3_mini_xception():
         c = size
     trainable += 512 + 1
     assert model.count_params() == trainable + non_trainable
-    assert len(model.trainable_weights) == 1 + 5 * 7 + 2
+    assert len(model.trainable_weights) == 1 + 5 * 9 + 2   # BN: gamma and beta
     assert model.layers[-3].output.shape == (None, 512)
     model.compile(loss="binary_crossentropy",
                   optimizer="rmsprop",
@@ -548,17 +548,24 @@ def test_9_4_filter_visualization_by_gradient_ascent():
     img_height = 48
     image = tf.random.uniform(minval=0.4, maxval=0.6, shape=(1, img_width, img_height, 3),
                               dtype="float64") * 255
-    directional_check(lambda x: compute_loss(x, 3), image)
-    before = float(compute_loss(image, 3))
+    # random weights: take a filter that is alive on the starting image
+    filter_index = int(np.argmax(np.mean(feature_extractor(image).numpy(), axis=(0, 1, 2))))
+    directional_check(lambda x: compute_loss(x, filter_index), image)
+    before = float(compute_loss(image, filter_index))
+    assert before > 0
     for i in range(10):
-        image = gradient_ascent_step(image, 3, 10.)
-    assert float(compute_loss(image, 3)) > before
+        image = gradient_ascent_step(image, filter_index, 10.)
+    assert float(compute_loss(image, filter_index)) > before
 
 
 def test_9_4_grad_cam():
     with float64_weights():
-        tf.random.set_seed(8)
-        model = small_trained_like_model()
+        grad_cam()
+
+
+def grad_cam():
+    tf.random.set_seed(8)
+    model = small_trained_like_model()
     img_array = RNG.uniform(0, 255, (1, 48, 48, 3))
     last_conv_layer = model.layers[7]
     classifier_layer_names = [layer.name for layer in model.layers[8:]]
@@ -582,7 +589,9 @@ def test_9_4_grad_cam():
     directional_check(lambda a: tf.reduce_sum(classifier_model(a)[:, 0]),
                       last_conv_layer_output)
     pooled_grads = tf.reduce_mean(grads, axis=(0, 1, 2)).numpy()
-    last_conv_layer_output = last_conv_layer_output.numpy()[0]
+    # The book writes into last_conv_layer_output.numpy()[0]; minitape's Tensor.numpy() is a
+    # read-only view by design (tests/test_ownership.py): see test_9_4_grad_cam_writes_...
+    last_conv_layer_output = last_conv_layer_output.numpy()[0].copy()
     for i in range(pooled_grads.shape[-1]):
         last_conv_layer_output[:, :, i] *= pooled_grads[i]
     heatmap = np.mean(last_conv_layer_output, axis=-1)
@@ -593,3 +602,31 @@ def test_9_4_grad_cam():
     dense = model.layers[-1]
     expected = (p * (1 - p) * dense.kernel.numpy()[:, 0]).reshape(8, 8, 16)
     assert np.allclose(grads.numpy()[0], expected)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="Tensor.numpy() is a read-only view in minitape (a design rule, "
+                          "tests/test_ownership.py); TensorFlow's is writable, and the book's "
+                          "Grad-CAM multiplies into it in place")
+def test_9_4_grad_cam_writes_into_numpy_in_place_as_printed():
+    last_conv_layer_output = tf.ones([1, 2, 2, 3])
+    pooled_grads = np.array([1.0, 2.0, 3.0])
+    last_conv_layer_output = last_conv_layer_output.numpy()[0]
+    for i in range(pooled_grads.shape[-1]):
+        last_conv_layer_output[:, :, i] *= pooled_grads[i]
+
+
+def test_a_watched_tensor_of_another_dtype_keeps_its_gradient_through_a_model():
+    # (fix) Functional models converted a float64 input for a float32 Input with a constant,
+    # cutting the tape: Grad-CAM's gradient was None. Now a Cast op, as Keras autocasts.
+    inputs = keras.Input(shape=(2, 2, 1))
+    outputs = layers.Dense(1)(layers.Flatten()(inputs))
+    model = keras.Model(inputs, outputs)
+    x = tf.constant(RNG.normal(size=(1, 2, 2, 1)))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(model(x))
+    g = tape.gradient(y, x)
+    assert g.dtype == np.float64
+    assert np.allclose(g.numpy().reshape(-1), model.layers[-1].kernel.numpy()[:, 0])
+    assert model.input is inputs and model.output is outputs
