@@ -630,3 +630,276 @@ def test_a_watched_tensor_of_another_dtype_keeps_its_gradient_through_a_model():
     assert g.dtype == np.float64
     assert np.allclose(g.numpy().reshape(-1), model.layers[-1].kernel.numpy()[:, 0])
     assert model.input is inputs and model.output is outputs
+
+
+# -- 12.2 DeepDream and 12.3 neural style transfer, small random convnets ---------------------
+
+
+def small_inception_like():
+    """Stands in for InceptionV3: four named stages ("mixed4" ... "mixed7"), random weights."""
+    inputs = keras.Input(shape=(None, None, 3))
+    x = layers.Conv2D(6, 3, padding="same", activation="relu", name="mixed4")(inputs)
+    x = layers.Conv2D(6, 3, padding="same", activation="relu", name="mixed5")(x)
+    x = layers.MaxPooling2D(2)(x)
+    x = layers.Conv2D(8, 3, padding="same", activation="relu", name="mixed6")(x)
+    x = layers.Conv2D(8, 3, padding="same", activation="relu", name="mixed7")(x)
+    return keras.Model(inputs, x)
+
+
+def float64_copy(make_model, model):
+    """The same network with float64 weights (the book's losses start from ``tf.zeros``, a
+    float32 scalar, so they run in float32 as printed; the finite differences need float64)."""
+    with float64_weights():
+        copy = make_model()
+    copy.set_weights([np.asarray(w, np.float64) for w in model.get_weights()])
+    return copy
+
+
+def check_image_gradient(grad, loss64, x, seed=0, eps=1e-6, rtol=2e-3):
+    """The book's float32 gradient ``grad`` at ``x`` along a random unit direction, against
+    the central difference of ``loss64`` (the same loss on the float64 copy)."""
+    x = np.asarray(x, np.float64)
+    d = np.random.default_rng(seed).standard_normal(x.shape)
+    d /= np.linalg.norm(d)
+    numeric = (float(loss64(tf.constant(x + eps * d)))
+               - float(loss64(tf.constant(x - eps * d)))) / (2 * eps)
+    analytic = float(np.sum(np.asarray(grad, np.float64) * d))
+    assert math.isclose(analytic, numeric, rel_tol=rtol), (analytic, numeric)
+
+
+def test_12_2_deep_dream():
+    tf.random.set_seed(9)
+    model = small_inception_like()
+    layer_settings = {
+        "mixed4": 1.0,
+        "mixed5": 1.5,
+        "mixed6": 2.0,
+        "mixed7": 2.5,
+    }
+    outputs_dict = dict(
+        [
+            (layer.name, layer.output)
+            for layer in [model.get_layer(name) for name in layer_settings.keys()]
+        ]
+    )
+    feature_extractor = keras.Model(inputs=model.inputs, outputs=outputs_dict)
+
+    def compute_loss(input_image):
+        features = feature_extractor(input_image)
+        loss = tf.zeros(shape=())
+        for name in features.keys():
+            coeff = layer_settings[name]
+            activation = features[name]
+            loss += coeff * tf.reduce_mean(tf.square(activation[:, 2:-2, 2:-2, :]))
+        return loss
+
+    @tf.function
+    def gradient_ascent_step(image, learning_rate):
+        with tf.GradientTape() as tape:
+            tape.watch(image)
+            loss = compute_loss(image)
+        grads = tape.gradient(loss, image)
+        grads = tf.math.l2_normalize(grads)
+        image += learning_rate * grads
+        return loss, image
+
+    printed = []
+
+    def gradient_ascent_loop(image, iterations, learning_rate, max_loss=None):
+        for i in range(iterations):
+            loss, image = gradient_ascent_step(image, learning_rate)
+            if max_loss is not None and loss > max_loss:
+                break
+            printed.append(f"... Loss value at step {i}: {loss:.2f}")
+        return image
+
+    step = 2.
+    num_octave = 3
+    octave_scale = 1.4
+    iterations = 4
+    max_loss = 15.
+
+    original_img = RNG.uniform(-1, 1, (1, 24, 28, 3)).astype("float32")   # [-1, 1] pixels
+    original_shape = original_img.shape[1:3]
+    image = tf.constant(original_img)
+    with tf.GradientTape() as tape:
+        tape.watch(image)
+        loss = compute_loss(image)
+    extractor64 = keras.Model(inputs=(model64 := float64_copy(small_inception_like,
+                                                              model)).inputs,
+                              outputs={name: model64.get_layer(name).output
+                                       for name in layer_settings})
+
+    def loss64(x):
+        features = extractor64(x)
+        return sum(coeff * tf.reduce_mean(tf.square(features[name][:, 2:-2, 2:-2, :]))
+                   for name, coeff in layer_settings.items())
+
+    assert math.isclose(float(loss), float(loss64(tf.constant(original_img, tf.float64))),
+                        rel_tol=1e-5)
+    check_image_gradient(tape.gradient(loss, image), loss64, original_img)
+
+    successive_shapes = [original_shape]
+    for i in range(1, num_octave):
+        shape = tuple([int(dim / (octave_scale ** i)) for dim in original_shape])
+        successive_shapes.append(shape)
+    successive_shapes = successive_shapes[::-1]
+    assert successive_shapes == [(12, 14), (17, 20), (24, 28)]
+
+    shrunk_original_img = tf.image.resize(original_img, successive_shapes[0])
+
+    img = tf.identity(original_img)
+    losses = []
+    for i, shape in enumerate(successive_shapes):
+        img = tf.image.resize(img, shape)
+        before = float(compute_loss(img))
+        img = gradient_ascent_loop(
+            img, iterations=iterations, learning_rate=step, max_loss=max_loss
+        )
+        losses.append((before, float(compute_loss(img))))
+        upscaled_shrunk_original_img = tf.image.resize(shrunk_original_img, shape)
+        same_size_original = tf.image.resize(original_img, shape)
+        lost_detail = same_size_original - upscaled_shrunk_original_img
+        img += lost_detail
+        shrunk_original_img = tf.image.resize(original_img, shape)
+    assert img.shape == (1, 24, 28, 3)
+    assert all(after > before for before, after in losses)
+    assert len(printed) == num_octave * iterations
+    assert printed[0].startswith("... Loss value at step 0: ")
+
+
+def small_vgg_like():
+    """Stands in for VGG19: blocks of two named convolutions and a pooling, random weights."""
+    inputs = keras.Input(shape=(None, None, 3))
+    x = inputs
+    for block in range(1, 4):
+        x = layers.Conv2D(4 * block, 3, padding="same", activation="relu",
+                          name=f"block{block}_conv1")(x)
+        x = layers.Conv2D(4 * block, 3, padding="same", activation="relu",
+                          name=f"block{block}_conv2")(x)
+        x = layers.MaxPooling2D(2, name=f"block{block}_pool")(x)
+    return keras.Model(inputs, x)
+
+
+def test_12_3_neural_style_transfer():
+    tf.random.set_seed(10)
+    img_height, img_width = 12, 10
+    model = small_vgg_like()
+
+    outputs_dict = dict([(layer.name, layer.output) for layer in model.layers])
+    feature_extractor = keras.Model(inputs=model.inputs, outputs=outputs_dict)
+
+    def content_loss(base_img, combination_img):
+        return tf.reduce_sum(tf.square(combination_img - base_img))
+
+    def gram_matrix(x):
+        x = tf.transpose(x, (2, 0, 1))
+        features = tf.reshape(x, (tf.shape(x)[0], -1))
+        gram = tf.matmul(features, tf.transpose(features))
+        return gram
+
+    def style_loss(style_img, combination_img):
+        S = gram_matrix(style_img)
+        C = gram_matrix(combination_img)
+        channels = 3
+        size = img_height * img_width
+        return tf.reduce_sum(tf.square(S - C)) / (4.0 * (channels ** 2) * (size ** 2))
+
+    def total_variation_loss(x):
+        a = tf.square(
+            x[:, : img_height - 1, : img_width - 1, :] - x[:, 1:, : img_width - 1, :]
+        )
+        b = tf.square(
+            x[:, : img_height - 1, : img_width - 1, :] - x[:, : img_height - 1, 1:, :]
+        )
+        return tf.reduce_sum(tf.pow(a + b, 1.25))
+
+    style_layer_names = [
+        "block1_conv1",
+        "block2_conv1",
+        "block3_conv1",
+    ]
+    content_layer_name = "block3_conv2"
+    total_variation_weight = 1e-6
+    style_weight = 1e-6
+    content_weight = 2.5e-8
+
+    def compute_loss(combination_image, base_image, style_reference_image):
+        input_tensor = tf.concat(
+            [base_image, style_reference_image, combination_image], axis=0
+        )
+        features = feature_extractor(input_tensor)
+        loss = tf.zeros(shape=())
+        layer_features = features[content_layer_name]
+        base_image_features = layer_features[0, :, :, :]
+        combination_features = layer_features[2, :, :, :]
+        loss = loss + content_weight * content_loss(
+            base_image_features, combination_features
+        )
+        for layer_name in style_layer_names:
+            layer_features = features[layer_name]
+            style_reference_features = layer_features[1, :, :, :]
+            combination_features = layer_features[2, :, :, :]
+            style_loss_value = style_loss(
+              style_reference_features, combination_features)
+            loss += (style_weight / len(style_layer_names)) * style_loss_value
+
+        loss += total_variation_weight * total_variation_loss(combination_image)
+        return loss
+
+    @tf.function
+    def compute_loss_and_grads(combination_image, base_image, style_reference_image):
+        with tf.GradientTape() as tape:
+            loss = compute_loss(combination_image, base_image, style_reference_image)
+        grads = tape.gradient(loss, combination_image)
+        return loss, grads
+
+    # the three losses against NumPy on small arrays
+    u, v = RNG.normal(size=(5, 4, 3)), RNG.normal(size=(5, 4, 3))
+    assert math.isclose(float(content_loss(u, v)), np.sum((u - v) ** 2))
+    flat = u.reshape(-1, 3)
+    assert np.allclose(gram_matrix(tf.constant(u)).numpy(), flat.T @ flat)
+    image = RNG.normal(size=(1, img_height, img_width, 3))
+    dv = image[:, :-1, :-1] - image[:, 1:, :-1]
+    dh = image[:, :-1, :-1] - image[:, :-1, 1:]
+    assert math.isclose(float(total_variation_loss(image)), np.sum((dv ** 2 + dh ** 2) ** 1.25))
+
+    optimizer = keras.optimizers.SGD(
+        keras.optimizers.schedules.ExponentialDecay(
+            initial_learning_rate=100.0, decay_steps=100, decay_rate=0.96
+        )
+    )
+
+    base_image = RNG.uniform(-100, 100, (1, img_height, img_width, 3)).astype("float32")
+    style_reference_image = RNG.uniform(-100, 100, (1, img_height, img_width, 3)).astype(
+        "float32")
+    combination_image = tf.Variable(base_image + RNG.normal(0, 5, base_image.shape).astype(
+        "float32"))
+
+    # the gradient with respect to the image, against float64 central differences of the
+    # same loss on a float64 copy of the network (with the book's helpers)
+    extractor64 = keras.Model(inputs=(model64 := float64_copy(small_vgg_like, model)).inputs,
+                              outputs={layer.name: layer.output for layer in model64.layers})
+
+    def loss64(c):
+        features = extractor64(tf.concat([base_image.astype("float64"),
+                                          style_reference_image.astype("float64"), c], 0))
+        loss = content_weight * content_loss(features[content_layer_name][0],
+                                             features[content_layer_name][2])
+        for layer_name in style_layer_names:
+            loss += (style_weight / len(style_layer_names)) * style_loss(
+                features[layer_name][1], features[layer_name][2])
+        return loss + total_variation_weight * total_variation_loss(c)
+
+    loss, grads = compute_loss_and_grads(combination_image, base_image, style_reference_image)
+    assert math.isclose(float(loss), float(loss64(tf.constant(combination_image.numpy(),
+                                                              tf.float64))), rel_tol=1e-4)
+    check_image_gradient(grads, loss64, combination_image.numpy(), eps=1e-3)
+    first = None
+    for i in range(1, 6):
+        loss, grads = compute_loss_and_grads(
+            combination_image, base_image, style_reference_image
+        )
+        first = float(loss) if first is None else first
+        optimizer.apply_gradients([(grads, combination_image)])
+    assert float(compute_loss(combination_image, base_image, style_reference_image)) < first
