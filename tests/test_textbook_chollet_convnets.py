@@ -903,3 +903,68 @@ def test_12_3_neural_style_transfer():
         first = float(loss) if first is None else first
         optimizer.apply_gradients([(grads, combination_image)])
     assert float(compute_loss(combination_image, base_image, style_reference_image)) < first
+
+
+# -- 8.2 image files: image_dataset_from_directory, load_img, img_to_array, save_img ----------
+
+
+def test_8_2_image_dataset_from_directory(tmp_path, capsys):
+    import os
+    import pathlib
+    from PIL import Image
+
+    new_base_dir = pathlib.Path(tmp_path) / "cats_vs_dogs_small"
+    pixels = {}
+    for subset_name, count in (("train", 5), ("validation", 2)):
+        for category, colour in (("cat", 0), ("dog", 2)):
+            dir = new_base_dir / subset_name / category
+            os.makedirs(dir)
+            for i in range(count):
+                array = RNG.integers(0, 256, (20, 30, 3)).astype("uint8")
+                array[..., colour] = 255             # cats red, dogs blue
+                Image.fromarray(array).save(dir / f"{category}.{i}.png")
+                pixels[f"{category}.{i}.png", subset_name] = array
+    from minitape.keras.utils import image_dataset_from_directory
+
+    train_dataset = image_dataset_from_directory(
+        new_base_dir / "train",
+        image_size=(18, 18),
+        batch_size=4)
+    assert capsys.readouterr().out == "Found 10 files belonging to 2 classes.\n"
+    assert train_dataset.class_names == ["cat", "dog"]
+    for data_batch, labels_batch in train_dataset:
+        print("data batch shape:", data_batch.shape)
+        print("labels batch shape:", labels_batch.shape)
+        break
+    assert capsys.readouterr().out == ("data batch shape: (4, 18, 18, 3)\n"
+                                       "labels batch shape: (4,)\n")
+    seen = []
+    for images, labels in train_dataset:
+        assert images.dtype == np.float32 and labels.dtype == np.int32
+        for image, label in zip(images.numpy(), labels.numpy()):
+            red, blue = image[..., 0].min(), image[..., 2].min()
+            seen.append(int(label))
+            assert (red, blue)[label] == 255.0         # the class is the subdirectory's
+    assert sorted(seen) == [0] * 5 + [1] * 5
+    # the same size: the pixels as saved; another size: mt.image.resize's bilinear values
+    same = image_dataset_from_directory(new_base_dir / "validation", image_size=(20, 30),
+                                        shuffle=False, batch_size=8, verbose=False)
+    images, labels = next(iter(same))
+    assert labels.numpy().tolist() == [0, 0, 1, 1]
+    assert np.array_equal(images.numpy()[2], pixels["dog.0.png", "validation"])
+    binary = image_dataset_from_directory(new_base_dir / "validation", image_size=(10, 15),
+                                          shuffle=False, label_mode="binary", verbose=False)
+    images, labels = next(iter(binary))
+    assert labels.shape == (4, 1) and labels.dtype == np.float32
+    expected = tf.image.resize(pixels["cat.1.png", "validation"], (10, 15)).numpy()
+    assert np.allclose(images.numpy()[1], expected)
+    # load_img / img_to_array / save_img as chapter 9 uses them
+    img = keras.utils.load_img(new_base_dir / "train" / "cat" / "cat.0.png", target_size=(10, 15))
+    array = keras.utils.img_to_array(img)
+    assert array.shape == (10, 15, 3) and array.dtype == np.float32
+    # Pillow's nearest: pixel centers, input (i + 0.5) * 2 -> 2i + 1
+    assert np.array_equal(array, pixels["cat.0.png", "train"][1::2, 1::2])
+    keras.utils.save_img(tmp_path / "out.png", array, scale=False)
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "out.png")), array.astype("uint8"))
+    scaled = keras.utils.img_to_array(keras.utils.array_to_img(np.array([[[0.0], [0.5]]])))
+    assert scaled[..., 0].tolist() == [[0.0, 255.0]]
