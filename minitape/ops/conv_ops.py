@@ -674,13 +674,15 @@ def _depthwise_grad(op, dy):
 
 
 def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides,  # noqa: A002
-                                           padding, name=None):
+                                           padding, data_format="NHWC",
+                                           dilations=None, name=None):
     """The gradient of ``depthwise_conv2d_native`` with respect to its input (op
     ``DepthwiseConv2dNativeBackpropInput``, as ``tf.nn.depthwise_conv2d_backprop_input``):
     each channel's ``out_backprop`` times its filters, added back where each window came
     from. Shapes: ``filter`` ``(kh, kw, C, M)``, ``out_backprop`` ``(N, Ho, Wo, C * M)`` ->
     ``input_sizes`` ``(N, H, W, C)`` (an attribute here, not a Tensor input)."""
     what = "depthwise_conv2d_backprop_input"
+    _check_format(data_format, dilations, what)
     w = floating(filter, what)
     dy = floating(out_backprop, what)
     in_shape = tuple(array_ops.as_shape(input_sizes, what))
@@ -718,13 +720,15 @@ def _depthwise_backprop_input_grad(op, g):
 
 
 def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop,  # noqa: A002
-                                            strides, padding, name=None):
+                                            strides, padding, data_format="NHWC",
+                                           dilations=None, name=None):
     """The gradient of ``depthwise_conv2d_native`` with respect to its filter (op
     ``DepthwiseConv2dNativeBackpropFilter``, as ``tf.nn.depthwise_conv2d_backprop_filter``):
     each channel's windows times its ``out_backprop``, summed over images and positions.
     Shapes: ``input`` ``(N, H, W, C)``, ``out_backprop`` ``(N, Ho, Wo, C * M)`` ->
     ``filter_sizes`` ``(kh, kw, C, M)`` (an attribute here)."""
     what = "depthwise_conv2d_backprop_filter"
+    _check_format(data_format, dilations, what)
     x = floating(input, what)
     dy = floating(out_backprop, what)
     w_shape = tuple(array_ops.as_shape(filter_sizes, what))
