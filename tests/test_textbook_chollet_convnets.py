@@ -20,7 +20,7 @@ import pytest
 
 import minitape as tf
 from minitape import keras
-from minitape.image_layers import affine_transform, rotation_transforms, zoom_transforms
+from minitape.layers import affine_transform, rotation_transforms, zoom_transforms
 from minitape.keras import layers
 from test_textbook_cnn import check_training_step, float64_weights
 
