@@ -968,3 +968,19 @@ def test_8_2_image_dataset_from_directory(tmp_path, capsys):
     assert np.array_equal(np.asarray(Image.open(tmp_path / "out.png")), array.astype("uint8"))
     scaled = keras.utils.img_to_array(keras.utils.array_to_img(np.array([[[0.0], [0.5]]])))
     assert scaled[..., 0].tolist() == [[0.0, 255.0]]
+
+
+def test_a_separable_convolution_on_the_tape_drawing_and_check():
+    from minitape.viz.graph import argument_role
+    layer = layers.SeparableConv2D(4, 3, padding="same", use_bias=False)
+    x = tf.constant(RNG.normal(size=(1, 5, 5, 2)).astype("float32"))
+    layer(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(tf.nn.relu(layer(x)))
+    sources = [x, layer.depthwise_kernel, layer.pointwise_kernel]
+    report = tf.viz.check_tape(tape, y, sources)
+    assert "every gradient agrees" in str(report) and "DepthwiseConv2dNative" in str(report)
+    source = tf.viz.draw_tape(tape, y, sources).source
+    assert "DepthwiseConv2dNative" in source and "filter" in source
+    assert argument_role("DepthwiseConv2dNative", 1, 2) == "filter"
