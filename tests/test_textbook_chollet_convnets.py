@@ -984,3 +984,43 @@ def test_a_separable_convolution_on_the_tape_drawing_and_check():
     source = tf.viz.draw_tape(tape, y, sources).source
     assert "DepthwiseConv2dNative" in source and "filter" in source
     assert argument_role("DepthwiseConv2dNative", 1, 2) == "filter"
+
+
+def test_8_2_checkpoint_and_load_model_keep_the_new_layers(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data_augmentation = keras.Sequential(
+        [
+            layers.RandomFlip("horizontal"),
+            layers.RandomRotation(0.1, fill_mode="constant"),
+            layers.RandomZoom(0.2, width_factor=(-0.1, 0.3)),
+        ]
+    )
+    inputs = keras.Input(shape=(16, 16, 3))
+    x = data_augmentation(inputs)
+    x = layers.Rescaling(1./255)(x)
+    x = layers.SeparableConv2D(4, 3, padding="same", use_bias=False, depth_multiplier=2)(x)
+    x = layers.DepthwiseConv2D(3, strides=2)(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dropout(0.5)(x)
+    outputs = layers.Dense(1, activation="sigmoid")(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(loss="binary_crossentropy", optimizer="rmsprop", metrics=["accuracy"])
+    X = RNG.uniform(0, 255, (8, 16, 16, 3)).astype("float32")
+    y = np.array([0, 1] * 4)
+    callbacks = [
+        keras.callbacks.ModelCheckpoint(
+            filepath="convnet_from_scratch_with_augmentation.keras",
+            save_best_only=True,
+            monitor="val_loss")
+    ]
+    model.fit(X, y, epochs=1, validation_data=(X, y), callbacks=callbacks, verbose=0)
+    test_model = keras.models.load_model(
+        "convnet_from_scratch_with_augmentation.keras")
+    flip, rotation, zoom = test_model.layers[1].layers
+    assert (flip.mode, rotation.factor, rotation.fill_mode) == ("horizontal", 0.1, "constant")
+    assert (zoom.height_factor, tuple(zoom.width_factor)) == (0.2, (-0.1, 0.3))
+    separable, depthwise = test_model.layers[3:5]
+    assert (separable.filters, separable.depth_multiplier, separable.use_bias) == (4, 2, False)
+    assert depthwise.strides == (2, 2)
+    test_loss, test_acc = test_model.evaluate(X, y, verbose=0)
+    assert math.isclose(test_loss, model.evaluate(X, y, verbose=0)[0], rel_tol=1e-5)
