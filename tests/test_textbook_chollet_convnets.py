@@ -1024,3 +1024,59 @@ def test_8_2_checkpoint_and_load_model_keep_the_new_layers(tmp_path, monkeypatch
     assert depthwise.strides == (2, 2)
     test_loss, test_acc = test_model.evaluate(X, y, verbose=0)
     assert math.isclose(test_loss, model.evaluate(X, y, verbose=0)[0], rel_tol=1e-5)
+
+
+# -- 9.2 Image segmentation ---------------------------------------------------------------------
+
+
+def get_model(img_size, num_classes):
+    inputs = keras.Input(shape=img_size + (3,))
+    x = layers.Rescaling(1./255)(inputs)
+
+    x = layers.Conv2D(64, 3, strides=2, activation="relu", padding="same")(x)
+    x = layers.Conv2D(64, 3, activation="relu", padding="same")(x)
+    x = layers.Conv2D(128, 3, strides=2, activation="relu", padding="same")(x)
+    x = layers.Conv2D(128, 3, activation="relu", padding="same")(x)
+    x = layers.Conv2D(256, 3, strides=2, padding="same", activation="relu")(x)
+    x = layers.Conv2D(256, 3, activation="relu", padding="same")(x)
+
+    x = layers.Conv2DTranspose(256, 3, activation="relu", padding="same")(x)
+    x = layers.Conv2DTranspose(256, 3, activation="relu", padding="same", strides=2)(x)
+    x = layers.Conv2DTranspose(128, 3, activation="relu", padding="same")(x)
+    x = layers.Conv2DTranspose(128, 3, activation="relu", padding="same", strides=2)(x)
+    x = layers.Conv2DTranspose(64, 3, activation="relu", padding="same")(x)
+    x = layers.Conv2DTranspose(64, 3, activation="relu", padding="same", strides=2)(x)
+
+    outputs = layers.Conv2D(num_classes, 3, activation="softmax", padding="same")(x)
+
+    model = keras.Model(inputs, outputs)
+    return model
+
+
+def test_9_2_image_segmentation(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tf.random.set_seed(11)
+    img_size = (16, 16)
+    model = get_model(img_size=img_size, num_classes=3)
+    channels = [3, 64, 64, 128, 128, 256, 256, 256, 256, 128, 128, 64, 64, 3]
+    total = sum(conv_params(3, a, b) for a, b in zip(channels, channels[1:]))
+    assert model.count_params() == total == 2_880_643       # the book's summary
+    model.compile(optimizer="rmsprop", loss="sparse_categorical_crossentropy")
+    input_imgs = RNG.uniform(0, 255, (4,) + img_size + (3,)).astype("float32")
+    targets = RNG.integers(0, 3, (4,) + img_size + (1,)).astype("uint8")
+    callbacks = [
+        keras.callbacks.ModelCheckpoint("oxford_segmentation.keras",
+                                        save_best_only=True)
+    ]
+    history = model.fit(input_imgs, targets, epochs=1, callbacks=callbacks, batch_size=2,
+                        validation_data=(input_imgs, targets), verbose=0)
+    model = keras.models.load_model("oxford_segmentation.keras")
+    probs = model.predict(input_imgs, verbose=0)
+    # the per-pixel cross-entropy, averaged over images and pixels
+    expected = -np.mean(np.log(np.take_along_axis(probs, targets.astype(int), axis=-1)))
+    assert math.isclose(history.history["val_loss"][0], expected, rel_tol=1e-4)
+    i = 2
+    test_image = input_imgs[i]
+    mask = model.predict(np.expand_dims(test_image, 0), verbose=0)[0]
+    assert mask.shape == (16, 16, 3) and np.allclose(mask.sum(-1), 1, atol=1e-5)
+    assert keras.utils.array_to_img(test_image).size == (16, 16)
