@@ -958,6 +958,26 @@ def test_8_2_image_dataset_from_directory(tmp_path, capsys):
     assert labels.shape == (4, 1) and labels.dtype == np.float32
     expected = tf.image.resize(pixels["cat.1.png", "validation"], (10, 15)).numpy()
     assert np.allclose(images.numpy()[1], expected)
+    # fit and evaluate on the datasets, as the book does
+    inputs = keras.Input(shape=(18, 18, 3))
+    x = layers.Rescaling(1./255)(inputs)
+    x = layers.Conv2D(filters=4, kernel_size=3, activation="relu")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    outputs = layers.Dense(1, activation="sigmoid")(x)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    model.compile(loss="binary_crossentropy", optimizer="rmsprop", metrics=["accuracy"])
+    validation_dataset = image_dataset_from_directory(new_base_dir / "validation",
+                                                      image_size=(18, 18), batch_size=4)
+    history = model.fit(train_dataset, epochs=2, validation_data=validation_dataset,
+                        verbose=0)
+    assert len(history.history["val_loss"]) == 2
+    test_loss, test_acc = model.evaluate(validation_dataset, verbose=0)
+    batches = [(x.numpy(), y.numpy()) for x, y in validation_dataset]   # one pass: reshuffled
+    images = np.concatenate([x for x, _ in batches])
+    labels = np.concatenate([y for _, y in batches])
+    p = model.predict(images, verbose=0)[:, 0]
+    expected = -np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p))
+    assert math.isclose(test_loss, expected, rel_tol=1e-4)
     # load_img / img_to_array / save_img as chapter 9 uses them
     img = keras.utils.load_img(new_base_dir / "train" / "cat" / "cat.0.png", target_size=(10, 15))
     array = keras.utils.img_to_array(img)

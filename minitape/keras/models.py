@@ -628,8 +628,9 @@ class Model(Layer):
                 (Keras prints them), so a notebook's output is the same on every run.
             shuffle: reshuffle the samples before each epoch (with ``mt.random``'s generator,
                 so ``mt.random.set_seed`` makes it repeatable).
-            validation_data: optional ``(x_val, y_val)`` or ``(x_val, y_val, sample_weight)``,
-                evaluated after each epoch (``val_loss``, ``val_<metric>`` in the history).
+            validation_data: optional ``(x_val, y_val)``, ``(x_val, y_val, sample_weight)``
+                or an ``mt.data.Dataset`` of ``(x, y)`` batches, evaluated after each epoch
+                (``val_loss``, ``val_<metric>`` in the history).
             initial_epoch: the epoch to start from (to resume a training).
             callbacks: ``mt.keras.callbacks`` instances (``EarlyStopping``,
                 ``ModelCheckpoint``, ...), called as Keras 3 calls them. One of them setting
@@ -687,12 +688,15 @@ class Model(Layer):
             (x, y, sample_weight), validation_data = _split(x, y, sample_weight, split)
         verbose = 1 if verbose == "auto" else int(verbose)
         batches = _Batches(x, y, batch_size, shuffle, "fit", sample_weight=sample_weight)
-        if validation_data is not None:
+        from ..data import Dataset
+        if isinstance(validation_data, Dataset):   # of (x, y) pairs, as Keras (Chollet ch. 8)
+            val_x, val_y, val_weight = validation_data, None, None
+        elif validation_data is not None:
             if not (isinstance(validation_data, (tuple, list))
                     and len(validation_data) in (2, 3)):
                 raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, "
-                                 "y_val, val_sample_weight), got "
-                                 f"{type(validation_data).__name__}")
+                                 "y_val, val_sample_weight), or an mt.data.Dataset of (x, y) "
+                                 f"pairs, got {type(validation_data).__name__}")
             val_x, val_y, val_weight = (tuple(validation_data) + (None,))[:3]
         history = History({"epochs": epochs, "steps": len(batches), "verbose": verbose})
         history.model = self
