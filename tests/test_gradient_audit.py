@@ -135,6 +135,15 @@ CALLS = {
     "max_pool": lambda: (_image(), [1, 1, 1, 2], [1, 1, 1, 2], "VALID"),   # over channels
     "conv2d_transpose": lambda: (_image(), mt.constant(np.ones((2, 2, 3, 2)) * 0.1),
                                  (2, 8, 8, 3), 2, "SAME"),
+    # Chollet chapter 9: depthwise and separable convolutions
+    "depthwise_conv2d": lambda: (_image(), mt.constant(np.ones((2, 2, 2, 2)) * 0.1),
+                                 [1, 1, 1, 1], "SAME"),
+    "separable_conv2d": lambda: (_image(), mt.constant(np.ones((2, 2, 2, 2)) * 0.1),
+                                 mt.constant(np.ones((1, 1, 4, 3)) * 0.1), 1, "VALID"),
+    "depthwise_conv2d_backprop_input": lambda: ((2, 4, 4, 2),
+                                                mt.constant(np.ones((2, 2, 2, 1)) * 0.1),
+                                                _image(), 1, "SAME"),
+    "depthwise_conv2d_backprop_filter": lambda: (_image(), (2, 2, 2, 1), _image(), 1, "SAME"),
 }
 
 

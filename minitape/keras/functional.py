@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import dtypes, module
 from ..engine.tensor import Tensor, register_tensor_conversion_function
+from ..ops import math_ops
 from ..ops.constant_op import constant
 from .layers import Layer, accepts
 from .models import Model, adjust_input_rank, unrecorded
@@ -440,6 +441,18 @@ class Functional(Model):
     def outputs(self):
         return _leaves(self._outputs)
 
+    @property
+    def input(self):
+        """The model's inputs as given to the constructor (one KerasTensor, a list or a dict),
+        as Keras's ``model.input``: ``keras.Model(inputs=model.input, outputs=[...])`` builds
+        a model of its intermediate layers (Chollet, chapter 9)."""
+        return self._inputs
+
+    @property
+    def output(self):
+        """The model's outputs as given to the constructor, as Keras's ``model.output``."""
+        return self._outputs
+
     def call(self, inputs, training=None):
         values = {}
         symbols = _leaves(self._inputs)
@@ -468,7 +481,9 @@ class Functional(Model):
             x = value if isinstance(value, Tensor) else constant(np.asarray(value))
             x = adjust_input_rank(x, symbol.shape)    # (a vector where (None, 1) is expected)
             if symbol.dtype.kind == "f" and x.dtype != symbol.dtype and x.dtype.kind in "iuf":
-                x = constant(np.asarray(x.numpy(), symbol.dtype))
+                # a Cast op (as Keras's autocasting): a tape watching ``x`` sees through it
+                # (Chollet's Grad-CAM feeds a watched Tensor to a model)
+                x = math_ops.cast(x, symbol.dtype)
             expected = symbol.shape[1:]
             if x.ndim != len(symbol.shape) or any(
                     e is not None and e != d for e, d in zip(expected, x.shape[1:])):

@@ -753,8 +753,8 @@ class Model(Layer):
             if not (isinstance(validation_data, (tuple, list))
                     and len(validation_data) in (2, 3)):
                 raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, "
-                                 "y_val, val_sample_weight), got "
-                                 f"{type(validation_data).__name__}")
+                                 "y_val, val_sample_weight), or an mt.data.Dataset of (x, y) "
+                                 f"pairs, got {type(validation_data).__name__}")
             val_x, val_y, val_weight = (tuple(validation_data) + (None,))[:3]
         history = History({"epochs": epochs, "steps": len(batches), "verbose": verbose})
         history.model = self

@@ -11,7 +11,8 @@ from ..ops import random_ops
 from ..engine.tensor import Tensor
 
 __all__ = ["set_random_seed", "to_categorical", "plot_model", "model_to_dot",
-           "unpack_x_y_sample_weight", "pack_x_y_sample_weight"]
+           "unpack_x_y_sample_weight", "pack_x_y_sample_weight", "load_img", "img_to_array",
+           "array_to_img", "save_img", "image_dataset_from_directory"]
 
 
 def set_random_seed(seed):
@@ -288,3 +289,203 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .._tf_names import missing_attribute
     raise missing_attribute(__name__, name)
+
+
+# -- images on disk (Chollet's chapters 8, 9 and 12), with Pillow ----------------------------------
+
+_IMAGE_FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+
+
+def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest",
+             keep_aspect_ratio=False):
+    """An image file as a PIL image, as ``keras.utils.load_img``.
+
+    Args:
+        path: the file's path.
+        color_mode: ``"rgb"`` (the default), ``"rgba"`` or ``"grayscale"``.
+        target_size: ``(height, width)`` to resize to with Pillow's ``interpolation``
+            (``"nearest"`` by default, as Keras; ``"bilinear"``, ``"bicubic"``...), or None.
+
+    Raises:
+        ValueError: an unknown ``color_mode`` or ``interpolation``.
+    """
+    from PIL import Image
+    modes = {"rgb": "RGB", "rgba": "RGBA", "grayscale": "L"}
+    if color_mode not in modes:
+        raise ValueError(f"load_img: color_mode must be 'rgb', 'rgba' or 'grayscale', got "
+                         f"{color_mode!r}")
+    with open(path, "rb") as f:
+        img = Image.open(f)
+        img.load()
+    img = img.convert(modes[color_mode])
+    if target_size is not None:
+        methods = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR,
+                   "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS, "box": Image.BOX,
+                   "hamming": Image.HAMMING}
+        if interpolation not in methods:
+            raise ValueError(f"load_img: interpolation must be one of {sorted(methods)}, got "
+                             f"{interpolation!r}")
+        size = (int(target_size[1]), int(target_size[0]))       # Pillow: (width, height)
+        if img.size != size:
+            if keep_aspect_ratio:   # the largest centered crop of the target's aspect ratio
+                w, h = img.size
+                crop_w = min(w, round(h * size[0] / size[1]))
+                crop_h = min(h, round(w * size[1] / size[0]))
+                left, top = (w - crop_w) // 2, (h - crop_h) // 2
+                img = img.crop((left, top, left + crop_w, top + crop_h))
+            img = img.resize(size, methods[interpolation])
+    return img
+
+
+def img_to_array(img, data_format=None, dtype=None):
+    """A PIL image as a ``(height, width, channels)`` NumPy array (float32 by default), as
+    ``keras.utils.img_to_array``; a grayscale image gets one channel."""
+    if data_format not in (None, "channels_last"):
+        raise ValueError(f"img_to_array: only data_format='channels_last', got {data_format!r}")
+    x = np.asarray(img, dtype=dtype if dtype is not None else "float32")
+    if x.ndim == 2:
+        x = x[:, :, None]
+    if x.ndim != 3:
+        raise ValueError(f"img_to_array: expected an image, got an array of shape {x.shape}")
+    return x
+
+
+def array_to_img(x, data_format=None, scale=True, dtype=None):
+    """A ``(height, width, channels)`` array (1, 3 or 4 channels) as a PIL image, as
+    ``keras.utils.array_to_img``: with ``scale=True`` the values are shifted and scaled to
+    ``[0, 255]`` (minimum to 0, maximum to 255) first.
+
+    Raises:
+        ValueError: another rank or number of channels.
+    """
+    from PIL import Image
+    x = np.array(x.numpy() if isinstance(x, Tensor) else x, dtype="float32")
+    if x.ndim != 3 or x.shape[2] not in (1, 3, 4):
+        raise ValueError(f"array_to_img: expected (height, width, 1, 3 or 4 channels), got "
+                         f"shape {x.shape}")
+    if scale:
+        x = x - np.min(x)
+        top = np.max(x)
+        if top != 0:
+            x /= top
+        x *= 255
+    x = x.astype("uint8")
+    if x.shape[2] == 1:
+        return Image.fromarray(x[:, :, 0], "L")
+    return Image.fromarray(x, "RGB" if x.shape[2] == 3 else "RGBA")
+
+
+def save_img(path, x, data_format=None, file_format=None, scale=True, **kwargs):
+    """Save an array as an image file, as ``keras.utils.save_img`` (``array_to_img``, then
+    Pillow's ``save``; the format from the file name unless ``file_format`` is given)."""
+    array_to_img(x, data_format=data_format, scale=scale).save(path, format=file_format,
+                                                                **kwargs)
+
+
+def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
+                                 class_names=None, color_mode="rgb", batch_size=32,
+                                 image_size=(256, 256), shuffle=True, seed=None,
+                                 validation_split=None, subset=None, interpolation="bilinear",
+                                 follow_links=False, crop_to_aspect_ratio=False, verbose=True):
+    """Batches of ``(images, labels)`` from a directory with one subdirectory per class, as
+    ``keras.utils.image_dataset_from_directory``.
+
+    Classes are the subdirectories in alphanumeric order (or ``class_names``); the files
+    (``.bmp .gif .jpeg .jpg .png``) are read when a pass reaches them (Pillow), resized to
+    ``image_size`` with ``mt.image.resize`` (``interpolation``, bilinear by default, as
+    Keras): images are float32 ``(batch, height, width, 3)`` (1 channel for
+    ``"grayscale"``, 4 for ``"rgba"``). Labels: ``"int"`` (int32), ``"binary"`` (float32
+    ``(batch, 1)``, two classes), ``"categorical"`` (one-hot float32), or None (images only).
+    With ``shuffle`` the file order is shuffled once (``seed``) and each pass is reshuffled.
+    ``validation_split`` with ``subset="training"``, ``"validation"`` or ``"both"`` splits
+    the shuffled files (the last fraction is the validation set), as Keras. The dataset's
+    ``class_names`` lists the classes. Prints ``Found N files belonging to K classes.``
+
+    Raises:
+        ValueError: a missing directory, ``labels`` other than ``"inferred"``/None, an
+            unknown ``label_mode``, ``"binary"`` with other than two classes, a bad split.
+    """
+    import os
+    from ..data import Dataset
+    from ..ops import image_ops
+    if not os.path.isdir(directory):
+        raise ValueError(f"image_dataset_from_directory: {directory!r} is not a directory")
+    if labels not in ("inferred", None):
+        raise ValueError("image_dataset_from_directory: labels must be 'inferred' (one "
+                         f"subdirectory per class) or None, got {labels!r:.60}")
+    if label_mode not in ("int", "binary", "categorical", None):
+        raise ValueError("image_dataset_from_directory: label_mode must be 'int', 'binary', "
+                         f"'categorical' or None, got {label_mode!r}")
+    if labels is None:
+        label_mode = None
+    found = sorted(d for d in os.listdir(directory)
+                   if os.path.isdir(os.path.join(directory, d)))
+    names = list(class_names) if class_names is not None else found
+    paths, targets = [], []
+    if labels is None:
+        roots = [(directory, 0)]
+    else:
+        roots = [(os.path.join(directory, name), i) for i, name in enumerate(names)]
+    for root, label in roots:
+        for folder, _, files in sorted(os.walk(root, followlinks=follow_links)):
+            for fname in sorted(files):
+                if fname.lower().endswith(_IMAGE_FORMATS):
+                    paths.append(os.path.join(folder, fname))
+                    targets.append(label)
+    if label_mode == "binary" and len(names) != 2:
+        raise ValueError(f"image_dataset_from_directory: label_mode='binary' needs exactly 2 "
+                         f"classes, found {len(names)}: {names}")
+    if verbose:
+        print(f"Found {len(paths)} files belonging to {len(names)} classes.")
+    order = np.arange(len(paths))
+    if shuffle:
+        if seed is None:
+            seed = int(np.random.randint(1_000_000))
+        np.random.RandomState(seed).shuffle(order)
+    if validation_split:
+        if subset not in ("training", "validation", "both"):
+            raise ValueError("image_dataset_from_directory: with validation_split, subset must "
+                             f"be 'training', 'validation' or 'both', got {subset!r}")
+        n_val = int(validation_split * len(paths))
+        parts = {"training": order[:len(order) - n_val], "validation": order[len(order) - n_val:]}
+    else:
+        parts = {"training": order}
+    channels = {"rgb": 3, "rgba": 4, "grayscale": 1}.get(color_mode)
+    size = tuple(int(s) for s in image_size)
+
+    def make(indices, reshuffle):
+        rng = np.random.default_rng(seed)
+
+        def load(i):
+            img = img_to_array(load_img(paths[i], color_mode=color_mode))
+            x = image_ops.resize(img, size, method=interpolation)
+            x = np.asarray(x, "float32").reshape(size + (channels,))
+            if label_mode is None:
+                return (x,)
+            y = targets[i]
+            if label_mode == "binary":
+                return x, np.float32([y])
+            if label_mode == "categorical":
+                return x, np.eye(len(names), dtype="float32")[y]
+            return x, np.int32(y)
+
+        def iterate():
+            idx = rng.permutation(indices) if reshuffle else indices
+            for start in range(0, len(idx), batch_size):
+                items = [load(i) for i in idx[start:start + batch_size]]
+                batch = tuple(Tensor(np.stack(parts_)) for parts_ in zip(*items))
+                yield batch[0] if label_mode is None else batch
+        dataset = Dataset(iterate, -(-len(indices) // batch_size))
+        dataset.class_names = names
+        dataset.file_paths = [paths[i] for i in indices]
+        return dataset
+
+    if validation_split and subset == "both":
+        if verbose:
+            print(f"Using {len(parts['training'])} files for training.")
+            print(f"Using {len(parts['validation'])} files for validation.")
+        return make(parts["training"], shuffle), make(parts["validation"], False)
+    part = parts[subset if validation_split else "training"]
+    if validation_split and verbose:
+        print(f"Using {len(part)} files for {subset}.")
+    return make(part, shuffle)

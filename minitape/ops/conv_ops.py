@@ -577,3 +577,213 @@ def _avg_pool_grad_grad(op, g):
     gf, batch = _fold(g, op.batch_ndim, 0)
     return _unfold(avg_pool2d(gf, op.get_attr("ksize"), op.get_attr("strides"),
                               op.get_attr("padding")), batch, 0)
+
+
+# -- DepthwiseConv2dNative ------------------------------------------------------------------------
+
+
+def _depthwise_args(x, w_shape, strides, padding, what):
+    strides, padding = _pair(strides, what, "strides"), _padding(padding, what)
+    (ho, wo), pads = _layout(x, w_shape[:2], strides, padding, what)
+    return strides, padding, (ho, wo), pads
+
+
+def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # noqa: A002
+                            dilations=None, name=None):
+    """One filter per input channel (op ``DepthwiseConv2dNative``), as
+    ``tf.nn.depthwise_conv2d_native``:
+
+    ``out[n, i, j, c * M + m] = sum over (di, dj) of x[n, i*sh + di, j*sw + dj, c] *
+    w[di, dj, c, m]``: channel ``c`` is convolved with its own ``M`` filters (the channel
+    multiplier) and never mixed with the other channels.
+
+    Args:
+        input: ``(batch, height, width, C)`` floating Tensor (NHWC).
+        filter: ``(kh, kw, C, M)`` Tensor of the same dtype.
+        strides, padding: as ``conv2d`` (``strides`` an int, ``[sh, sw]`` or
+            ``[1, sh, sw, 1]``; ``padding`` ``"VALID"`` or ``"SAME"``).
+        data_format, dilations: only ``"NHWC"`` and 1.
+
+    Returns:
+        ``(batch, Ho, Wo, C * M)``, the input's dtype; ``Ho``, ``Wo`` as ``conv2d``.
+
+    Raises:
+        ValueError: a rank other than 4, channels that differ, bad strides or padding.
+        TypeError: non-floating input, or input and filter of different dtypes.
+
+    Its gradients are the ops ``DepthwiseConv2dNativeBackpropInput`` and
+    ``...BackpropFilter``, each linear in its two inputs, whose own gradients are written with
+    the other two (as ``Conv2D``'s): derivatives of every order.
+
+    >>> import minitape as mt
+    >>> x = mt.reshape(mt.range(0.0, 8.0), [1, 2, 2, 2])
+    >>> w = mt.reshape(mt.constant([1.0, 10.0]), [1, 1, 2, 1])
+    >>> mt.nn.depthwise_conv2d(x, w, 1, "VALID").numpy()[0, :, :, 1]
+    array([[10., 30.],
+           [50., 70.]], dtype=float32)
+    """
+    what = "depthwise_conv2d"
+    if isinstance(input, Tensor) and not isinstance(filter, Tensor):
+        filter = convert_to_tensor(filter, dtype=input.dtype, what=what)  # noqa: A001
+    elif isinstance(filter, Tensor) and not isinstance(input, Tensor):
+        input = convert_to_tensor(input, dtype=filter.dtype, what=what)  # noqa: A001
+    x = floating(input, what)
+    w = floating(filter, what)
+    _rank4(x, what, "input", "(batch, height, width, channels)")
+    _rank4(w, what, "filter", "(height, width, in_channels, channel_multiplier)")
+    if x.dtype != w.dtype:
+        raise TypeError(f"{what}: input is {x.dtype.name} but filter is {w.dtype.name}; use "
+                        f"mt.cast(filter, mt.{x.dtype.name})")
+    if x.shape[3] != w.shape[2]:
+        raise ValueError(f"{what}: the input has {x.shape[3]} channels (shape {x.shape}) but the "
+                         f"filter expects {w.shape[2]} (shape {w.shape}, layout (height, width, "
+                         "in_channels, channel_multiplier))")
+    _check_format(data_format, dilations, what)
+    strides, padding, (ho, wo), pads = _depthwise_args(x.shape, w.shape, strides, padding, what)
+    windows = _windows(x._value, w.shape[:2], strides, pads)        # (N, Ho, Wo, C, kh, kw)
+    value = np.einsum("nhwcij,ijcm->nhwcm", windows, w._value)
+    y = Tensor(value.reshape(x.shape[0], ho, wo, -1), name=name)
+    record("DepthwiseConv2dNative", (x, w), (y,), attrs={"strides": strides, "padding": padding})
+    return y
+
+
+def depthwise_conv2d(input, filter, strides, padding, data_format=None,  # noqa: A002
+                     dilations=None, name=None):
+    """``tf.nn.depthwise_conv2d``: ``depthwise_conv2d_native`` with ``strides`` of 4 entries
+    ``[1, sh, sw, 1]`` (as TensorFlow asks) or the shorter forms. See
+    ``depthwise_conv2d_native`` for shapes and errors."""
+    return depthwise_conv2d_native(input, filter, strides, padding,
+                                   data_format if data_format is not None else "NHWC",
+                                   dilations, name)
+
+
+register_forward("DepthwiseConv2dNative", lambda op, x, w: depthwise_conv2d_native(
+    x, w, op.get_attr("strides"), op.get_attr("padding")))
+
+
+@RegisterGradient("DepthwiseConv2dNative")
+def _depthwise_grad(op, dy):
+    x, w = op.inputs
+    strides, padding = op.get_attr("strides"), op.get_attr("padding")
+    dx = dw = None
+    if wanted(op, 0):
+        dx = depthwise_conv2d_native_backprop_input(x.shape, w, dy, strides, padding)
+    if wanted(op, 1):
+        dw = depthwise_conv2d_native_backprop_filter(x, w.shape, dy, strides, padding)
+    return dx, dw
+
+
+def depthwise_conv2d_native_backprop_input(input_sizes, filter, out_backprop, strides,  # noqa: A002
+                                           padding, data_format="NHWC",
+                                           dilations=None, name=None):
+    """The gradient of ``depthwise_conv2d_native`` with respect to its input (op
+    ``DepthwiseConv2dNativeBackpropInput``, as ``tf.nn.depthwise_conv2d_backprop_input``):
+    each channel's ``out_backprop`` times its filters, added back where each window came
+    from. Shapes: ``filter`` ``(kh, kw, C, M)``, ``out_backprop`` ``(N, Ho, Wo, C * M)`` ->
+    ``input_sizes`` ``(N, H, W, C)`` (an attribute here, not a Tensor input)."""
+    what = "depthwise_conv2d_backprop_input"
+    _check_format(data_format, dilations, what)
+    w = floating(filter, what)
+    dy = floating(out_backprop, what)
+    in_shape = tuple(array_ops.as_shape(input_sizes, what))
+    kh, kw, c, m = w.shape
+    strides, padding, (ho, wo), pads = _depthwise_args(in_shape, w.shape, strides, padding, what)
+    if dy.shape != (in_shape[0], ho, wo, c * m) or in_shape[3] != c:
+        raise ValueError(f"{what}: input_sizes {in_shape}, filter {w.shape} and out_backprop "
+                         f"{dy.shape} do not fit together")
+    g = dy._value.reshape(in_shape[0], ho, wo, c, m)
+    patches = np.einsum("nhwcm,ijcm->nhwijc", g, w._value)
+    value = _col2im(patches, in_shape, (ho, wo), (kh, kw), strides, pads)
+    dx = Tensor(value, name=name)
+    record("DepthwiseConv2dNativeBackpropInput", (w, dy), (dx,),
+           attrs={"input_sizes": in_shape, "strides": strides, "padding": padding})
+    return dx
+
+
+register_forward("DepthwiseConv2dNativeBackpropInput",
+                 lambda op, w, dy: depthwise_conv2d_native_backprop_input(
+                     op.get_attr("input_sizes"), w, dy, op.get_attr("strides"),
+                     op.get_attr("padding")))
+
+
+@RegisterGradient("DepthwiseConv2dNativeBackpropInput")
+def _depthwise_backprop_input_grad(op, g):
+    # <BI(w, dy), g> = <dy, depthwise(g, w)>: linear in each argument.
+    w, dy = op.inputs
+    strides, padding = op.get_attr("strides"), op.get_attr("padding")
+    dw = d_dy = None
+    if wanted(op, 0):
+        dw = depthwise_conv2d_native_backprop_filter(g, w.shape, dy, strides, padding)
+    if wanted(op, 1):
+        d_dy = depthwise_conv2d_native(g, w, strides, padding)
+    return dw, d_dy
+
+
+def depthwise_conv2d_native_backprop_filter(input, filter_sizes, out_backprop,  # noqa: A002
+                                            strides, padding, data_format="NHWC",
+                                           dilations=None, name=None):
+    """The gradient of ``depthwise_conv2d_native`` with respect to its filter (op
+    ``DepthwiseConv2dNativeBackpropFilter``, as ``tf.nn.depthwise_conv2d_backprop_filter``):
+    each channel's windows times its ``out_backprop``, summed over images and positions.
+    Shapes: ``input`` ``(N, H, W, C)``, ``out_backprop`` ``(N, Ho, Wo, C * M)`` ->
+    ``filter_sizes`` ``(kh, kw, C, M)`` (an attribute here)."""
+    what = "depthwise_conv2d_backprop_filter"
+    _check_format(data_format, dilations, what)
+    x = floating(input, what)
+    dy = floating(out_backprop, what)
+    w_shape = tuple(array_ops.as_shape(filter_sizes, what))
+    kh, kw, c, m = w_shape
+    strides, padding, (ho, wo), pads = _depthwise_args(x.shape, w_shape, strides, padding, what)
+    if dy.shape != (x.shape[0], ho, wo, c * m) or x.shape[3] != c:
+        raise ValueError(f"{what}: input {x.shape}, filter_sizes {w_shape} and out_backprop "
+                         f"{dy.shape} do not fit together")
+    windows = _windows(x._value, (kh, kw), strides, pads)
+    g = dy._value.reshape(x.shape[0], ho, wo, c, m)
+    dw = Tensor(np.einsum("nhwcij,nhwcm->ijcm", windows, g), name=name)
+    record("DepthwiseConv2dNativeBackpropFilter", (x, dy), (dw,),
+           attrs={"filter_sizes": w_shape, "strides": strides, "padding": padding})
+    return dw
+
+
+register_forward("DepthwiseConv2dNativeBackpropFilter",
+                 lambda op, x, dy: depthwise_conv2d_native_backprop_filter(
+                     x, op.get_attr("filter_sizes"), dy, op.get_attr("strides"),
+                     op.get_attr("padding")))
+
+
+@RegisterGradient("DepthwiseConv2dNativeBackpropFilter")
+def _depthwise_backprop_filter_grad(op, g):
+    # <BF(x, dy), g> = <dy, depthwise(x, g)>: linear in each argument.
+    x, dy = op.inputs
+    strides, padding = op.get_attr("strides"), op.get_attr("padding")
+    dx = d_dy = None
+    if wanted(op, 0):
+        dx = depthwise_conv2d_native_backprop_input(x.shape, g, dy, strides, padding)
+    if wanted(op, 1):
+        d_dy = depthwise_conv2d_native(x, g, strides, padding)
+    return dx, d_dy
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,  # noqa: A002
+                     data_format=None, dilations=None, name=None):
+    """A depthwise convolution, then a 1x1 convolution mixing the channels, as
+    ``tf.nn.separable_conv2d`` (what ``SeparableConv2D`` computes).
+
+    Args:
+        input: ``(batch, height, width, C)``.
+        depthwise_filter: ``(kh, kw, C, M)``; strides and padding apply to it.
+        pointwise_filter: ``(1, 1, C * M, out_channels)``.
+
+    Returns:
+        ``(batch, Ho, Wo, out_channels)``.
+
+    Raises:
+        ValueError: as ``depthwise_conv2d`` and ``conv2d``; a pointwise filter that is not 1x1.
+    """
+    what = "separable_conv2d"
+    p = floating(pointwise_filter, what)
+    if p.ndim != 4 or p.shape[:2] != (1, 1):
+        raise ValueError(f"{what}: pointwise_filter must have shape (1, 1, C * M, out_channels), "
+                         f"got {p.shape}")
+    y = depthwise_conv2d(input, depthwise_filter, strides, padding, data_format, dilations)
+    return conv2d(y, p, 1, "VALID", name=name)

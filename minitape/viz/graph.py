@@ -56,6 +56,7 @@ ARGUMENT_NAMES = {
     "BatchMatMulV2": ("x", "y"), "Greater": ("x", "y"), "GreaterEqual": ("x", "y"),
     "Less": ("x", "y"), "LessEqual": ("x", "y"), "SelectV2": ("condition", "t", "e"),
     "MatrixSolve": ("matrix", "rhs"), "Conv2D": ("input", "filter"),
+    "DepthwiseConv2dNative": ("input", "filter"),
 }
 # Ops whose result does not depend on the order of their inputs: their arrows carry no name.
 COMMUTATIVE = frozenset({"AddV2", "AddN", "Mul", "Maximum", "Minimum", "Equal", "NotEqual",
