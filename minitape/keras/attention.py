@@ -55,6 +55,12 @@ def _causal(tq, tv):
     return np.tril(np.ones((tq, tv), bool))[None]
 
 
+def _floating(x, dtype, who):
+    """``x`` as a Tensor of the layer's dtype (Keras casts a layer's inputs so)."""
+    x = math_ops.floating(x, who)
+    return x if x.dtype == dtype else math_ops.cast(x, dtype)
+
+
 def _dropped(weights, rate, training, seed):
     if not _mt_layers.training_mode(training) or rate == 0.0:
         return weights
@@ -132,9 +138,9 @@ class Attention(Layer):
              use_causal_mask=False):
         self._check(inputs, mask)
         who = f"{type(self).__name__} '{self.name}'"
-        q = math_ops.floating(inputs[0], who)
-        v = math_ops.floating(inputs[1], who)
-        k = math_ops.floating(inputs[2], who) if len(inputs) > 2 else v
+        q = _floating(inputs[0], self.dtype, who)
+        v = _floating(inputs[1], self.dtype, who)
+        k = _floating(inputs[2], self.dtype, who) if len(inputs) > 2 else v
         q_mask = _bool(mask[0], "query_mask") if mask else None
         v_mask = _bool(mask[1], "value_mask") if mask else None
         scores = self._scores(q, k)
@@ -270,9 +276,9 @@ class MultiHeadAttention(Layer):
         query_mask = get_keras_mask(query) if query_mask is None else query_mask
         value_mask = get_keras_mask(value) if value_mask is None else value_mask
         key_mask = get_keras_mask(key) if key_mask is None and key is not None else key_mask
-        q_in = math_ops.floating(query, who)
-        v_in = math_ops.floating(value, who)
-        k_in = v_in if key is None else math_ops.floating(key, who)
+        q_in = _floating(query, self.dtype, who)
+        v_in = _floating(value, self.dtype, who)
+        k_in = v_in if key is None else _floating(key, self.dtype, who)
         for name, x in (("query", q_in), ("value", v_in), ("key", k_in)):
             if x.ndim != 3:
                 raise ValueError(f"{who}: {name} must have shape (batch, steps, features), got "

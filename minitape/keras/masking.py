@@ -175,6 +175,7 @@ class Masking(Layer):
 
     def call(self, inputs):
         from ..ops import math_ops
-        x = convert_to_tensor(inputs, what=f"Masking '{self.name}'")
+        x = math_ops.floating(inputs, f"Masking '{self.name}'")
+        x = x if x.dtype == self.dtype else math_ops.cast(x, self.dtype)
         keep = self.compute_mask(x).numpy()[..., None]
         return x * math_ops.cast(convert_to_tensor(keep), x.dtype)
