@@ -429,3 +429,22 @@ def test_mha_bad_arguments():
         L.MultiHeadAttention(num_heads=2.5, key_dim=3)
     with pytest.raises(TypeError, match="needs a value"):
         L.MultiHeadAttention(num_heads=2, key_dim=3)(Q)
+
+
+def test_the_output_mask_weights_the_compiled_loss():
+    # As Keras 3: the padded positions of a sequence output do not count in the loss
+    model = keras.Sequential([L.Embedding(8, 4, mask_zero=True),
+                              L.SimpleRNN(3, return_sequences=True),
+                              L.Dense(6, activation="softmax")])
+    model.compile(loss="sparse_categorical_crossentropy", optimizer="sgd")
+    y = RNG.integers(0, 6, IDS.shape)
+    y_pred = model(IDS)
+    p = y_pred.numpy()
+    nll = -np.log(np.take_along_axis(p, y[..., None], -1)[..., 0])
+    want = nll[MASK].mean()
+    np.testing.assert_allclose(float(model.compute_loss(y=y, y_pred=y_pred)), want, rtol=1e-5)
+    loss = keras.losses.SparseCategoricalCrossentropy()
+    model.compile(loss=loss, optimizer="sgd")
+    np.testing.assert_allclose(float(model.compute_loss(y=y, y_pred=y_pred)), want, rtol=1e-5)
+    history = model.fit(IDS, y, epochs=1, verbose=0, shuffle=False)
+    np.testing.assert_allclose(history.history["loss"][0], want, rtol=1e-5)
