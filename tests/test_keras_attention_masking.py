@@ -446,5 +446,8 @@ def test_the_output_mask_weights_the_compiled_loss():
     loss = keras.losses.SparseCategoricalCrossentropy()
     model.compile(loss=loss, optimizer="sgd")
     np.testing.assert_allclose(float(model.compute_loss(y=y, y_pred=y_pred)), want, rtol=1e-5)
+    model.compile(loss=loss, optimizer="sgd", metrics=["accuracy"])
     history = model.fit(IDS, y, epochs=1, verbose=0, shuffle=False)
     np.testing.assert_allclose(history.history["loss"][0], want, rtol=1e-5)
+    accuracy = (p.argmax(-1) == y)[MASK].mean()   # the metrics skip the padding too
+    np.testing.assert_allclose(history.history["accuracy"][0], accuracy, rtol=1e-6)
