@@ -20,7 +20,7 @@ from .. import layers as _mt_layers
 from ..engine.tensor import Tensor, convert_to_tensor
 from ..ops import array_ops, math_ops, nn_ops, reduction_ops
 from .layers import Layer
-from .masking import get_keras_mask
+from ._keras_mask import get_keras_mask
 
 __all__ = ["Attention", "MultiHeadAttention"]
 

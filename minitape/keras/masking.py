@@ -24,39 +24,15 @@ from __future__ import annotations
 
 import inspect
 import warnings
-import weakref
 
 import numpy as np
 
 from .. import module as _module
 from ..engine.tensor import Tensor, convert_to_tensor
+from ._keras_mask import _masks, get_keras_mask, set_keras_mask
 from .layers import Layer
 
 __all__ = ["Masking", "get_keras_mask", "set_keras_mask"]
-
-# The masks attached to Tensors: ``id(tensor) -> (weak reference to it, mask)``; an entry
-# goes when its Tensor does.
-_masks = {}
-
-
-def set_keras_mask(x, mask):
-    """Attach ``mask`` (a bool Tensor, or None to remove it) to the Tensor ``x``, as
-    ``keras.backend.set_keras_mask``."""
-    key = id(x)
-    if mask is None:
-        _masks.pop(key, None)
-        return
-    _masks[key] = (weakref.ref(x, lambda _, key=key: _masks.pop(key, None)), mask)
-
-
-def get_keras_mask(x):
-    """The mask attached to ``x`` (a bool Tensor ``(batch, timesteps)``), or None, as
-    ``keras.backend.get_keras_mask`` (``x._keras_mask`` in Keras)."""
-    entry = _masks.get(id(x))
-    if entry is None or entry[0]() is not x:
-        return None
-    return entry[1]
-
 
 def _mask_of(inputs):
     """The mask of ``inputs``: one mask, or a list (one per Tensor of a list), or None."""
@@ -124,8 +100,7 @@ def masked_call(layer, call, args, kwargs):
     if not _masks and kwargs.get("mask") is None and not getattr(layer, "mask_zero", False) \
             and not isinstance(layer, Masking):
         return call(layer, *args, **kwargs)   # (no mask anywhere: the usual call)
-    from .models import Model
-    if isinstance(layer, Model):   # (its layers pass the masks on, inside)
+    if callable(getattr(layer, "fit", None)):   # (a Model: its layers pass the masks on)
         return call(layer, *args, **kwargs)
     inputs = args[0]
     incoming = _mask_of(inputs)

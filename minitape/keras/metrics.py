@@ -316,7 +316,7 @@ class MeanMetricWrapper(Mean):
         self._fn_kwargs = kwargs
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        from .masking import get_keras_mask
+        from ._keras_mask import get_keras_mask
         mask = get_keras_mask(y_pred)   # (nlpgeron: an output's mask, as Keras 3)
         if self._fn in _LOSS_FUNCTIONS:   # (Keras's losses take integer predictions too)
             y_pred = _array(y_pred, f"{self.name}: y_pred")

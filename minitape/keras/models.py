@@ -895,7 +895,7 @@ def _masked_loss(loss, y, y_pred, sample_weight):   # (nlpgeron)
     sum(mask)``, 0 if none). None when there is no mask (or with ``sample_weight``, or a
     loss that is not a mean over the batch, or whose values do not have the mask's shape):
     the usual reduction then applies."""
-    from .masking import get_keras_mask
+    from ._keras_mask import get_keras_mask
     mask = get_keras_mask(y_pred) if isinstance(y_pred, Tensor) else None
     if mask is None or sample_weight is not None:
         return None
