@@ -451,3 +451,39 @@ def test_the_output_mask_weights_the_compiled_loss():
     np.testing.assert_allclose(history.history["loss"][0], want, rtol=1e-5)
     accuracy = (p.argmax(-1) == y)[MASK].mean()   # the metrics skip the padding too
     np.testing.assert_allclose(history.history["accuracy"][0], accuracy, rtol=1e-6)
+
+
+# -- the ops Geron's masks use: logical ops and band_part ---------------------------------
+
+def test_logical_ops_and_operators():
+    a = np.array([[True, False], [True, True]])
+    b = np.array([True, False])
+    ta, tb = tf.constant(a), tf.constant(b)
+    np.testing.assert_array_equal((ta & tb).numpy(), a & b)
+    np.testing.assert_array_equal((ta | tb).numpy(), a | b)
+    np.testing.assert_array_equal((ta ^ tb).numpy(), a ^ b)
+    np.testing.assert_array_equal((~ta).numpy(), ~a)
+    np.testing.assert_array_equal(tf.math.logical_and(ta, tb).numpy(), a & b)
+    np.testing.assert_array_equal(tf.logical_or(a, b).numpy(), a | b)
+    np.testing.assert_array_equal(tf.math.logical_not(b).numpy(), ~b)
+    with pytest.raises(TypeError, match="bool"):
+        tf.constant([1, 2]) & tf.constant([1, 0])
+    with pytest.raises(TypeError, match="bool"):
+        ~tf.constant([1.0])
+
+
+def test_band_part_as_tensorflow_documents():
+    # tf.linalg.band_part's documented example: a 4x4 matrix, band_part(x, 1, -1) and (2, 1)
+    x = np.array([[0, 1, 2, 3], [-1, 0, 1, 2], [-2, -1, 0, 1], [-3, -2, -1, 0]], float)
+    np.testing.assert_array_equal(tf.linalg.band_part(x, 1, -1).numpy(),
+                                  [[0, 1, 2, 3], [-1, 0, 1, 2], [0, -1, 0, 1], [0, 0, -1, 0]])
+    np.testing.assert_array_equal(tf.linalg.band_part(x, 2, 1).numpy(),
+                                  [[0, 1, 0, 0], [-1, 0, 1, 0], [-2, -1, 0, 1], [0, -2, -1, 0]])
+    causal = tf.linalg.band_part(tf.ones((3, 3), tf.bool), -1, 0)
+    np.testing.assert_array_equal(causal.numpy(), np.tril(np.ones((3, 3), bool)))
+    v = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.linalg.band_part(v, 0, 0) * 2.0)
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), 2 * np.eye(4))
+    with pytest.raises(ValueError, match="2 axes"):
+        tf.linalg.band_part(np.ones(3), -1, 0)
