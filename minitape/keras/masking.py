@@ -81,7 +81,9 @@ def compute_mask(layer, inputs, mask):
         return layer.compute_mask(inputs, mask)
     if type(layer).__name__ in _MERGE and isinstance(mask, (list, tuple)):
         known = [np.asarray(m) for m in mask if m is not None]
-        return convert_to_tensor(np.logical_and.reduce(known)) if known else None
+        if not known or any(m.shape != known[0].shape for m in known):
+            return None   # (Concatenate along the time axis: not in minitape)
+        return convert_to_tensor(np.logical_and.reduce(known))
     return mask
 
 
