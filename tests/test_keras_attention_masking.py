@@ -73,6 +73,28 @@ def test_masking_layer():
     np.testing.assert_array_equal(y.numpy(), [[[0.0], [2.0]]])
 
 
+def test_a_layer_of_yours_makes_a_mask_with_compute_mask():
+    # Chollet, chapter 11: a PositionalEmbedding layer whose compute_mask says ids != 0
+    class PositionalEmbedding(L.Layer):
+        def __init__(self, sequence_length, input_dim, output_dim, **kwargs):
+            super().__init__(**kwargs)
+            self.token_embeddings = L.Embedding(input_dim=input_dim, output_dim=output_dim)
+            self.position_embeddings = L.Embedding(input_dim=sequence_length,
+                                                   output_dim=output_dim)
+
+        def call(self, inputs):
+            positions = tf.range(start=0, limit=tf.shape(inputs)[-1], delta=1)
+            return self.token_embeddings(inputs) + self.position_embeddings(positions)
+
+        def compute_mask(self, inputs, mask=None):
+            return tf.math.not_equal(inputs, 0)
+
+    layer = PositionalEmbedding(5, 8, 4)
+    assert layer.supports_masking
+    y = layer(IDS)
+    np.testing.assert_array_equal(get_keras_mask(y).numpy(), MASK)
+
+
 # -- RNNs with masks, against a NumPy loop -----------------------------------------------
 
 def np_masked_rnn(step, x, mask, states, backwards=False, zero_output=False):

@@ -34,6 +34,7 @@ from .layers import Layer
 
 __all__ = ["Masking", "get_keras_mask", "set_keras_mask"]
 
+
 def _mask_of(inputs):
     """The mask of ``inputs``: one mask, or a list (one per Tensor of a list), or None."""
     if isinstance(inputs, (list, tuple)):
@@ -96,11 +97,18 @@ def _attach(outputs, masks):
         set_keras_mask(outputs, masks)
 
 
+def _may_make_a_mask(layer):
+    """``Embedding(mask_zero=True)``, or a ``Layer`` with its own ``compute_mask`` (``Masking``;
+    Chollet's ``PositionalEmbedding``, whose ``compute_mask`` returns ``inputs != 0``)."""
+    if getattr(layer, "mask_zero", False):
+        return True
+    return isinstance(layer, Layer) and type(layer).compute_mask is not Layer.compute_mask
+
+
 def masked_call(layer, call, args, kwargs):
     """Run ``call(layer, *args, **kwargs)`` (a layer's ``__call__``) the way Keras 3 treats
     masks (see the module): ``minitape.module`` calls this for every layer call."""
-    if not _masks and kwargs.get("mask") is None and not getattr(layer, "mask_zero", False) \
-            and not isinstance(layer, Masking):
+    if not _masks and kwargs.get("mask") is None and not _may_make_a_mask(layer):
         return call(layer, *args, **kwargs)   # (no mask anywhere: the usual call)
     if callable(getattr(layer, "fit", None)):   # (a Model: its layers pass the masks on)
         return call(layer, *args, **kwargs)
