@@ -1352,7 +1352,8 @@ Tensor.__ne__ = not_equal
 
 
 # -- logical ops on bool Tensors (nlpgeron: Geron's chapter 16 combines masks,
-# ``causal_mask & decoder_pad_mask``) --------------------------------------------------------
+# ``causal_mask & decoder_pad_mask``). Their inputs are bool, never on a tape (nothing to
+# differentiate), so they compute without recording an op.
 
 def _logical(op_type, fn, word):
     def logical(x, y, name=None):
@@ -1361,15 +1362,12 @@ def _logical(op_type, fn, word):
             raise TypeError(f"{op_type} ({word}) takes bool Tensors, got {x.dtype.name} and "
                             f"{y.dtype.name}; make a mask with a comparison, e.g. "
                             "mt.not_equal(ids, 0)")
-        z = _out(fn(x._value, y._value), name)
-        record(op_type, (x, y), (z,), keep_inputs=False)
-        return z
+        return _out(fn(x._value, y._value), name)
 
     logical.__name__ = fn.__name__
-    logical.__doc__ = (f"Elementwise {word} of two bool Tensors, with broadcasting (op "
-                       f"``{op_type}``, as ``tf.math.{fn.__name__}``); not differentiable.\n\n"
+    logical.__doc__ = (f"Elementwise {word} of two bool Tensors, with broadcasting (as "
+                       f"``tf.math.{fn.__name__}``, op ``{op_type}``); not differentiable.\n\n"
                        "    Raises:\n        TypeError: an operand that is not bool.\n")
-    no_gradient(op_type)
     return logical
 
 
@@ -1379,8 +1377,8 @@ logical_xor = _logical("LogicalXor", np.logical_xor, "XOR")
 
 
 def logical_not(x, name=None):
-    """Elementwise NOT of a bool Tensor (op ``LogicalNot``, as ``tf.math.logical_not``; ``~x``);
-    not differentiable.
+    """Elementwise NOT of a bool Tensor (as ``tf.math.logical_not``; ``~x``); not
+    differentiable.
 
     Raises:
         TypeError: ``x`` is not bool (``~`` on integers, TensorFlow's bitwise invert, is not
@@ -1390,12 +1388,9 @@ def logical_not(x, name=None):
     if x.dtype != np.bool_:
         raise TypeError(f"LogicalNot (~x) takes a bool Tensor, got {x.dtype.name}; for "
                         "numbers use -x or 1 - x")
-    z = _out(np.logical_not(x._value), name)
-    record("LogicalNot", (x,), (z,), keep_inputs=False)
-    return z
+    return _out(np.logical_not(x._value), name)
 
 
-no_gradient("LogicalNot")
 Tensor.__and__ = logical_and
 Tensor.__rand__ = lambda x, y: logical_and(y, x)
 Tensor.__or__ = logical_or
