@@ -88,6 +88,7 @@ metrics = keras.metrics
 
 # -- "Dive into Deep Learning", chapter 11 (d2lattn) -------------------------------------------
 from .ops.array_ops import repeat, sort  # noqa: E402  (masked_softmax, MultiHeadAttention)
+from .ops.math_ops import logical_and, logical_or, logical_not  # noqa: E402  (Geron ch. 16)
 # -- end of d2lattn ----------------------------------------------------------------------------
 
 __version__ = version.VERSION

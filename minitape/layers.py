@@ -1187,6 +1187,10 @@ class Embedding(LayerMixin, Module):
 
     Ids of a float dtype are cast to int32 first, as Keras does.
 
+    ``mask_zero=True``: id 0 is padding; the output carries the mask ``ids != 0`` (bool,
+    the ids' shape), which the layers after it receive (an RNN then skips the padded steps:
+    see ``mt.keras.masking``), as Keras. Id 0 still has its row of ``embeddings``.
+
     Raises:
         TypeError: ids that are not numbers.
         ValueError: ``input_dim`` or ``output_dim`` not a positive int; an id outside
@@ -1194,8 +1198,9 @@ class Embedding(LayerMixin, Module):
     """
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", dtype=None,
-                 name=None, **kwargs):
+                 name=None, mask_zero=False, **kwargs):
         super().__init__(name=name if name is not None else _default_name("embedding"))
+        self.mask_zero = bool(mask_zero)
         _layer_options(self, {k: v for k, v in kwargs.items() if k != "input_length"},
                        "Embedding", weights=("embeddings",))
         self.input_dim = _positive_int(input_dim, "Embedding", "input_dim")
@@ -1225,6 +1230,18 @@ class Embedding(LayerMixin, Module):
             self.build(ids.shape)
         y = array_ops.gather(self.embeddings, ids)
         return self._activity_loss(y) if self.activity_regularizer is not None else y
+
+    @property
+    def supports_masking(self):
+        """True with ``mask_zero=True`` (the layer then makes a mask), as Keras."""
+        return self.mask_zero
+
+    def compute_mask(self, inputs, mask=None):
+        """``inputs != 0`` (a bool Tensor) with ``mask_zero=True``, else None, as Keras's
+        ``Embedding.compute_mask``."""
+        if not self.mask_zero:
+            return None
+        return math_ops.not_equal(convert_to_tensor(inputs), 0)
 
 
 class LayerNormalization(LayerMixin, Module):

@@ -20,6 +20,8 @@ from .ops.reduction_ops import (  # noqa: F401
 )
 from .ops.nn_ops import softmax, log_softmax  # noqa: F401 (tf.math has them too)
 from .ops.reduction_ops import top_k  # noqa: F401  (d2l 10.8: beam search)
+# (Geron's chapter 16 combines masks)
+from .ops.math_ops import logical_and, logical_or, logical_xor, logical_not  # noqa: F401
 
 
 def _elementwise_test(op_type, fn, what):

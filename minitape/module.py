@@ -38,6 +38,9 @@ with_losses: list = []
 # ``(KerasTensor, call_on_symbolic)``; a Module called on one records a node of a functional
 # model instead of computing.
 symbolic = (None, None)
+# Keras's masks: set by ``minitape.keras.masking`` to its ``masked_call(module, call, args,
+# kwargs)``, which runs a layer call passing masks on as Keras 3 does.
+masked_call = None
 
 
 class _Calls(threading.local):
@@ -93,6 +96,8 @@ def _in_module_scope(call):
         if with_losses and not _calls.running:
             clear_losses(self)
         with module_scope(self):
+            if masked_call is not None and args:
+                return masked_call(self, call, args, kwargs)
             return call(self, *args, **kwargs)
     __call__._in_module_scope = True
     return __call__

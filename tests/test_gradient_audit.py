@@ -61,6 +61,8 @@ NOT_FLOAT_TO_FLOAT = {
     "greater": "returns bool", "greater_equal": "returns bool", "less": "returns bool",
     "less_equal": "returns bool", "equal": "returns bool", "not_equal": "returns bool",
     "is_finite": "returns bool", "is_inf": "returns bool", "is_nan": "returns bool",
+    "logical_and": "bool to bool", "logical_or": "bool to bool", "logical_xor": "bool to bool",
+    "logical_not": "bool to bool",
 }
 
 
@@ -132,6 +134,10 @@ CALLS = {
     "max_pool2d": lambda: (_image(), 2, 2, "VALID"),
     "avg_pool2d": lambda: (_image(), 3, 2, "SAME"),
     "floordiv": lambda: (_x() * 3.0, _scalar(2.0)),
+    **{name: lambda: ([[True, False]], [[True, True]]) for name in (
+        "logical_and", "logical_or", "logical_xor")},
+    "logical_not": lambda: ([True, False],),
+    "band_part": lambda: (_x(), -1, 0),
     "max_pool": lambda: (_image(), [1, 1, 1, 2], [1, 1, 1, 2], "VALID"),   # over channels
     "conv2d_transpose": lambda: (_image(), mt.constant(np.ones((2, 2, 3, 2)) * 0.1),
                                  (2, 8, 8, 3), 2, "SAME"),

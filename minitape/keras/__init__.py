@@ -63,6 +63,16 @@ layers.__all__ += [n for n in _recurrent.__all__ if n not in layers.__all__]
 del _name
 # -- end of rnnlayers --------------------------------------------------------------------------
 
+# -- nlpgeron: Keras's masks and attention layers (Geron's chapter 16) ------------------------
+from . import masking  # noqa: E402  (registers the mask passing of layer calls)
+from . import attention as _attention  # noqa: E402
+layers.Masking = masking.Masking
+for _name in _attention.__all__:
+    setattr(layers, _name, getattr(_attention, _name))
+layers.__all__ += ["Masking"] + [n for n in _attention.__all__ if n not in layers.__all__]
+del _name
+# -- end of nlpgeron --------------------------------------------------------------------------
+
 
 def __getattr__(name):
     # Only for a name this module lacks: say whether TensorFlow (tf.keras) has it (see

@@ -164,6 +164,23 @@ class Layer(_mt_layers.LayerMixin, Module):
             self._activity_loss(outputs)
         return outputs
 
+    @property
+    def supports_masking(self):
+        """Whether the layer passes a mask on to its outputs (``compute_mask``), as Keras's:
+        True once set so (``self.supports_masking = True``, Geron's ``PositionalEncoding``)
+        or when the layer's class has its own ``compute_mask``; see ``mt.keras.masking``."""
+        own = vars(self).get("_supports_masking")
+        return own if own is not None else type(self).compute_mask is not Layer.compute_mask
+
+    @supports_masking.setter
+    def supports_masking(self, value):
+        vars(self)["_supports_masking"] = bool(value)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """The mask of the outputs, from the inputs and their mask: ``previous_mask`` (as
+        Keras's default). Override it in a layer that makes or changes masks."""
+        return previous_mask
+
     def add_weight(self, *args, shape=None, initializer=None, dtype=None, trainable=True,
                    name=None, regularizer=None, constraint=None, **kwargs):
         """Create a Variable owned by this layer, as Keras's ``Layer.add_weight``.

@@ -302,7 +302,8 @@ class MeanMetricWrapper(Mean):
 
     ``fn(y_true, y_pred, **kwargs)`` returns one value per sample (a loss function does);
     ``update_state(y_true, y_pred, sample_weight=None)`` adds them to the mean. ``compile``
-    wraps a metric given as a function in one of these.
+    wraps a metric given as a function in one of these. When ``y_pred`` carries a mask
+    (``mt.keras.masking``), the masked positions do not count, as Keras 3.
     """
 
     def __init__(self, fn, name=None, dtype=None, **kwargs):
@@ -315,11 +316,21 @@ class MeanMetricWrapper(Mean):
         self._fn_kwargs = kwargs
 
     def update_state(self, y_true, y_pred, sample_weight=None):
+        from ._keras_mask import get_keras_mask
+        mask = get_keras_mask(y_pred)   # (nlpgeron: an output's mask, as Keras 3)
         if self._fn in _LOSS_FUNCTIONS:   # (Keras's losses take integer predictions too)
             y_pred = _array(y_pred, f"{self.name}: y_pred")
             if y_pred.dtype.kind != "f":
                 y_pred = y_pred.astype(self._dtype)
         values = self._fn(y_true, y_pred, **self._fn_kwargs)
+        if mask is not None and tuple(np.shape(values)) == tuple(mask.shape):
+            # As Keras 3: the masked positions (padding) do not count in the mean
+            weights = mask.numpy().astype(self._dtype)
+            if sample_weight is not None:
+                given = np.asarray(sample_weight, self._dtype)
+                weights = weights * given.reshape(given.shape + (1,) * (weights.ndim
+                                                                         - given.ndim))
+            sample_weight = weights
         super().update_state(values, sample_weight=sample_weight)
 
     def get_config(self):

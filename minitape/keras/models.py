@@ -430,6 +430,9 @@ class Model(Layer):
 
     def _reduced_loss(self, loss, y, y_pred, sample_weight):
         """One output's loss, reduced to a scalar (Keras's "sum_over_batch_size")."""
+        masked = _masked_loss(loss, y, y_pred, sample_weight)
+        if masked is not None:
+            return masked
         if sample_weight is None:
             value = loss(y, y_pred)
             if value.ndim:   # a loss function's per-sample values: take the mean over the batch
@@ -946,6 +949,30 @@ def _output_shapes(model):
             out.setdefault(key, (None,) + tuple(a if len(first) == len(last) and a == b
                                                 else None for a, b in zip(first, last)))
     return out
+
+
+def _masked_loss(loss, y, y_pred, sample_weight):   # (nlpgeron)
+    """As Keras 3, when ``y_pred`` carries a mask (``Embedding(mask_zero=True)`` upstream, an
+    RNN with ``return_sequences``: Geron's translation models), the masked positions do not
+    count: the mean of the loss over the unmasked positions only (``sum(loss * mask) /
+    sum(mask)``, 0 if none). None when there is no mask (or with ``sample_weight``, or a
+    loss that is not a mean over the batch, or whose values do not have the mask's shape):
+    the usual reduction then applies."""
+    from ._keras_mask import get_keras_mask
+    mask = get_keras_mask(y_pred) if isinstance(y_pred, Tensor) else None
+    if mask is None or sample_weight is not None:
+        return None
+    if isinstance(loss, _losses.Loss):
+        if loss.reduction not in ("sum_over_batch_size", "mean", "auto"):
+            return None
+        values = loss.call(y, y_pred)
+    else:
+        values = loss(y, y_pred)
+    if tuple(values.shape) != tuple(mask.shape):
+        return None
+    from ..ops import math_ops
+    weights = math_ops.cast(mask, values.dtype)
+    return reduction_ops.reduce_sum(values * weights) / max(float(np.sum(mask.numpy())), 1.0)
 
 
 class Sequential(Model):

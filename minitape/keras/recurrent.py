@@ -400,7 +400,13 @@ class RNN(Layer):
 
     Raises:
         ValueError: inputs that are not 3-D; a wrong number of initial states.
-        NotImplementedError: ``stateful=True`` or a ``mask`` (not in minitape).
+        ValueError: a ``mask`` whose shape is not ``(batch, timesteps)``.
+        NotImplementedError: ``stateful=True`` (not in minitape).
+
+    Masks (``mask=``, or the one that ``Embedding(mask_zero=True)`` attaches to its output:
+    ``mt.keras.masking``): at a step where the mask is False the states carry over unchanged
+    and the output repeats the previous one (zeros before the first real step), as Keras; so
+    the last output is the last real step's. ``return_sequences=True`` passes the mask on.
     """
 
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
@@ -425,16 +431,15 @@ class RNN(Layer):
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
         self.time_major = bool(time_major)
+        self.zero_output_for_mask = bool(zero_output_for_mask)
 
     def call(self, inputs, initial_state=None, training=None, mask=None):
-        if mask is not None:
-            raise NotImplementedError(f"{type(self).__name__} '{self.name}': masks are not in "
-                                      "minitape; give sequences of equal length")
         who = f"{type(self).__name__} '{self.name}'"
         x = _sequences(inputs, self.dtype, who)
         if self.time_major:   # (steps, batch, features), as tf.keras 2 (d2l's RNNs)
             x = array_ops.transpose(x, [1, 0, 2])
         batch, steps = x.shape[0], x.shape[1]
+        keep = _step_mask(mask, batch, steps, who)
         if initial_state is None:
             states = _initial_state(self.cell, batch, self.dtype)
         else:
@@ -453,10 +458,21 @@ class RNN(Layer):
         try:
             for t in order:
                 kwargs = {} if training is None else {"training": training}
-                output, states = self.cell(x[:, t, :], states, **kwargs)
+                output, new_states = self.cell(x[:, t, :], states, **kwargs)
                 if t == order[0]:
                     self._name_cell_weights()
-                states = list(states) if isinstance(states, (list, tuple)) else [states]
+                new_states = list(new_states) if isinstance(new_states, (list, tuple)) \
+                    else [new_states]
+                if keep is not None:   # a masked step: the states carry over, and the
+                    # output repeats the previous one (zeros before any; with
+                    # zero_output_for_mask, zeros), as Keras
+                    step = keep[:, t:t + 1]
+                    previous = array_ops.zeros_like(output) if self.zero_output_for_mask \
+                        or not outputs else outputs[-1]
+                    output = array_ops.where(step, output, previous)
+                    new_states = [array_ops.where(step, new, old)
+                                  for new, old in zip(new_states, states)]
+                states = new_states
                 outputs.append(output)
         finally:
             for c in dropout_cells:
@@ -471,12 +487,38 @@ class RNN(Layer):
             y = outputs[-1]
         return [y] + states if self.return_state else y
 
+    def compute_mask(self, inputs, mask=None):
+        """The outputs' mask, as Keras's ``RNN.compute_mask``: the input's mask with
+        ``return_sequences=True`` (one per step, as the input's), else None; with
+        ``return_state=True`` a list, None for each state."""
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        output_mask = mask if self.return_sequences else None
+        if self.return_state:
+            return [output_mask] + [None] * len(_sizes(self.cell.state_size))
+        return output_mask
 
     def _name_cell_weights(self):
         # Keras's paths: "lstm/lstm_cell/kernel" (the cell's weights exist after its first call)
         for v in self.cell.weights:
             if not getattr(v, "path", "").startswith(self.name + "/"):
                 v.path = f"{self.name}/{v.path}"
+
+
+def _step_mask(mask, batch, steps, who):
+    """A call's ``mask=`` (Keras's: a bool ``(batch, timesteps)``, True for the real steps;
+    a list: the first input's) as a bool Tensor, or None."""
+    if isinstance(mask, (list, tuple)):
+        mask = mask[0]
+    if mask is None:
+        return None
+    keep = convert_to_tensor(mask)
+    if keep.dtype != np.bool_:
+        keep = math_ops.cast(keep, np.bool_)
+    if tuple(keep.shape) != (batch, steps):
+        raise ValueError(f"{who}: mask must have shape (batch, timesteps) = {(batch, steps)} "
+                         f"(True for the real steps), got shape {tuple(keep.shape)}")
+    return keep
 
 
 def _recurrent_layer(cls, cell_cls, units, return_sequences, return_state, go_backwards,
@@ -562,7 +604,8 @@ class Bidirectional(Layer):
     forward layer's, then the backward layer's (``weights=`` sets them at the first call).
     A layer made with ``return_state=True`` gives ``[output, *forward_states,
     *backward_states]`` (Geron's encoder: ``outputs, *state = encoder(x)``, LSTM states
-    ``h_fwd, c_fwd, h_bwd, c_bwd``).
+    ``h_fwd, c_fwd, h_bwd, c_bwd``). A mask reaches both layers; with it, the sequences
+    returned are zeros at the masked steps (Keras sets ``zero_output_for_mask`` so).
 
     Raises:
         ValueError: an unknown ``merge_mode``.
@@ -590,9 +633,28 @@ class Bidirectional(Layer):
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
         self._initial_weights = None if weights is None else list(weights)
+        # As Keras: with a mask, the sequences returned are zeros at the masked steps
+        for direction in (self.forward_layer, self.backward_layer):
+            direction.zero_output_for_mask = direction.return_sequences
 
-    def call(self, inputs, training=None):
+    def compute_mask(self, inputs, mask=None):
+        """The input's mask with ``return_sequences=True`` (a pair with ``merge_mode=None``),
+        else None; None for each state with ``return_state=True``, as Keras."""
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        output_mask = mask if self.return_sequences else None
+        if self.return_sequences and self.merge_mode is None:
+            output_mask = [mask, mask]
+        if self.return_state:
+            states = 2 * len(_sizes(self.forward_layer.cell.state_size))
+            return ([output_mask] if not isinstance(output_mask, list) else output_mask) + \
+                [None] * states
+        return output_mask
+
+    def call(self, inputs, training=None, mask=None):
         kwargs = {} if training is None else {"training": training}
+        if mask is not None:   # (both directions skip the masked steps)
+            kwargs["mask"] = mask
         y = self.forward_layer(inputs, **kwargs)
         y_rev = self.backward_layer(inputs, **kwargs)
         if self._initial_weights is not None:   # (weights=: set once both layers exist)

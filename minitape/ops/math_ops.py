@@ -1349,3 +1349,52 @@ Tensor.__gt__ = greater
 Tensor.__ge__ = greater_equal
 Tensor.__eq__ = equal
 Tensor.__ne__ = not_equal
+
+
+# -- logical ops on bool Tensors (nlpgeron: Geron's chapter 16 combines masks,
+# ``causal_mask & decoder_pad_mask``). Their inputs are bool, never on a tape (nothing to
+# differentiate), so they compute without recording an op.
+
+def _logical(op_type, fn, word):
+    def logical(x, y, name=None):
+        x, y = elementwise_operands(x, y, op_type)
+        if x.dtype != np.bool_ or y.dtype != np.bool_:
+            raise TypeError(f"{op_type} ({word}) takes bool Tensors, got {x.dtype.name} and "
+                            f"{y.dtype.name}; make a mask with a comparison, e.g. "
+                            "mt.not_equal(ids, 0)")
+        return _out(fn(x._value, y._value), name)
+
+    logical.__name__ = fn.__name__
+    logical.__doc__ = (f"Elementwise {word} of two bool Tensors, with broadcasting (as "
+                       f"``tf.math.{fn.__name__}``, op ``{op_type}``); not differentiable.\n\n"
+                       "    Raises:\n        TypeError: an operand that is not bool.\n")
+    return logical
+
+
+logical_and = _logical("LogicalAnd", np.logical_and, "AND")
+logical_or = _logical("LogicalOr", np.logical_or, "OR")
+logical_xor = _logical("LogicalXor", np.logical_xor, "XOR")
+
+
+def logical_not(x, name=None):
+    """Elementwise NOT of a bool Tensor (as ``tf.math.logical_not``; ``~x``); not
+    differentiable.
+
+    Raises:
+        TypeError: ``x`` is not bool (``~`` on integers, TensorFlow's bitwise invert, is not
+            in minitape).
+    """
+    x = convert_to_tensor(x, what="LogicalNot")
+    if x.dtype != np.bool_:
+        raise TypeError(f"LogicalNot (~x) takes a bool Tensor, got {x.dtype.name}; for "
+                        "numbers use -x or 1 - x")
+    return _out(np.logical_not(x._value), name)
+
+
+Tensor.__and__ = logical_and
+Tensor.__rand__ = lambda x, y: logical_and(y, x)
+Tensor.__or__ = logical_or
+Tensor.__ror__ = lambda x, y: logical_or(y, x)
+Tensor.__xor__ = logical_xor
+Tensor.__rxor__ = lambda x, y: logical_xor(y, x)
+Tensor.__invert__ = logical_not
